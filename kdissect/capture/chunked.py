@@ -1,0 +1,52 @@
+"""A forward-only window over a binary stream, so readers never hold a whole capture in memory."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+CHUNK = 1 << 20
+
+
+class ChunkedInput:
+    """Reads a stream in large chunks and hands out views at absolute file offsets.
+
+    Readers ask for `need` bytes at the current position; the window grows only as far as one record
+    requires, so memory stays bounded by the largest record plus one chunk.
+    """
+
+    __slots__ = ("_stream", "buf", "pos", "base", "eof", "error")
+
+    def __init__(self, stream: BinaryIO, prefix: bytes = b"") -> None:
+        self._stream = stream
+        self.buf = prefix
+        self.pos = 0
+        self.base = 0
+        """File offset of buf[0]."""
+        self.eof = False
+        self.error: str | None = None
+        """Why the stream ended early (a truncated gzip member, an I/O error), if it did."""
+
+    def fill(self, need: int) -> bool:
+        """Make `need` bytes available from `pos`; False when the stream ends first."""
+        while len(self.buf) - self.pos < need:
+            if self.eof:
+                return False
+            try:
+                more = self._stream.read(max(CHUNK, need))
+            except (EOFError, OSError) as exc:
+                self.error = str(exc) or type(exc).__name__
+                more = b""
+            if not more:
+                self.eof = True
+                continue
+            self.base += self.pos
+            self.buf = self.buf[self.pos :] + more
+            self.pos = 0
+        return True
+
+    @property
+    def offset(self) -> int:
+        return self.base + self.pos
+
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos

@@ -1,0 +1,135 @@
+"""Open a capture file whatever its container: pcap or pcapng, plain or compressed, named right or not."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from typing import BinaryIO, Iterator
+
+from kdissect.capture.chunked import ChunkedInput
+from kdissect.capture.oddities import Oddities
+from kdissect.capture.packet import Packet
+from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
+from kdissect.capture.pcap import PcapReader
+from kdissect.capture.pcapng import PcapngReader
+from kdissect.diagnostic import Diagnostic
+
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+class CaptureError(Exception):
+    """The input cannot be read as a capture at all; the message is one line for the user."""
+
+
+def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None]:
+    if head.startswith(GZIP_MAGIC):
+        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True), "zstd"
+    if head.startswith(LZ4_MAGIC):
+        import lz4.frame
+
+        return lz4.frame.LZ4FrameFile(raw, mode="rb"), "lz4"
+    return raw, None
+
+
+class CaptureFile:
+    """A capture being read: its format, its packets, and what was odd about it.
+
+    Iterating `packets()` streams the file once; `diagnostics()` is complete after that.
+    """
+
+    def __init__(self, raw: BinaryIO, name: str) -> None:
+        self.name = name
+        self._raw = raw
+        self._size = _size_of(raw)
+        head = raw.read(4)
+        raw.seek(0)
+        stream, self.compression = _decompressing(raw, head)
+        try:
+            magic = stream.read(4)
+        except (OSError, EOFError) as exc:
+            raise CaptureError(f"{name}: cannot read the {self.compression} stream: {exc}") from None
+        self._odd = Oddities()
+        self._input = ChunkedInput(stream, magic)
+        if magic in PCAP_MAGICS:
+            if not self._input.fill(24):
+                raise CaptureError(f"{name}: truncated inside the pcap file header")
+            self._reader: PcapReader | PcapngReader = PcapReader(self._input, self._odd)
+        elif magic == PCAPNG_MAGIC:
+            self._reader = PcapngReader(self._input, self._odd)
+        elif not magic:
+            raise CaptureError(f"{name}: the file is empty")
+        else:
+            raise CaptureError(f"{name}: not a pcap or pcapng capture (it starts with {magic.hex(' ')})")
+        self.format = self._reader.format
+        suffix = os.path.splitext(name[:-3] if name.endswith(".gz") else name)[1].lower()
+        if self.format == "pcapng" and suffix in (".pcap", ".cap"):
+            self._odd.add("capture.misnamed", f"the file is pcapng although its name ends in {suffix}", 0, "note")
+        elif self.format == "pcap" and suffix == ".pcapng":
+            self._odd.add("capture.misnamed", "the file is classic pcap although its name ends in .pcapng", 0, "note")
+
+    def packets(self) -> Iterator[Packet]:
+        yield from self._reader.packets()
+        if self._input.error:
+            self._odd.add(
+                "capture.truncated-stream",
+                f"the {self.compression or 'file'} stream ended early: {self._input.error}",
+                self._input.offset,
+                "error",
+            )
+
+    def linktypes(self) -> list[int]:
+        return self._reader.linktypes()
+
+    def diagnostics(self) -> list[Diagnostic]:
+        return self._odd.diagnostics()
+
+    def progress(self) -> tuple[int, int]:
+        """(bytes consumed, total bytes) of the file on disk, compressed or not; total is 0 when unknown."""
+        try:
+            return self._raw.tell(), self._size
+        except (OSError, ValueError):
+            return 0, self._size
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> CaptureFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _size_of(raw: BinaryIO) -> int:
+    try:
+        return os.fstat(raw.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        return 0
+
+
+def open_capture(path: str | os.PathLike[str]) -> CaptureFile:
+    """Open a capture for streaming; CaptureError names what is wrong with a path that is not one."""
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise CaptureError(f"{name}: is a directory, not a capture file")
+    try:
+        raw = open(name, "rb")
+    except FileNotFoundError:
+        raise CaptureError(f"{name}: no such file") from None
+    except OSError as exc:
+        raise CaptureError(f"{name}: {exc.strerror or exc}") from None
+    try:
+        return CaptureFile(raw, name)
+    except CaptureError:
+        raw.close()
+        raise
+    except (OSError, EOFError, ValueError) as exc:
+        raw.close()
+        raise CaptureError(f"{name}: cannot read: {exc}") from None

@@ -1,0 +1,79 @@
+"""Payloads carried opaquely inside other messages, read into what they say.
+
+The consumer protocol's subscriptions and assignments ride as bytes in JoinGroup, SyncGroup and DescribeGroups
+when the group's protocol type is "consumer"; SASL exchanges ride in SaslAuthenticate. Each reading is added
+to its struct as an annotation on the field it explains; the bytes themselves stay as they were, except secrets,
+which are replaced unless shown.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kdissect.decode.redaction import Redacted
+from kdissect.decode.sasl import read_sasl
+from kdissect.decode.tree import Struct
+from kdissect.kafka.session import Session
+from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Message
+
+JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 11, 14, 15, 17, 36
+CONSUMER = "consumer"
+
+ReadData = Callable[[tuple[Message, ...], bytes], "tuple[Struct | None, str | None]"]
+
+
+def _protocol(read: ReadData, holder: Struct, field: str, schema: tuple[Message, ...], protocol_type: str | None) -> None:
+    """Annotate `holder.field` with its consumer-protocol reading when the group speaks that protocol.
+
+    With the protocol type unknown (old SyncGroup versions on a connection whose JoinGroup was not captured),
+    the reading is kept only if the bytes parse cleanly.
+    """
+    data = holder.get(field)
+    if not isinstance(data, bytes) or not data or protocol_type not in (CONSUMER, None):
+        return
+    struct, problem = read(schema, data)
+    if struct is None or (problem and protocol_type is None):
+        return
+    if problem:
+        struct.annotate("problem", problem)
+    holder.annotate(field, struct)
+
+
+def _each(value: object) -> list[Struct]:
+    return [v for v in value if isinstance(v, Struct)] if isinstance(value, list) else []
+
+
+def annotate(
+    read: ReadData, api_key: int, direction: str, body: Struct, request: Struct | None, session: Session, show_secrets: bool
+) -> None:
+    """Read the embedded payloads of one decoded body, in place."""
+    if api_key == JOIN_GROUP:
+        group = body.get("GroupId") if request is None else request.get("GroupId")
+        kind = body.get("ProtocolType") if direction == "request" else (body.get("ProtocolType") or (request and request.get("ProtocolType")))
+        if direction == "request" and isinstance(group, str) and isinstance(kind, str):
+            session.protocol_types[group] = kind
+        for item in _each(body.get("Protocols" if direction == "request" else "Members")):
+            _protocol(read, item, "Metadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
+    elif api_key == SYNC_GROUP:
+        group = (request or body).get("GroupId")
+        kind = body.get("ProtocolType") or (request and request.get("ProtocolType")) or session.protocol_types.get(group)
+        if direction == "request":
+            for item in _each(body.get("Assignments")):
+                _protocol(read, item, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
+        else:
+            _protocol(read, body, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
+    elif api_key == DESCRIBE_GROUPS and direction == "response":
+        for group in _each(body.get("Groups")):
+            kind = group.get("ProtocolType") or None
+            for member in _each(group.get("Members")):
+                _protocol(read, member, "MemberMetadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
+                _protocol(read, member, "MemberAssignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
+    elif api_key == SASL_HANDSHAKE and direction == "request":
+        mechanism = body.get("Mechanism")
+        session.sasl_mechanism = mechanism if isinstance(mechanism, str) else None
+    elif api_key == SASL_AUTHENTICATE:
+        data = body.get("AuthBytes")
+        if isinstance(data, bytes):
+            body.annotate("AuthBytes", read_sasl(session.sasl_mechanism, data, direction == "request", show_secrets))
+            if not show_secrets and data:
+                body.values[body.names.index("AuthBytes")] = Redacted(len(data))

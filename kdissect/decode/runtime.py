@@ -1,0 +1,106 @@
+"""Helpers the generated decoders call: the slow, rare paths kept out of the generated code."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable
+
+from kdissect.decode.tree import DecodeError, Partial, Struct, UnknownTag
+from kdissect.decode.uvarint import VarintError, read_uvarint
+
+ERRORS = (struct.error, IndexError, DecodeError, VarintError)
+"""What a primitive read raises when the bytes run out or lie."""
+
+MAX_EMPTY_ELEMENTS = 1 << 16
+"""Elements allowed in an array whose elements can take no bytes at all; anything more is a lie."""
+
+TagTable = dict[int, "tuple[str, Callable[[Any, int], tuple[Any, int]]]"]
+
+
+def uuid_at(buf: Any, pos: int) -> str:
+    raw = bytes(buf[pos : pos + 16])
+    if len(raw) < 16:
+        raise DecodeError("the data ends inside a uuid")
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def check_count(count: int, remaining: int, min_size: int, field: str) -> None:
+    """Refuse an array count the remaining bytes cannot hold, before anything is allocated for it."""
+    if count * min_size > remaining or (min_size == 0 and count > MAX_EMPTY_ELEMENTS):
+        raise DecodeError(f"{field} claims {count} elements, more than the {remaining} remaining bytes can hold")
+
+
+def read_tags(
+    buf: Any, pos: int, count: int, table: TagTable, names: tuple[str, ...], vals: list, spans: list | None
+) -> tuple[tuple[str, ...], int]:
+    """Read a tagged-field section: known tags decoded by name, unknown ones kept raw."""
+    out = list(names)
+    try:
+        for _ in range(count):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError(f"tagged field {tag} claims {size} bytes past the end of the data")
+            entry = table.get(tag)
+            if entry is None:
+                out.append(f"unknown tag {tag}")
+                vals.append(UnknownTag(tag, bytes(buf[pos:end]), pos))
+            else:
+                name, read = entry
+                out.append(name)
+                try:
+                    value, stop = read(memoryview(buf)[:end], pos)
+                except Partial as partial:
+                    vals.append(partial.value)
+                    partial.path.insert(0, name)
+                    raise
+                except ERRORS as exc:
+                    raise Partial(name, pos, _reason(exc, name), Struct(tuple(out[: len(vals)]), vals)) from None
+                vals.append(value)
+                if stop != end:
+                    raise Partial(name, stop, f"tagged field {name} holds {size} bytes but its value took {stop - pos}", None)
+            if spans is not None:
+                spans += (pos, end)
+            pos = end
+    except Partial as partial:
+        partial.value = Struct(tuple(out[: len(vals)]), vals, spans)
+        raise
+    except ERRORS as exc:
+        raise Partial("(tagged fields)", pos, _reason(exc, "the tagged fields"), Struct(tuple(out[: len(vals)]), vals, spans)) from None
+    return tuple(out), pos
+
+
+def _reason(exc: BaseException, field: str) -> str:
+    if isinstance(exc, (struct.error, IndexError)):
+        return f"the data ends inside {field}"
+    return str(exc)
+
+
+def fail(
+    names: tuple[str, ...], groups: dict[int, tuple[tuple[str, int], ...]], vals: list, spans: list | None,
+    buf: Any, pos: int, exc: BaseException,
+) -> Partial:
+    """Turn a primitive read failure into a Partial naming the exact field, decoding what still fits."""
+    group = groups.get(len(vals))
+    if group is not None:
+        for fmt, size in group:
+            if pos + size > len(buf):
+                break
+            vals.append(struct.unpack_from(">" + fmt, buf, pos)[0])
+            if spans is not None:
+                spans += (pos, pos + size)
+            pos += size
+    field = names[len(vals)] if len(vals) < len(names) else "(tagged fields)"
+    return Partial(field, pos, _reason(exc, field), Struct(names[: len(vals)], vals, spans))
+
+
+def partial_here(partial: Partial, names: tuple[str, ...], vals: list, spans: list | None) -> Partial:
+    """A child failed: this level's struct, as far as it was read, becomes the value carried up.
+
+    When the failure was in this level's own tagged fields, `read_tags` already built it, names and all.
+    """
+    if not (isinstance(partial.value, Struct) and partial.value.values is vals):
+        partial.value = Struct(names[: len(vals)], vals, spans)
+    return partial

@@ -1,0 +1,39 @@
+"""Diagnostics: what every stage says about bytes it could not take at face value.
+
+Every stage reports trouble the same way, so views and tables can list it in one place. A diagnostic never
+stops decoding: it names what was odd and where, and the stage goes on with what follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "note"]
+Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", ""]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One named problem and its location.
+
+    `code` is stable and dotted by stage (``tcp.gap``, ``frame.too-large``, ``body.truncated``); scripts match on it.
+    `offset` counts bytes within `scope`: the capture file, the TCP stream of one direction, the Kafka frame
+    (size prefix excluded), or a decompressed batch. `path` names the field, when a message decoder raised it.
+    """
+
+    code: str
+    message: str
+    severity: Severity = "error"
+    scope: Scope = ""
+    offset: int | None = None
+    path: str = ""
+
+    def at(self) -> str:
+        """The location as one short phrase, for terminal views."""
+        parts = []
+        if self.scope and self.offset is not None:
+            parts.append(f"{self.scope} offset {self.offset}")
+        if self.path:
+            parts.append(self.path)
+        return ", ".join(parts)

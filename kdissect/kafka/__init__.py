@@ -1,0 +1,1 @@
+"""Kafka over a byte stream: size-delimited frames, headers, and request/response pairing."""

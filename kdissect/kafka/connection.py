@@ -1,0 +1,270 @@
+"""One TCP connection carrying Kafka: its two streams, which side is the client, framing, and pairing.
+
+On a Kafka port the broker side is known from the start. On any other port both directions are held briefly
+(`Probe`) until one of them shows a request header: the side that sent the SYN must open with one, and
+without a SYN the side whose bytes hold a plausible request is the client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kdissect.diagnostic import Diagnostic
+from kdissect.events import ConnectionEnd, Ending, Notice
+from kdissect.kafka.detect import find_request, find_response, plausible_request
+from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Exchange, Message, Status
+from kdissect.kafka.frame import Frame
+from kdissect.kafka.framing import Framer
+from kdissect.kafka.headers import HeaderError, RequestHeader, parse_request_header, parse_response_header
+from kdissect.kafka.pairing import Pairing, expects_response
+from kdissect.kafka.session import Session
+from kdissect.net.reassembly import Reassembler
+from kdissect.net.tcp import ACK, SYN
+
+if TYPE_CHECKING:
+    from kdissect.dissector import Shared
+
+PROBE_LIMIT = 64 << 10
+"""Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
+MIN_REQUEST = 8
+MIN_RESPONSE = 4
+
+
+class Probe:
+    """Holds a direction's bytes while nobody knows yet whether it carries requests or responses."""
+
+    __slots__ = ("items", "size", "mid_stream")
+
+    def start(self, mid_stream: bool) -> None:
+        self.mid_stream = mid_stream
+
+    def __init__(self) -> None:
+        self.items: list[tuple[bytes | None, int, int, int]] = []
+        """(chunk or None for a gap, gap length, ts, packet index)."""
+        self.size = 0
+        self.mid_stream = False
+
+    def data(self, chunk: bytes, ts: int, index: int) -> None:
+        self.items.append((chunk, 0, ts, index))
+        self.size += len(chunk)
+
+    def gap(self, length: int, ts: int) -> None:
+        self.items.append((None, length, ts, 0))
+
+    def joined(self) -> bytes:
+        """The bytes before the first gap: what detection can look at."""
+        out = []
+        for chunk, _, _, _ in self.items:
+            if chunk is None:
+                break
+            out.append(chunk)
+        return b"".join(out)
+
+    def replay(self, framer: Framer) -> None:
+        for chunk, length, ts, index in self.items:
+            if chunk is None:
+                framer.gap(length, ts)
+            else:
+                framer.data(chunk, ts, index)
+        self.items.clear()
+
+
+class Connection:
+    """Both directions of one connection. Direction 0 runs from `a`, the sender of its first packet, to `b`."""
+
+    def __init__(self, shared: Shared, cid: int, a: tuple[bytes, int], b: tuple[bytes, int], ts: int) -> None:
+        self.shared = shared
+        self.id = cid
+        self.ends = (a, b)
+        self.first_ts = self.last_ts = ts
+        self.packets = [0, 0]
+        self.client_dir: int | None = None
+        self.info: ConnectionInfo | None = None
+        self.closed = False
+        self.ignored = False
+        self.initiator: int | None = None
+        """The direction that sent the SYN, when the capture saw it."""
+        self.requests = self.responses = self.unanswered = 0
+        self.pairing = Pairing(shared.limits.max_outstanding_requests)
+        self.session = Session()
+        self.streams = (
+            Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
+            Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
+        )
+        ports = shared.ports
+        if b[1] in ports:
+            self._orient(0)
+        elif a[1] in ports:
+            self._orient(1)
+
+    def segment(self, direction: int, seq: int, ack: int, flags: int, payload: bytes, missing: int, ts: int, index: int) -> None:
+        self.last_ts = ts
+        self.packets[direction] += 1
+        stream = self.streams[direction]
+        if flags & SYN and not flags & ACK:
+            self.initiator = direction
+        stream.segment(seq, payload, missing, flags, ts, index)
+        if flags & ACK:
+            self.streams[1 - direction].acknowledged(ack, ts, index)
+        if self.client_dir is None and not self.ignored and (payload or stream.finished):
+            self._detect()
+
+    def _detect(self) -> None:
+        """Decide which side is the client on an unknown port, or that this is not Kafka."""
+        max_size = self.shared.limits.max_frame_size
+        probes: tuple[Probe, Probe] = (self.streams[0].sink, self.streams[1].sink)  # type: ignore[assignment]
+        if self.initiator is not None and not probes[self.initiator].mid_stream:
+            head = probes[self.initiator].joined()
+            verdict = plausible_request(head, 0, max_size) if head else None
+            if verdict:
+                self._orient(self.initiator)
+            elif verdict is False or probes[self.initiator].size > PROBE_LIMIT:
+                self._ignore()
+            return
+        found = [find_request(probe.joined(), 0, max_size)[0] is not None for probe in probes]
+        if found[0] != found[1]:
+            self._orient(0 if found[0] else 1)
+        elif found[0]:
+            ports = (self.ends[0][1], self.ends[1][1])
+            self._orient(0 if ports[1] < ports[0] else 1)
+        elif all(probe.size > PROBE_LIMIT or stream.finished for probe, stream in zip(probes, self.streams)):
+            self._ignore()
+
+    def _ignore(self) -> None:
+        self.ignored = True
+        for stream in self.streams:
+            stream.sink.items.clear()  # type: ignore[union-attr]
+
+    def _orient(self, client_dir: int) -> None:
+        self.client_dir = client_dir
+        client, broker = self.ends[client_dir], self.ends[1 - client_dir]
+        self.info = ConnectionInfo(self.id, Endpoint.from_packed(*client), Endpoint.from_packed(*broker))
+        limits = self.shared.limits
+        requests = Framer(self._on_request, self._report, self._find_request, MIN_REQUEST, limits.max_frame_size, True)
+        responses = Framer(self._on_response, self._report, self._find_response, MIN_RESPONSE, limits.max_frame_size, True)
+        for stream, framer in ((self.streams[client_dir], requests), (self.streams[1 - client_dir], responses)):
+            probe = stream.sink
+            stream.sink = framer
+            if stream.started:
+                framer.start(stream.mid_stream)
+            if isinstance(probe, Probe):
+                probe.replay(framer)
+
+    def _find_request(self, buf: bytearray, start: int) -> tuple[int | None, int]:
+        return find_request(buf, start, self.shared.limits.max_frame_size)
+
+    def _find_response(self, buf: bytearray, start: int) -> tuple[int | None, int]:
+        return find_response(buf, start, self.shared.limits.max_frame_size, self.pairing.correlations())
+
+    def _report(self, diagnostic: Diagnostic, ts: int, index: int) -> None:
+        if not self.ignored:
+            self.shared.emit(Notice(diagnostic, self.info, ts, index))
+
+    def _on_request(self, frame: Frame) -> None:
+        self.requests += 1
+        diagnostics = _frame_diagnostics(frame)
+        try:
+            header = parse_request_header(frame.data)
+        except HeaderError as exc:
+            diagnostics.append(Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset))
+            self._exchange("unreadable", Message(frame, None, None, tuple(diagnostics)), None)
+            return
+        request = self.shared.decode_request(Message(frame, header, None, tuple(diagnostics)), self.session)
+        pushed = self.pairing.add(request, expects_response(header, frame.data))
+        if pushed:
+            self._settle(*pushed)
+
+    def _on_response(self, frame: Frame) -> None:
+        self.responses += 1
+        diagnostics = _frame_diagnostics(frame)
+        if len(frame.data) < 4:
+            diagnostics.append(Diagnostic("header.unreadable", "the response is too short for a correlation id", "error", "frame", 0))
+            self._exchange("orphan-response", None, Message(frame, None, None, tuple(diagnostics)))
+            return
+        correlation = int.from_bytes(frame.data[:4], "big", signed=True)
+        request, settled = self.pairing.match(correlation)
+        for entry in settled:
+            self._settle(*entry)
+        request_header = request.header if request else None
+        assert request_header is None or isinstance(request_header, RequestHeader)
+        try:
+            header = parse_response_header(
+                frame.data,
+                request_header.api_key if request_header else None,
+                request_header.api_version if request_header else None,
+            )
+        except HeaderError as exc:
+            diagnostics.append(Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset))
+            header = None
+        response = Message(frame, header, None, tuple(diagnostics))
+        if request is not None and header is not None:
+            response = self.shared.decode_response(response, request, self.session)
+        self._exchange("ok" if request else "orphan-response", request, response)
+
+    def _settle(self, request: Message, expects: bool) -> None:
+        """A request that will get no response: the capture lost it, or it asked for none."""
+        self.unanswered += expects
+        self._exchange("unanswered" if expects else "no-response-expected", request, None)
+
+    def _exchange(self, status: Status, request: Message | None, response: Message | None) -> None:
+        assert self.info is not None
+        self.shared.emit(Exchange(self.shared.next_exchange_id(), self.info, status, request, response))
+
+    @property
+    def finished(self) -> bool:
+        return (self.streams[0].finished and self.streams[1].finished) or self.streams[0].reset or self.streams[1].reset
+
+    def close(self, ended: Ending, ts: int) -> None:
+        """End both directions: flush what waits behind holes, then settle every request still waiting."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.client_dir is None:
+            for stream in self.streams:
+                stream.flush(ts)
+            if not self.ignored and any(stream.sink.items for stream in self.streams):  # type: ignore[union-attr]
+                self._detect()
+            if self.client_dir is None:
+                self.ignored = True
+                return
+        for stream in self.streams:
+            stream.flush(ts)
+            stream.sink.finish()  # type: ignore[union-attr]
+        for entry in self.pairing.drain():
+            self._settle(*entry)
+        c, b = self.client_dir, 1 - self.client_dir
+        client, broker = self.streams[c], self.streams[b]
+        assert self.info is not None
+        self.shared.emit(
+            ConnectionEnd(
+                self.info,
+                ended,
+                self.first_ts,
+                self.last_ts,
+                (self.packets[c], self.packets[b]),
+                (client.bytes, broker.bytes),
+                self.requests,
+                self.responses,
+                self.unanswered,
+                client.gaps + broker.gaps,
+                client.gap_bytes + broker.gap_bytes,
+                client.retransmitted + broker.retransmitted,
+                client.out_of_order + broker.out_of_order,
+                client.mid_stream or broker.mid_stream,
+            )
+        )
+
+
+def _frame_diagnostics(frame: Frame) -> list[Diagnostic]:
+    if frame.lost > 0:
+        return [
+            Diagnostic(
+                "frame.incomplete",
+                f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture",
+                "error",
+                "frame",
+                len(frame.data),
+            )
+        ]
+    return []
+

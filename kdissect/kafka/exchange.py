@@ -1,0 +1,125 @@
+"""What the core yields: exchanges (a request and its response), with the connection they belong to."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kdissect.diagnostic import Diagnostic
+from kdissect.kafka.frame import Frame
+from kdissect.kafka.headers import RequestHeader, ResponseHeader
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    address: str
+    port: int
+
+    @classmethod
+    def from_packed(cls, packed: bytes, port: int) -> Endpoint:
+        return cls(str(ipaddress.ip_address(packed)), port)
+
+    def __str__(self) -> str:
+        return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    """A TCP connection, oriented: which side is the Kafka client and which the broker."""
+
+    id: int
+    """1-based, in the order connections first appear in the capture."""
+    client: Endpoint
+    broker: Endpoint
+
+    def __str__(self) -> str:
+        return f"{self.client} → {self.broker}"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One side of an exchange: a frame, its header, and its body as far as it could be read."""
+
+    frame: Frame
+    header: RequestHeader | ResponseHeader | None
+    body: Any = None
+    """The decoded body, or None when there is no decoder for it or decoding was not asked for."""
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def ts(self) -> int:
+        return self.frame.ts
+
+    @property
+    def size(self) -> int:
+        """Bytes on the wire, size prefix included."""
+        return self.frame.size + 4
+
+
+Status = Literal["ok", "unanswered", "no-response-expected", "orphan-response", "unreadable"]
+"""ok: request and response; unanswered: no response in the capture; no-response-expected: a Produce with
+acks=0 left unanswered, as it should be; orphan-response: a response whose request is not in the capture;
+unreadable: a request whose header cannot be read, so nothing can pair with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    id: int
+    """1-based, in the order exchanges are completed."""
+    connection: ConnectionInfo
+    status: Status
+    request: Message | None
+    response: Message | None
+
+    @property
+    def request_header(self) -> RequestHeader | None:
+        header = self.request.header if self.request else None
+        return header if isinstance(header, RequestHeader) else None
+
+    @property
+    def api_key(self) -> int | None:
+        header = self.request_header
+        return header.api_key if header else None
+
+    @property
+    def api_version(self) -> int | None:
+        header = self.request_header
+        return header.api_version if header else None
+
+    @property
+    def correlation_id(self) -> int | None:
+        header = self.request_header
+        if header:
+            return header.correlation_id
+        if self.response and self.response.header:
+            return self.response.header.correlation_id
+        return None
+
+    @property
+    def client_id(self) -> str | None:
+        header = self.request_header
+        return header.client_id if header else None
+
+    @property
+    def latency(self) -> int | None:
+        """Nanoseconds from the request's last byte to the response's last byte."""
+        if self.request and self.response:
+            return self.response.ts - self.request.ts
+        return None
+
+    @property
+    def ts(self) -> int:
+        """When the exchange started: its request, or for an orphan its response."""
+        message = self.request or self.response
+        assert message is not None
+        return message.ts
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        out: tuple[Diagnostic, ...] = ()
+        if self.request:
+            out += self.request.diagnostics
+        if self.response:
+            out += self.response.diagnostics
+        return out

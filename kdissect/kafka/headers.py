@@ -1,0 +1,104 @@
+"""Request and response headers, read by the core itself: pairing needs them before (and without) a body decoder."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kdissect.decode.uvarint import VarintError, read_uvarint
+from kdissect.schema import request_header_version, response_header_version
+
+_REQUEST = struct.Struct(">hhi").unpack_from
+_INT16 = struct.Struct(">h").unpack_from
+_INT32 = struct.Struct(">i").unpack_from
+
+
+class HeaderError(ValueError):
+    """A header that cannot be read; `offset` is where in the frame reading failed."""
+
+    def __init__(self, reason: str, offset: int) -> None:
+        super().__init__(reason)
+        self.offset = offset
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedField:
+    """A tagged field kept as it came: its tag, raw bytes, and where they start in the frame."""
+
+    tag: int
+    data: bytes
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    version: int
+    """Header version: 0 (no client id), 1, or 2 (flexible, tagged fields)."""
+    length: int
+    """Bytes the header occupies at the start of the frame; the body follows."""
+    tagged: tuple[TaggedField, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHeader:
+    correlation_id: int
+    version: int
+    length: int
+    tagged: tuple[TaggedField, ...] = ()
+
+
+def _tagged(data: bytes, pos: int) -> tuple[tuple[TaggedField, ...], int]:
+    try:
+        count, pos = read_uvarint(data, pos)
+        fields = []
+        for _ in range(count):
+            tag, pos = read_uvarint(data, pos)
+            size, pos = read_uvarint(data, pos)
+            if pos + size > len(data):
+                raise HeaderError(f"tagged field {tag} claims {size} bytes past the end of the frame", pos)
+            fields.append(TaggedField(tag, data[pos : pos + size], pos))
+            pos += size
+    except VarintError as exc:
+        raise HeaderError(str(exc), pos) from None
+    return tuple(fields), pos
+
+
+def parse_request_header(data: bytes) -> RequestHeader:
+    if len(data) < 8:
+        raise HeaderError(f"a request header needs 8 bytes, the frame holds {len(data)}", len(data))
+    api_key, api_version, correlation_id = _REQUEST(data, 0)
+    version = request_header_version(api_key, api_version)
+    pos = 8
+    client_id = None
+    if version >= 1:
+        if len(data) < 10:
+            raise HeaderError("the frame ends before the client id", len(data))
+        length = _INT16(data, 8)[0]
+        pos = 10
+        if length >= 0:
+            if pos + length > len(data):
+                raise HeaderError(f"the client id claims {length} bytes past the end of the frame", pos)
+            client_id = data[pos : pos + length].decode("utf-8", "replace")
+            pos += length
+        elif length != -1:
+            raise HeaderError(f"the client id has an invalid length {length}", 8)
+    tagged: tuple[TaggedField, ...] = ()
+    if version >= 2:
+        tagged, pos = _tagged(data, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, version, pos, tagged)
+
+
+def parse_response_header(data: bytes, api_key: int | None, api_version: int | None) -> ResponseHeader:
+    """The response header's version follows from its request's; an orphan response is read as version 0."""
+    if len(data) < 4:
+        raise HeaderError(f"a response header needs 4 bytes, the frame holds {len(data)}", len(data))
+    correlation_id = _INT32(data, 0)[0]
+    version = 0 if api_key is None else response_header_version(api_key, api_version)
+    if version >= 1:
+        tagged, pos = _tagged(data, 4)
+        return ResponseHeader(correlation_id, version, pos, tagged)
+    return ResponseHeader(correlation_id, version, 4)

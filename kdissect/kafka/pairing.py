@@ -1,0 +1,87 @@
+"""Pairing responses with requests on one connection, by correlation id and in order.
+
+A broker answers the requests of one connection in the order it received them. So when a response arrives for
+the oldest request with its correlation id, every request sent before that one is settled: answered by a
+response the capture lost, or a Produce with acks=0 that expects none. That keeps memory bounded without
+waiting for the end of the capture.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter, deque
+
+from kdissect.decode.uvarint import VarintError, read_uvarint
+from kdissect.kafka.exchange import Message
+from kdissect.kafka.headers import RequestHeader
+
+PRODUCE = 0
+_ACKS_AFTER_TRANSACTIONAL_ID = struct.Struct(">h").unpack_from
+
+
+def expects_response(header: RequestHeader, frame_data: bytes) -> bool:
+    """False only for a Produce request with acks=0: the one request a broker does not answer."""
+    if header.api_key != PRODUCE:
+        return True
+    pos = header.length
+    try:
+        if header.api_version >= 3:
+            if header.version >= 2:
+                length_plus_one, pos = read_uvarint(frame_data, pos)  # compact nullable string
+                pos += max(length_plus_one - 1, 0)
+            else:
+                length = _ACKS_AFTER_TRANSACTIONAL_ID(frame_data, pos)[0]
+                pos += 2 + max(length, 0)
+        return _ACKS_AFTER_TRANSACTIONAL_ID(frame_data, pos)[0] != 0
+    except (IndexError, struct.error, VarintError):
+        return True
+
+
+class Pairing:
+    """Requests of one connection waiting for their responses, oldest first."""
+
+    __slots__ = ("outstanding", "_ids", "max_outstanding")
+
+    def __init__(self, max_outstanding: int) -> None:
+        self.outstanding: deque[tuple[Message, bool]] = deque()
+        """(request, whether it expects a response)."""
+        self._ids: Counter[int] = Counter()
+        self.max_outstanding = max_outstanding
+
+    def add(self, request: Message, expects: bool) -> tuple[Message, bool] | None:
+        """Register a request; returns the oldest one, pushed out, when the bound is reached."""
+        assert isinstance(request.header, RequestHeader)
+        self.outstanding.append((request, expects))
+        self._ids[request.header.correlation_id] += 1
+        if len(self.outstanding) > self.max_outstanding:
+            return self._pop()
+        return None
+
+    def _pop(self) -> tuple[Message, bool]:
+        entry = self.outstanding.popleft()
+        correlation = entry[0].header.correlation_id  # type: ignore[union-attr]
+        self._ids[correlation] -= 1
+        if not self._ids[correlation]:
+            del self._ids[correlation]
+        return entry
+
+    def match(self, correlation_id: int) -> tuple[Message | None, list[tuple[Message, bool]]]:
+        """(the request this response answers, or None for an orphan; the older requests it settles)."""
+        if correlation_id not in self._ids:
+            return None, []
+        settled = []
+        while True:
+            entry = self._pop()
+            if entry[0].header.correlation_id == correlation_id:  # type: ignore[union-attr]
+                return entry[0], settled
+            settled.append(entry)
+
+    def correlations(self) -> list[int]:
+        return list(self._ids)
+
+    def drain(self) -> list[tuple[Message, bool]]:
+        """Every request still waiting, oldest first: the connection is over."""
+        out = list(self.outstanding)
+        self.outstanding.clear()
+        self._ids.clear()
+        return out

@@ -1,0 +1,252 @@
+"""One direction of a TCP connection: segments in capture order to a byte stream with its gaps named.
+
+In-order segments go straight to the sink; segments that arrive early wait, within a byte bound, for the hole
+before them; retransmissions are dropped (the first copy wins) and compared with what was delivered; bytes
+that never appear become a gap at their stream offset, never zeros. Sequence numbers wrap modulo 2**32.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from typing import Callable, Protocol
+
+from kdissect.diagnostic import Diagnostic
+from kdissect.net.tcp import FIN, RST, SYN
+
+MOD = 0xFFFFFFFF
+HALF = 1 << 31
+RECENT_BYTES = 64 << 10
+"""Delivered bytes remembered to check retransmissions against."""
+
+
+class StreamSink(Protocol):
+    """Where a direction's bytes go: the Kafka framer of that direction."""
+
+    def start(self, mid_stream: bool) -> None: ...
+
+    def data(self, chunk: bytes, ts: int, index: int) -> None: ...
+
+    def gap(self, length: int, ts: int) -> None: ...
+
+
+Report = Callable[[Diagnostic, int, int], None]
+"""Called with (diagnostic, timestamp, packet index)."""
+
+
+class Reassembler:
+    """Reassembles one direction. Offsets count bytes from the first byte after the SYN (or the first seen)."""
+
+    __slots__ = (
+        "sink", "report", "max_buffer", "reorder", "started", "mid_stream", "next_seq", "offset",
+        "pending", "pending_heap", "pending_bytes", "recent", "recent_bytes", "fin_offset", "reset",
+        "bytes", "segments", "retransmitted", "out_of_order", "gaps", "gap_bytes", "peer_ack", "isn",
+    )
+
+    def __init__(self, sink: StreamSink, report: Report, max_buffer: int, reorder: bool = True) -> None:
+        self.sink = sink
+        self.report = report
+        self.max_buffer = max_buffer
+        self.reorder = reorder
+        self.started = False
+        self.mid_stream = False
+        """No SYN was seen: the first byte captured may sit in the middle of a frame."""
+        self.isn: int | None = None
+        self.next_seq = 0
+        self.offset = 0
+        self.pending: dict[int, tuple[bytes, int, int, int]] = {}
+        self.pending_heap: list[int] = []
+        self.pending_bytes = 0
+        self.recent: deque[tuple[int, bytes]] = deque()
+        self.recent_bytes = 0
+        self.fin_offset: int | None = None
+        self.reset = False
+        self.peer_ack: int | None = None
+        self.bytes = 0
+        self.segments = 0
+        self.retransmitted = 0
+        self.out_of_order = 0
+        self.gaps = 0
+        self.gap_bytes = 0
+
+    def segment(self, seq: int, payload: bytes, missing: int, flags: int, ts: int, index: int) -> None:
+        if seq == self.next_seq and not missing and not flags & 0x07 and self.started:
+            if payload:
+                self._deliver(payload, ts, index)
+                if self.pending:
+                    self._drain(ts)
+            return
+        if flags & SYN:
+            if not self.started:
+                self.isn = seq
+                self.next_seq = (seq + 1) & MOD
+                self.started = True
+                self.sink.start(False)
+            seq = (seq + 1) & MOD
+        elif not self.started:
+            if not payload and not missing and not flags & FIN:
+                return
+            self.next_seq = seq
+            self.started = True
+            self.mid_stream = True
+            self.sink.start(True)
+        length = len(payload) + missing
+        if length:
+            delta = (seq - self.next_seq) & MOD
+            if delta == 0:
+                self._deliver(payload, ts, index)
+                if missing:
+                    self._gap(missing, ts, index, "the capture's snapshot length cut")
+                if self.pending:
+                    self._drain(ts)
+            elif delta < HALF:
+                self._early(self.offset + delta, payload, missing, ts, index)
+            else:
+                self._behind(HALF * 2 - delta, payload, missing, ts, index)
+        if flags & FIN and self.fin_offset is None:
+            delta = (seq + length - self.next_seq) & MOD
+            self.fin_offset = self.offset + delta if delta < HALF else self.offset
+        if flags & RST:
+            self.reset = True
+
+    @property
+    def finished(self) -> bool:
+        """Reset, or every byte up to the FIN delivered: nothing more will come."""
+        return self.reset or (self.fin_offset is not None and self.offset >= self.fin_offset)
+
+    def _deliver(self, payload: bytes, ts: int, index: int) -> None:
+        n = len(payload)
+        self.recent.append((self.offset, payload))
+        self.recent_bytes += n
+        while self.recent_bytes > RECENT_BYTES and len(self.recent) > 1:
+            self.recent_bytes -= len(self.recent.popleft()[1])
+        self.offset += n
+        self.next_seq = (self.next_seq + n) & MOD
+        self.bytes += n
+        self.segments += 1
+        self.sink.data(payload, ts, index)
+
+    def _gap(self, length: int, ts: int, index: int, cause: str) -> None:
+        self.report(
+            Diagnostic(
+                "tcp.gap",
+                f"{length} bytes missing: {cause}",
+                "error",
+                "stream",
+                self.offset,
+            ),
+            ts,
+            index,
+        )
+        self.gaps += 1
+        self.gap_bytes += length
+        self.offset += length
+        self.next_seq = (self.next_seq + length) & MOD
+        self.recent.clear()
+        self.recent_bytes = 0
+        self.sink.gap(length, ts)
+
+    def _early(self, at: int, payload: bytes, missing: int, ts: int, index: int) -> None:
+        """A segment beyond the next expected byte: hold it until the hole fills, or call the hole a gap."""
+        self.out_of_order += 1
+        if at in self.pending:
+            self._compare_pending(at, payload, ts, index)
+            return
+        self.pending[at] = (payload, missing, ts, index)
+        heapq.heappush(self.pending_heap, at)
+        self.pending_bytes += len(payload)
+        if not self.reorder:
+            self._gap(at - self.offset, ts, index, "not captured (reordering is off)")
+            self._drain(ts)
+        elif self.pending_bytes > self.max_buffer:
+            self._gap(self.pending_heap[0] - self.offset, ts, index, "never captured (buffer limit reached)")
+            self._drain(ts)
+        elif self.peer_ack is not None and self.peer_ack > at:
+            self._gap(at - self.offset, ts, index, "acknowledged by the peer but never captured")
+            self._drain(ts)
+
+    def _behind(self, behind: int, payload: bytes, missing: int, ts: int, index: int) -> None:
+        """A segment starting before the next expected byte: a retransmission, whole or overlapping."""
+        start = self.offset - behind
+        old = min(behind, len(payload))
+        self.retransmitted += old
+        self._compare_recent(start, payload[:old], ts, index)
+        if behind < len(payload) + missing:
+            if old < len(payload):
+                self._deliver(payload[old:], ts, index)
+            if missing:
+                self._gap(missing - max(0, behind - len(payload)), ts, index, "the capture's snapshot length cut")
+            if self.pending:
+                self._drain(ts)
+
+    def _compare_recent(self, start: int, data: bytes, ts: int, index: int) -> None:
+        end = start + len(data)
+        for at, chunk in reversed(self.recent):
+            if at + len(chunk) <= start:
+                break
+            lo, hi = max(at, start), min(at + len(chunk), end)
+            if lo < hi and chunk[lo - at : hi - at] != data[lo - start : hi - start]:
+                self._differs(lo, ts, index)
+                return
+
+    def _compare_pending(self, at: int, payload: bytes, ts: int, index: int) -> None:
+        held = self.pending[at][0]
+        n = min(len(held), len(payload))
+        if held[:n] != payload[:n]:
+            self._differs(at, ts, index)
+        if len(payload) > len(held):
+            self.pending_bytes += len(payload) - len(held)
+            self.pending[at] = (held + payload[len(held) :], *self.pending[at][1:])
+
+    def _differs(self, offset: int, ts: int, index: int) -> None:
+        self.report(
+            Diagnostic(
+                "tcp.retransmission-differs",
+                "a retransmitted segment carries different bytes; the first copy was kept",
+                "warning",
+                "stream",
+                offset,
+            ),
+            ts,
+            index,
+        )
+
+    def _drain(self, ts: int) -> None:
+        """Deliver held segments that the stream has now reached."""
+        pending, heap = self.pending, self.pending_heap
+        while heap:
+            at = heap[0]
+            if at > self.offset:
+                return
+            heapq.heappop(heap)
+            payload, missing, seg_ts, index = pending.pop(at)
+            self.pending_bytes -= len(payload)
+            behind = self.offset - at
+            if behind:
+                self._behind(behind, payload, missing, seg_ts, index)
+            else:
+                self._deliver(payload, seg_ts, index)
+                if missing:
+                    self._gap(missing, seg_ts, index, "the capture's snapshot length cut")
+
+    def acknowledged(self, ack: int, ts: int, index: int) -> None:
+        """The peer acknowledged up to `ack`: bytes before it that we hold no copy of were lost by the capture."""
+        if not self.started:
+            return
+        delta = (ack - self.next_seq) & MOD
+        if delta >= HALF:
+            return
+        self.peer_ack = self.offset + delta
+        if self.pending and self.peer_ack > self.pending_heap[0]:
+            self._gap(self.pending_heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
+            self._drain(ts)
+
+    def flush(self, ts: int) -> None:
+        """The stream ends here: whatever still waits behind a hole is delivered after a gap."""
+        while self.pending:
+            hole = self.pending_heap[0] - self.offset
+            if hole > 0:
+                self._gap(hole, ts, 0, "never captured")
+            self._drain(ts)
+        if self.fin_offset is not None and self.fin_offset > self.offset:
+            self._gap(self.fin_offset - self.offset, ts, 0, "never captured before the FIN")

@@ -1,0 +1,475 @@
+"""Write kdissect/schema/generated.py from Apache Kafka's message specs.
+
+    python -m kdissect.schema.generate [--specs PATH] [--output PATH]
+
+The specs folder defaults to $KDISSECT_SPECS, else ../shared/kafka-message-specs beside the project
+root. It holds trunk at the top level and the 3.9 branch in kafka-3.9/: Kafka 4 removed old versions
+that real captures still carry, so each table is the union of the two (trunk wins where both define a
+version). The output is deterministic: the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kdissect.schema.model import NEVER, OPEN, Api, Field, Kind, Message, Struct, Versions
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parents[1]
+DEFAULT_OUTPUT = PACKAGE_DIR / "generated.py"
+ERROR_CODES_FILE = PACKAGE_DIR / "error_codes.tsv"
+COMMAND = "python -m kdissect.schema.generate"
+
+# Snapshot label and its folder inside the specs folder, newest first: the union prefers the first.
+SNAPSHOTS = (("trunk", "."), ("3.9", "kafka-3.9"))
+
+# Data schemas the decoder needs, by the constant that holds them in generated.py.
+DATA_SCHEMAS = {
+    "CONSUMER_PROTOCOL_SUBSCRIPTION": "ConsumerProtocolSubscription",
+    "CONSUMER_PROTOCOL_ASSIGNMENT": "ConsumerProtocolAssignment",
+    "CONTROL_RECORD_KEY": "ControlRecordTypeSchema",
+    "END_TXN_MARKER": "EndTxnMarker",
+    "LEADER_CHANGE_MESSAGE": "LeaderChangeMessage",
+    "SNAPSHOT_HEADER_RECORD": "SnapshotHeaderRecord",
+    "SNAPSHOT_FOOTER_RECORD": "SnapshotFooterRecord",
+    "KRAFT_VERSION_RECORD": "KRaftVersionRecord",
+    "VOTERS_RECORD": "VotersRecord",
+    "DEFAULT_PRINCIPAL_DATA": "DefaultPrincipalData",
+}
+
+# Control record type numbers are not in the specs: they come from Kafka's
+# org.apache.kafka.common.record.ControlRecordType. Value: (type name, data schema of the record value).
+CONTROL_RECORD_TYPES = {
+    0: ("ABORT", "EndTxnMarker"),
+    1: ("COMMIT", "EndTxnMarker"),
+    2: ("LEADER_CHANGE", "LeaderChangeMessage"),
+    3: ("SNAPSHOT_HEADER", "SnapshotHeaderRecord"),
+    4: ("SNAPSHOT_FOOTER", "SnapshotFooterRecord"),
+    5: ("KRAFT_VERSION", "KRaftVersionRecord"),
+    6: ("KRAFT_VOTERS", "VotersRecord"),
+}
+
+
+def default_specs() -> Path:
+    env = os.environ.get("KDISSECT_SPECS")
+    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "kafka-message-specs"
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def strip_comments(text: str) -> str:
+    """Drop `//` comments outside strings: the specs are JSON with comments."""
+    out: list[str] = []
+    i, n, in_string = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                out.append(text[i : i + 2])
+                i += 2
+                continue
+            in_string = c != '"'
+        elif c == '"':
+            in_string = True
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def load_spec(path: Path) -> dict:
+    return json.loads(strip_comments(path.read_text(encoding="utf-8")))
+
+
+@dataclass
+class Snapshot:
+    label: str
+    specs: dict[str, dict]
+    """Top-level JSON files by message name."""
+
+
+def read_snapshots(specs_dir: Path) -> list[Snapshot]:
+    snapshots = []
+    for label, folder in SNAPSHOTS:
+        specs = {}
+        for path in sorted((specs_dir / folder).glob("*.json")):
+            spec = load_spec(path)
+            specs[spec["name"]] = spec
+        if not specs:
+            raise SystemExit(f"no spec files in {specs_dir / folder}")
+        snapshots.append(Snapshot(label, specs))
+    return snapshots
+
+
+def input_digest(specs_dir: Path) -> str:
+    """A sha256 over every spec file read, so the header pins the inputs even without the README."""
+    digest = hashlib.sha256()
+    for _, folder in SNAPSHOTS:
+        for path in sorted((specs_dir / folder).glob("*.json")):
+            digest.update(f"{folder}/{path.name}\n".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def snapshot_commits(specs_dir: Path) -> dict[str, str]:
+    """Commit and version of each snapshot, from the table in the specs README."""
+    readme = specs_dir / "README.md"
+    if not readme.exists():
+        return {}
+    row = re.compile(r"^\|\s*`([^`]+)`[^|]*\|[^|]*\*\*([0-9a-f]{40})\*\*[^|]*\|\s*([^|]+?)\s*\|")
+    folders = {f"{folder}/": label for label, folder in SNAPSHOTS}
+    commits = {}
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        match = row.match(line)
+        if match and match.group(1) in folders:
+            commits[folders[match.group(1)]] = f"apache/kafka {match.group(2)} ({match.group(3)})"
+    return commits
+
+
+def read_error_codes(path: Path) -> dict[int, str]:
+    codes = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            code, name = line.split("\t")
+            codes[int(code)] = name.strip()
+    return dict(sorted(codes.items()))
+
+
+# ---------------------------------------------------------------------------------------------- building
+
+
+def spec_default(value: object) -> str:
+    """The specs write defaults as strings, numbers or JSON booleans; keep the string form."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def versions(spec: dict, key: str) -> Versions:
+    return Versions.parse(spec[key]) if key in spec else NEVER
+
+
+class MessageBuilder:
+    """Turns one JSON definition into a Message, resolving common structs to shared tuples."""
+
+    def __init__(self, spec: dict, source: str) -> None:
+        self.spec = spec
+        self.source = source
+        self.common = {struct["name"]: struct for struct in spec.get("commonStructs", ())}
+        self.built: dict[str, tuple[Field, ...]] = {}
+        self.building: set[str] = set()
+
+    def build(self, kind: Kind) -> Message:
+        spec = self.spec
+        fields = self.fields(spec.get("fields", ()))
+        for name in self.common:  # also the ones no field uses: they are facts of the message
+            self.struct_fields(name)
+        structs = tuple(
+            Struct(name, Versions.parse(self.common[name]["versions"]), fields)
+            for name, fields in self.built.items()
+        )
+        return Message(
+            name=spec["name"],
+            kind=kind,
+            api_key=spec.get("apiKey"),
+            valid=versions(spec, "validVersions"),
+            flexible=versions(spec, "flexibleVersions"),
+            fields=fields,
+            common_structs=structs,
+            source=self.source,
+            latest_unstable=bool(spec.get("latestVersionUnstable", False)),
+        )
+
+    def struct_fields(self, name: str) -> tuple[Field, ...]:
+        """Build a common struct once; `built` keeps dependency order for the output."""
+        if name not in self.built:
+            if name in self.building:
+                raise ValueError(f"{self.spec['name']}: common struct {name} contains itself")
+            self.building.add(name)
+            fields = self.fields(self.common[name]["fields"])
+            self.building.discard(name)
+            self.built[name] = fields
+        return self.built[name]
+
+    def fields(self, specs) -> tuple[Field, ...]:
+        return tuple(self.field(spec) for spec in specs)
+
+    def field(self, spec: dict) -> Field:
+        type_name, array = spec["type"], spec["type"].startswith("[]")
+        if array:
+            type_name = type_name[2:]
+        if "fields" in spec:
+            nested = self.fields(spec["fields"])
+        elif type_name in self.common:
+            nested = self.struct_fields(type_name)
+        else:
+            nested = ()
+        return Field(
+            name=spec["name"],
+            type=type_name,
+            versions=Versions.parse(spec["versions"]),
+            array=array,
+            nullable=versions(spec, "nullableVersions"),
+            tagged=versions(spec, "taggedVersions"),
+            tag=spec.get("tag"),
+            flexible=Versions.parse(spec["flexibleVersions"]) if "flexibleVersions" in spec else None,
+            default=spec_default(spec["default"]) if "default" in spec else None,
+            map_key=spec.get("mapKey") is True,
+            entity=spec.get("entityType"),
+            ignorable=spec.get("ignorable") is True,
+            fields=nested,
+        )
+
+
+def version_set(message: Message) -> set[int]:
+    return set(range(message.valid.lo, message.valid.hi + 1)) if message.valid else set()
+
+
+def union(definitions: list[Message]) -> tuple[Message, ...]:
+    """Newest first; an older definition only if it has versions the newer ones lack."""
+    kept: list[Message] = []
+    covered: set[int] = set()
+    for message in definitions:
+        versions_ = version_set(message)
+        if versions_ - covered:
+            kept.append(message)
+            covered |= versions_
+    return tuple(kept)
+
+
+def all_versions(definitions: tuple[Message, ...]) -> tuple[int, ...]:
+    return tuple(sorted(set().union(*(version_set(m) for m in definitions))))
+
+
+@dataclass
+class Tables:
+    apis: dict[int, Api]
+    request_header: tuple[Message, ...]
+    response_header: tuple[Message, ...]
+    data: dict[str, tuple[Message, ...]]
+    """Data schemas by spec name, in DATA_SCHEMAS order."""
+
+
+def build_tables(snapshots: list[Snapshot]) -> Tables:
+    def definitions(name: str, kind: Kind) -> tuple[Message, ...]:
+        found = [
+            MessageBuilder(snap.specs[name], snap.label).build(kind) for snap in snapshots if name in snap.specs
+        ]
+        return union(found)
+
+    def api_definitions(key: int, kind: Kind) -> tuple[Message, ...]:
+        """By key, not name: APIs get renamed (key 74 was ListClientMetricsResources in 3.9)."""
+        found = [
+            MessageBuilder(spec, snap.label).build(kind)
+            for snap in snapshots
+            for spec in snap.specs.values()
+            if spec["type"] == kind and spec.get("apiKey") == key
+        ]
+        return union(found)
+
+    keys = sorted({spec["apiKey"] for snap in snapshots for spec in snap.specs.values() if "apiKey" in spec})
+    apis = {}
+    for key in keys:
+        requests, responses = api_definitions(key, "request"), api_definitions(key, "response")
+        if [m.valid for m in requests] != [m.valid for m in responses]:
+            raise ValueError(f"api key {key}: request and response versions differ")
+        name = requests[0].name.removesuffix("Request")
+        apis[key] = Api(key, name, requests, responses, all_versions(requests))
+
+    data = {name: definitions(name, "data") for name in DATA_SCHEMAS.values()}
+    for type_name, schema in CONTROL_RECORD_TYPES.values():
+        if not data.get(schema):
+            raise ValueError(f"control record {type_name}: no data schema {schema}")
+    return Tables(
+        apis=apis,
+        request_header=definitions("RequestHeader", "header"),
+        response_header=definitions("ResponseHeader", "header"),
+        data=data,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def q(text: str) -> str:
+    """A double-quoted string literal, like the rest of the project."""
+    return json.dumps(text)
+
+
+def tuple_source(items: list[str]) -> str:
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def versions_name(v: Versions) -> str:
+    if not v:
+        return "NEVER"
+    return f"V{v.lo}up" if v.hi == OPEN else f"V{v.lo}to{v.hi}"
+
+
+class Writer:
+    """Renders the tables as Python source.
+
+    Every Versions becomes a named constant, every message and common struct a module-level variable;
+    a field of a common struct refers to the struct's variable, so all its uses share one tuple.
+    """
+
+    def __init__(self) -> None:
+        self.versions: set[Versions] = set()
+        self.struct_vars: dict[int, str] = {}
+        self.blocks: list[str] = []
+        self.names: set[str] = set()
+
+    def bind(self, name: str, source: str) -> str:
+        if name in self.names:
+            raise ValueError(f"variable {name} bound twice")
+        self.names.add(name)
+        self.blocks.append(f"{name} = {source}\n")
+        return name
+
+    def v(self, value: Versions) -> str:
+        self.versions.add(value)
+        return versions_name(value)
+
+    def message(self, message: Message) -> str:
+        """Bind a message (and first its common structs); return its variable name."""
+        suffix = "" if message.source == "trunk" else "_v" + message.source.replace(".", "")
+        var = f"_{message.name}{suffix}"
+        struct_names = []
+        for struct in message.common_structs:
+            name = self.bind(f"{var}_{struct.name}", self.field_tuple(struct.fields, 0))
+            self.struct_vars[id(struct.fields)] = name
+            struct_names.append(f"Struct({q(struct.name)}, {self.v(struct.versions)}, {name})")
+        args = [
+            q(message.name),
+            q(message.kind),
+            str(message.api_key),
+            self.v(message.valid),
+            self.v(message.flexible),
+            self.field_tuple(message.fields, 0),
+        ]
+        if struct_names:
+            args.append(f"common_structs={tuple_source(struct_names)}")
+        args.append(f"source={q(message.source)}")
+        if message.latest_unstable:
+            args.append("latest_unstable=True")
+        return self.bind(var, f"Message({', '.join(args)})")
+
+    def field_tuple(self, fields: tuple[Field, ...], depth: int) -> str:
+        if not fields:
+            return "()"
+        indent = "    " * (depth + 1)
+        lines = "".join(f"{indent}{self.field(f, depth + 1)},\n" for f in fields)
+        return f"(\n{lines}{'    ' * depth})"
+
+    def field(self, f: Field, depth: int) -> str:
+        args = [q(f.name), q(f.type), self.v(f.versions)]
+        if f.array:
+            args.append("array=True")
+        if f.nullable:
+            args.append(f"nullable={self.v(f.nullable)}")
+        if f.tagged:
+            args.append(f"tagged={self.v(f.tagged)}")
+        if f.tag is not None:
+            args.append(f"tag={f.tag}")
+        if f.flexible is not None:
+            args.append(f"flexible={self.v(f.flexible)}")
+        if f.default is not None:
+            args.append(f"default={q(f.default)}")
+        if f.map_key:
+            args.append("map_key=True")
+        if f.entity is not None:
+            args.append(f"entity={q(f.entity)}")
+        if f.ignorable:
+            args.append("ignorable=True")
+        if f.fields:
+            shared = self.struct_vars.get(id(f.fields))
+            args.append(f"fields={shared or self.field_tuple(f.fields, depth)}")
+        return f"Field({', '.join(args)})"
+
+
+def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -> str:
+    w = Writer()
+
+    def definitions(messages: tuple[Message, ...]) -> str:
+        return tuple_source([w.message(m) for m in messages])
+
+    api_lines = []
+    for key, api in tables.apis.items():
+        requests, responses = definitions(api.requests), definitions(api.responses)
+        api_lines.append(f"    {key}: Api({key}, {q(api.name)}, {requests}, {responses}, {api.versions}),\n")
+
+    request_header = definitions(tables.request_header)
+    response_header = definitions(tables.response_header)
+    data_vars = {name: definitions(messages) for name, messages in tables.data.items()}
+
+    out = [
+        f"# Generated by `{COMMAND}`.\n",
+        "# Do not edit by hand: change the generator or its inputs and rerun it.\n",
+        "# Inputs: Apache Kafka's message specs (clients/src/main/resources/common/message):\n",
+        *[f"#   {line}\n" for line in provenance],
+        "# and kdissect/schema/error_codes.tsv (org.apache.kafka.common.protocol.Errors).\n",
+        "# ruff: noqa: E501\n",
+        '"""Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""\n\n',
+        "from kdissect.schema.model import NEVER, OPEN, Api, Field, Message, Struct, Versions\n\n",
+    ]
+    for v in sorted(w.versions - {NEVER}, key=lambda v: (v.lo, v.hi)):
+        hi = "OPEN" if v.hi == OPEN else str(v.hi)
+        out.append(f"{versions_name(v)} = Versions({v.lo}, {hi})\n")
+    out.append("\n")
+    out.extend(w.blocks)
+    out.append("\nAPIS: dict[int, Api] = {\n")
+    out.extend(api_lines)
+    out.append("}\n\n")
+    out.append("API_NAMES: dict[int, str] = {key: api.name for key, api in APIS.items()}\n\n")
+    out.append(f"REQUEST_HEADER: tuple[Message, ...] = {request_header}\n")
+    out.append(f"RESPONSE_HEADER: tuple[Message, ...] = {response_header}\n\n")
+    for constant, name in DATA_SCHEMAS.items():
+        out.append(f"{constant}: tuple[Message, ...] = {data_vars[name]}\n")
+    out.append("\nDATA_SCHEMAS: dict[str, tuple[Message, ...]] = {\n")
+    out.extend(f"    {q(name)}: {constant},\n" for constant, name in DATA_SCHEMAS.items())
+    out.append("}\n\n")
+    out.append("# Type -> (name, value schema in DATA_SCHEMAS), from Kafka's ControlRecordType.\n")
+    out.append("CONTROL_RECORD_TYPES: dict[int, tuple[str, str]] = {\n")
+    for code, (kind, schema) in CONTROL_RECORD_TYPES.items():
+        out.append(f"    {code}: ({q(kind)}, {q(schema)}),\n")
+    out.append("}\n\n")
+    out.append("ERROR_CODES: dict[int, str] = {\n")
+    out.extend(f"    {code}: {q(name)},\n" for code, name in error_codes.items())
+    out.append("}\n")
+    return "".join(out)
+
+
+def generate(specs_dir: Path) -> str:
+    snapshots = read_snapshots(specs_dir)
+    commits = snapshot_commits(specs_dir)
+    provenance = [f"{label}: {commits.get(label, 'commit unknown')}" for label, _ in SNAPSHOTS]
+    provenance.append(f"sha256 of the spec files: {input_digest(specs_dir)}")
+    return render(build_tables(snapshots), read_error_codes(ERROR_CODES_FILE), provenance)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=Path, default=None, help="the kafka-message-specs folder")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write (generated.py)")
+    args = parser.parse_args(argv)
+    specs_dir = args.specs or default_specs()
+    if not specs_dir.is_dir():
+        print(f"specs folder not found: {specs_dir} (use --specs or KDISSECT_SPECS)", file=sys.stderr)
+        return 2
+    args.output.write_text(generate(specs_dir), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The shape of the schema tables: what the generator writes and the decoder compiles.
+
+These classes hold facts of the Kafka protocol (names, types, version ranges, tags), nothing about how to
+render them. `generated.py` instantiates them; nothing else should.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+OPEN = 0x7FFF
+"""Upper bound of an open range ("3+"): above any version a client can put in an int16."""
+
+Kind = Literal["request", "response", "header", "data"]
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """An inclusive version range; empty when lo > hi (the specs' "none")."""
+
+    lo: int
+    hi: int
+
+    def __contains__(self, version: int) -> bool:
+        return self.lo <= version <= self.hi
+
+    def __bool__(self) -> bool:
+        return self.lo <= self.hi
+
+    def __str__(self) -> str:
+        if not self:
+            return "none"
+        if self.hi == OPEN:
+            return f"{self.lo}+"
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
+
+    @classmethod
+    def parse(cls, text: str) -> Versions:
+        """Read the specs' notation: "none", "3", "3+", "3-7"."""
+        text = text.strip()
+        if text == "none":
+            return NEVER
+        if text.endswith("+"):
+            return cls(int(text[:-1]), OPEN)
+        lo, _, hi = text.partition("-")
+        return cls(int(lo), int(hi or lo))
+
+
+NEVER = Versions(1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One field of a message or struct.
+
+    `type` is a primitive name (bool, int8, int16, uint16, int32, int64, float64, uuid, string, bytes,
+    records) or the name of a struct; `array` marks the specs' ``[]T``. For a struct, `fields` holds its
+    fields, the same tuple object for every use of a common struct.
+    """
+
+    name: str
+    type: str
+    versions: Versions
+    array: bool = False
+    nullable: Versions = NEVER
+    tagged: Versions = NEVER
+    tag: int | None = None
+    flexible: Versions | None = None
+    """Overrides the message's flexible versions for this field (the request header's client id)."""
+    default: str | None = None
+    map_key: bool = False
+    entity: str | None = None
+    ignorable: bool = False
+    fields: tuple[Field, ...] = ()
+
+    @property
+    def is_struct(self) -> bool:
+        return bool(self.fields) or self.type not in PRIMITIVES
+
+
+@dataclass(frozen=True, slots=True)
+class Struct:
+    """A named struct shared by several fields of one message (the specs' commonStructs)."""
+
+    name: str
+    versions: Versions
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One JSON definition: a request, a response, a header, or a data schema, from one spec snapshot."""
+
+    name: str
+    kind: Kind
+    api_key: int | None
+    valid: Versions
+    flexible: Versions
+    fields: tuple[Field, ...]
+    common_structs: tuple[Struct, ...] = ()
+    source: str = "trunk"
+    """Which snapshot defined it: "trunk", or "3.9" for versions Kafka 4 removed."""
+    latest_unstable: bool = False
+
+
+def pick(definitions: tuple[Message, ...], version: int) -> Message | None:
+    """The definition that covers `version`: trunk first, then the older snapshot."""
+    for message in definitions:
+        if version in message.valid:
+            return message
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """An API key with its request and response definitions across the snapshots."""
+
+    key: int
+    name: str
+    requests: tuple[Message, ...]
+    responses: tuple[Message, ...]
+    versions: tuple[int, ...]
+    """Every version any snapshot defines, ascending."""
+
+    @property
+    def min_version(self) -> int:
+        return self.versions[0]
+
+    @property
+    def max_version(self) -> int:
+        return self.versions[-1]
+
+    def request(self, version: int) -> Message | None:
+        return pick(self.requests, version)
+
+    def response(self, version: int) -> Message | None:
+        return pick(self.responses, version)
+
+    def flexible(self, version: int) -> bool:
+        message = pick(self.requests, version)
+        return message is not None and version in message.flexible
+
+
+PRIMITIVES = frozenset(
+    {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "uuid", "string", "bytes", "records"}
+)

@@ -1,0 +1,1 @@
+"""What users see: terminal views, NDJSON, and the totals and filters they share."""

@@ -1,0 +1,118 @@
+"""Totals the views show after the exchanges: per connection, per error, per capture."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kdissect.decode.body import Body
+from kdissect.events import ConnectionEnd, Event, Notice
+from kdissect.kafka.exchange import ConnectionInfo, Exchange
+from kdissect.schema import API_NAMES, error_name
+
+
+def percentile(sorted_values: list[int], q: float) -> int | None:
+    """Nearest-rank percentile of an ascending list."""
+    if not sorted_values:
+        return None
+    rank = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values) + 0.5) - 1))
+    return sorted_values[rank]
+
+
+def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
+    """(side, code, field path) of every non-zero error code in the exchange."""
+    out = []
+    for side, message in (("request", exchange.request), ("response", exchange.response)):
+        if message is not None and isinstance(message.body, Body):
+            out += [(side, e.code, e.path) for e in message.body.errors]
+    return out
+
+
+def api_label(exchange: Exchange) -> str:
+    key = exchange.api_key
+    if key is None:
+        return "?"
+    return f"{API_NAMES.get(key, f'api {key}')} v{exchange.api_version}"
+
+
+@dataclass
+class Flow:
+    """One connection, as the flows table shows it."""
+
+    info: ConnectionInfo
+    client_ids: Counter[str] = field(default_factory=Counter)
+    apis: Counter[str] = field(default_factory=Counter)
+    exchanges: int = 0
+    errors: int = 0
+    unanswered: int = 0
+    diagnostics: int = 0
+    latencies: list[int] = field(default_factory=list)
+    end: ConnectionEnd | None = None
+
+
+@dataclass
+class ErrorTally:
+    count: int = 0
+    apis: Counter[str] = field(default_factory=Counter)
+    exchanges: list[int] = field(default_factory=list)
+    """The first few exchange ids where it occurred."""
+
+
+class Summary:
+    """Consumes the core's events and keeps what the closing panels need; constant memory per connection."""
+
+    FIRST_EXCHANGES = 5
+
+    def __init__(self) -> None:
+        self.flows: dict[int, Flow] = {}
+        self.errors: dict[int, ErrorTally] = {}
+        self.statuses: Counter[str] = Counter()
+        self.notices: Counter[str] = Counter()
+        self.exchanges = 0
+        self.shown = 0
+        self.diagnostics: Counter[str] = Counter()
+
+    def _flow(self, info: ConnectionInfo) -> Flow:
+        flow = self.flows.get(info.id)
+        if flow is None:
+            flow = self.flows[info.id] = Flow(info)
+        return flow
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, Exchange):
+            self._exchange(event)
+        elif isinstance(event, Notice):
+            self.notices[event.diagnostic.code] += 1
+            if event.connection is not None:
+                self._flow(event.connection).diagnostics += 1
+        elif isinstance(event, ConnectionEnd):
+            self._flow(event.connection).end = event
+
+    def _exchange(self, exchange: Exchange) -> None:
+        self.exchanges += 1
+        self.statuses[exchange.status] += 1
+        flow = self._flow(exchange.connection)
+        flow.exchanges += 1
+        if exchange.client_id:
+            flow.client_ids[exchange.client_id] += 1
+        label = api_label(exchange)
+        flow.apis[label.split(" v")[0]] += 1
+        if exchange.status == "unanswered":
+            flow.unanswered += 1
+        if exchange.latency is not None:
+            flow.latencies.append(exchange.latency)
+        for d in exchange.diagnostics:
+            self.diagnostics[d.code] += 1
+            flow.diagnostics += 1
+        codes = {code for _, code, _ in exchange_errors(exchange)}
+        flow.errors += len(codes)
+        for code in codes:
+            tally = self.errors.setdefault(code, ErrorTally())
+            tally.count += 1
+            tally.apis[label] += 1
+            if len(tally.exchanges) < self.FIRST_EXCHANGES:
+                tally.exchanges.append(exchange.id)
+
+    @staticmethod
+    def error_label(code: int) -> str:
+        return f"{error_name(code)} ({code})"
