@@ -204,6 +204,117 @@ def read(
 
 
 @app.command()
+def show(
+    capture: CaptureArg,
+    exchange: Annotated[Optional[list[int]], typer.Option("--exchange", "-e", help="Exchange number as `read` lists it (repeatable).")] = None,
+    correlation_id: Annotated[Optional[list[int]], typer.Option("--correlation-id", "-c", help="Exchanges with this correlation id (repeatable; combine with --connection).")] = None,
+    frame: Annotated[Optional[list[int]], typer.Option("--frame", "-f", help="The exchange whose request or response spans this packet number (repeatable).")] = None,
+    hexdump: Annotated[bool, typer.Option("--hex", help="Show each field's offset and bytes, and each frame's hex dump.")] = False,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    port: PortOpt = None,
+    api: ApiOpt = None,
+    version: VersionOpt = None,
+    topic: TopicOpt = None,
+    client_id: ClientIdOpt = None,
+    group: GroupOpt = None,
+    errors: ErrorsOpt = False,
+    connection: ConnectionOpt = None,
+    min_latency: MinLatencyOpt = None,
+    no_reorder: NoReorderOpt = False,
+    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    show_secrets: SecretsOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Show exchanges in full: every field of request and response, record batches and records included."""
+    from kdissect.dissect import make_dissector
+    from kdissect.kafka.exchange import Exchange
+
+    options = _options(port, False, no_reorder, max_frame_size, show_secrets, spans=hexdump)
+    wanted = _filter(api, version, topic, client_id, group, errors, connection, min_latency)
+    ids, correlations, packets = set(exchange or ()), set(correlation_id or ()), set(frame or ())
+    if not (ids or correlations or packets or wanted.active):
+        raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, or a filter such as --api")
+    last = max(ids) if ids and not (correlations or packets) else None
+    found = 0
+    with _open(capture) as source, _output(output) as stream:
+        if json_out:
+            from kdissect.views.json_lines import JsonLinesWriter, exchange_json
+
+            writer = JsonLinesWriter(stream)
+            emit = lambda ex: writer.write(exchange_json(ex))  # noqa: E731
+        else:
+            from kdissect.views.console import make_console
+            from kdissect.views.detail import DetailView
+
+            console, view = make_console(stream), DetailView(hexdump)
+            emit = lambda ex: console.print(view.render(ex))  # noqa: E731
+        for event in make_dissector(options).run(_packets(source, quiet)):
+            if not isinstance(event, Exchange) or not wanted.matches(event):
+                continue
+            if (ids or correlations or packets) and not (
+                event.id in ids or event.correlation_id in correlations or _spans_packet(event, packets)
+            ):
+                continue
+            emit(event)
+            found += 1
+            if last is not None and event.id >= last and found >= len(ids):
+                break
+    if not found:
+        raise UserError("no exchange in the capture matches")
+
+
+def _spans_packet(exchange: Any, packets: set[int]) -> bool:
+    for message in (exchange.request, exchange.response):
+        if message is not None and any(message.frame.first_packet <= p <= message.frame.last_packet for p in packets):
+            return True
+    return False
+
+
+@app.command()
+def stats(
+    capture: CaptureArg,
+    json_out: Annotated[bool, typer.Option("--json", "-j", help="Write NDJSON, one object per table (apis, topics, clients, groups, rebalances).")] = False,
+    output: OutputOpt = None,
+    port: PortOpt = None,
+    api: ApiOpt = None,
+    version: VersionOpt = None,
+    topic: TopicOpt = None,
+    client_id: ClientIdOpt = None,
+    group: GroupOpt = None,
+    errors: ErrorsOpt = False,
+    connection: ConnectionOpt = None,
+    min_latency: MinLatencyOpt = None,
+    no_reorder: NoReorderOpt = False,
+    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    quiet: QuietOpt = False,
+) -> None:
+    """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
+    and consumer groups with their rebalances and offset commits."""
+    from kdissect.dissect import make_dissector
+    from kdissect.kafka.exchange import Exchange
+    from kdissect.views.stats import Stats, print_stats
+
+    options = _options(port, False, no_reorder, max_frame_size, False)
+    wanted = _filter(api, version, topic, client_id, group, errors, connection, min_latency)
+    totals = Stats()
+    with _open(capture) as source, _output(output) as stream:
+        for event in make_dissector(options).run(_packets(source, quiet)):
+            if isinstance(event, Exchange) and wanted.matches(event):
+                totals.add(event)
+        if json_out:
+            from kdissect.views.json_lines import LAYOUT, JsonLinesWriter
+
+            writer = JsonLinesWriter(stream)
+            for name, rows in totals.tables():
+                writer.write({"type": "stats", "layout": LAYOUT, "table": name, "rows": rows})
+        else:
+            from kdissect.views.console import make_console
+
+            print_stats(totals, make_console(stream))
+
+
+@app.command()
 def schema(
     json_out: JsonOpt = False,
     source: Annotated[Optional[str], typer.Option("--source", help="Print the generated decoder of API[:VERSION[:request|response]], e.g. Fetch:13:response.")] = None,

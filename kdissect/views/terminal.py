@@ -144,21 +144,22 @@ class ReadView:
     @staticmethod
     def _flows(summary: Summary) -> Table:
         table = Table(title="Flows", title_justify="left", title_style="bold", header_style="bold")
-        for name, justify in (("conn", "right"), ("client → broker", "left"), ("client ids", "left"), ("exch", "right"),
-                              ("bytes →", "right"), ("bytes ←", "right"), ("APIs", "left"), ("errors", "right"),
-                              ("unans.", "right"), ("p50", "right"), ("p99", "right"), ("diag", "right")):
-            table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        for name, justify, limit in (("#", "right", None), ("client → broker", "left", None), ("client ids", "left", 24),
+                                     ("exch", "right", None), ("bytes →", "right", None), ("bytes ←", "right", None),
+                                     ("APIs", "left", 44), ("errors", "right", None), ("unans.", "right", None),
+                                     ("p50", "right", None), ("p99", "right", None), ("diag", "right", None)):
+            table.add_column(name, justify=justify, no_wrap=limit is None, max_width=limit, min_width=len(name))  # type: ignore[arg-type]
         for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
             latencies = sorted(flow.latencies)
             end = flow.end
             table.add_row(
                 str(flow.info.id),
-                str(flow.info) + (" (mid-stream)" if end and end.mid_stream else ""),
+                f"{flow.info.client} → {flow.info.broker.port}" + (" (mid-stream)" if end and end.mid_stream else ""),
                 ", ".join(flow.client_ids) or "-",
                 str(flow.exchanges),
                 size(end.bytes[0]) if end else "-",
                 size(end.bytes[1]) if end else "-",
-                ", ".join(f"{api}×{n}" for api, n in flow.apis.most_common(4)) + (" …" if len(flow.apis) > 4 else ""),
+                ", ".join(f"{api}×{n}" for api, n in flow.apis.most_common()),
                 Text(str(flow.errors), style="red" if flow.errors else ""),
                 Text(str(flow.unanswered), style="yellow" if flow.unanswered else ""),
                 duration(percentile(latencies, 50)),

@@ -1,0 +1,239 @@
+"""`kdissect show`: one exchange as a tree of every field, records included, optionally with each field's bytes.
+
+Offsets are frame offsets, counted from the first byte after the size prefix, as in diagnostics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from rich.tree import Tree
+
+from kdissect.decode.body import Body
+from kdissect.decode.redaction import Redacted
+from kdissect.decode.tree import Struct, UnknownTag
+from kdissect.kafka.exchange import Exchange, Message
+from kdissect.kafka.headers import RequestHeader
+from kdissect.records.values import Message as LegacyMessage
+from kdissect.records.values import Record, RecordBatch, RecordSet, format_timestamp
+from kdissect.schema import error_name
+from kdissect.views.json_lines import time_text
+from kdissect.views.summary import api_label
+from kdissect.views.terminal import duration, size, status_text
+
+HEX_INLINE = 16
+"""Bytes shown beside a field with --hex; the frame's full dump follows the tree."""
+PREVIEW = 64
+"""Characters of a key, value or bytes field shown before it is cut."""
+
+
+def preview(data: bytes | None) -> Text:
+    if data is None:
+        return Text("null", style="dim")
+    try:
+        text = data.decode("utf-8")
+        if text.isprintable():
+            shown = text if len(text) <= PREVIEW else text[:PREVIEW] + "…"
+            return Text(repr(shown) + (f" ({len(data)} bytes)" if len(text) > PREVIEW else ""), style="green")
+    except UnicodeDecodeError:
+        pass
+    shown = data[: PREVIEW // 2].hex(" ")
+    return Text(f"0x {shown}" + ("…" if len(data) > PREVIEW // 2 else "") + f" ({len(data)} bytes)", style="cyan")
+
+
+def scalar(name: str, value: Any) -> Text:
+    if isinstance(value, Redacted):
+        return Text(str(value), style="bold magenta")
+    if isinstance(value, bytes):
+        return preview(value)
+    if value is None:
+        return Text("null", style="dim")
+    if isinstance(value, str):
+        return Text(repr(value), style="green")
+    text = Text(str(value), style="blue")
+    if isinstance(value, int) and not isinstance(value, bool):
+        if name.endswith("ErrorCode"):
+            text.append(f"  {error_name(value)}", style="bold red" if value else "dim")
+        elif name.endswith(("TimestampMs", "Timestamp", "TimeMs")) and "Timeout" not in name and value > 10**11:
+            text.append(f"  {format_timestamp(value)}", style="dim")
+    return text
+
+
+class DetailView:
+    def __init__(self, hexdump: bool) -> None:
+        self.hexdump = hexdump
+
+    def render(self, exchange: Exchange) -> RenderableType:
+        title = Text(f"Exchange {exchange.id}", style="bold")
+        title.append(f"  {api_label(exchange)}  corr {exchange.correlation_id}  {exchange.connection}")
+        if exchange.client_id:
+            title.append(f"  client {exchange.client_id!r}")
+        if exchange.latency is not None:
+            title.append(f"  {duration(exchange.latency)}")
+        title.append("  ")
+        title.append_text(status_text(exchange))
+        tree = Tree(title)
+        dumps: list[RenderableType] = []
+        for side, message in (("Request", exchange.request), ("Response", exchange.response)):
+            if message is None:
+                tree.add(Text(f"{side}: not in the capture", style="yellow"))
+                continue
+            tree.add(self._message(side, message))
+            if self.hexdump:
+                dumps.append(self._dump(side, message))
+        return Group(tree, *dumps)
+
+    def _message(self, side: str, message: Message) -> Tree:
+        frame = message.frame
+        label = Text(f"{side}", style="bold")
+        label.append(f"  {size(frame.size + 4)}, packets {frame.first_packet}-{frame.last_packet}, {time_text(frame.ts)}", style="dim")
+        if frame.lost:
+            label.append(f"  {frame.lost} bytes missing from the capture", style="magenta")
+        node = Tree(label)
+        header = message.header
+        if header is not None:
+            hnode = node.add(Text(f"Header v{header.version}", style="bold"))
+            pairs = [("correlation_id", header.correlation_id)]
+            if isinstance(header, RequestHeader):
+                pairs = [("api_key", header.api_key), ("api_version", header.api_version)] + pairs + [("client_id", header.client_id)]
+            for name, value in pairs:
+                hnode.add(Text(f"{name}: ") + scalar(name, value))
+            for tagged in header.tagged:
+                hnode.add(Text(f"tag {tagged.tag}: ") + preview(tagged.data))
+        body = message.body if isinstance(message.body, Body) else None
+        if body is not None:
+            label = Text(f"Body {body.schema} v{body.version}", style="bold")
+            if body.assumed:
+                label.append("  (assumed: the message's version is unknown)", style="magenta")
+            bnode = node.add(label)
+            if body.fields is not None:
+                self._struct(bnode, body.fields, message.frame.data)
+            elif body.raw is not None:
+                bnode.add(preview(body.raw))
+        for d in message.diagnostics:
+            node.add(Text(f"⚠ {d.code}: {d.message}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
+        return node
+
+    def _span(self, struct: Struct, name: str, data: bytes) -> Text:
+        span = struct.span(name) if self.hexdump else None
+        if span is None:
+            return Text()
+        start, end = span
+        value = struct.get(name)
+        shown = "** " * min(end - start, HEX_INLINE) if isinstance(value, Redacted) else data[start : min(end, start + HEX_INLINE)].hex(" ")
+        return Text(f"  @{start}-{end} [{shown}{' …' if end - start > HEX_INLINE else ''}]", style="dim")
+
+    def _struct(self, node: Tree, struct: Struct, data: bytes) -> None:
+        for name, value in struct.items():
+            annotation = struct.annotations.get(name) if struct.annotations else None
+            if isinstance(value, UnknownTag):
+                node.add(Text(f"{name}: ", style="yellow") + preview(value.data))
+            elif isinstance(value, Struct):
+                self._struct(node.add(Text(name, style="bold") + self._span(struct, name, data)), value, data)
+            elif isinstance(value, list) and value and isinstance(value[0], Struct):
+                child = node.add(Text(f"{name} [{len(value)}]", style="bold") + self._span(struct, name, data))
+                for i, item in enumerate(value):
+                    self._struct(child.add(Text(f"[{i}]", style="dim")), item, data)
+            elif isinstance(value, RecordSet):
+                span = struct.span(name)
+                start = span[1] - value.size if span else None  # the blob starts after its length prefix
+                self._records(node.add(Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)), value, start)
+            else:
+                text = Text(f"{name}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
+                node.add(text + self._span(struct, name, data))
+            if annotation is not None:
+                self._annotation(node, name, annotation)
+
+    def _annotation(self, node: Tree, name: str, annotation: Any) -> None:
+        if isinstance(annotation, Struct):
+            self._struct(node.add(Text(f"{name} (read by kdissect)", style="italic")), annotation, b"")
+        elif isinstance(annotation, dict):
+            child = node.add(Text(f"{name} (read by kdissect)", style="italic"))
+            for key, value in annotation.items():
+                if isinstance(value, dict):
+                    self._annotation(child, key, value)
+                else:
+                    child.add(Text(f"{key}: ") + scalar(key, value))
+        else:
+            node.add(Text(f"{name} (read by kdissect): ", style="italic") + scalar(name, annotation))
+
+    @staticmethod
+    def _records_label(records: RecordSet) -> Text:
+        batches = len(records.batches)
+        count = sum(1 for _ in records.records())
+        text = Text(f"{batches} batch{'es' if batches != 1 else ''}, {count} record{'s' if count != 1 else ''}, {size(records.size)}")
+        if records.truncated:
+            text.append(f", {records.truncated} bytes of a partial batch at the end (normal in a Fetch response)", style="dim")
+        return text
+
+    def _records(self, node: Tree, records: RecordSet, start: int | None) -> None:
+        for i, batch in enumerate(records.batches):
+            if isinstance(batch, RecordBatch):
+                self._batch(node, i, batch, start)
+            else:
+                self._legacy(node, batch, start)
+        for d in records.diagnostics:
+            node.add(Text(f"⚠ {d.code}: {d.message}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
+
+    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None) -> None:
+        ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
+        label = Text(f"Batch {i}", style="bold")
+        label.append(f"  v2, {b.codec}{ratio}, offsets {b.base_offset}-{b.base_offset + b.last_offset_delta}, {b.record_count} records")
+        label.append("  CRC ok" if b.crc_valid else "  CRC MISMATCH", style="green" if b.crc_valid else "bold red")
+        if start is not None and self.hexdump:
+            label.append(f"  @{start + b.span[0]}-{start + b.span[1]}", style="dim")
+        child = node.add(label)
+        flags = [n for n, on in (("transactional", b.transactional), ("control", b.control), ("delete horizon", b.has_delete_horizon)) if on]
+        child.add(Text(
+            f"producer {b.producer_id}/{b.producer_epoch} seq {b.base_sequence}, leader epoch {b.partition_leader_epoch}, "
+            f"{b.timestamp_type} {format_timestamp(b.base_timestamp)} … {format_timestamp(b.max_timestamp)}"
+            + (f", {', '.join(flags)}" if flags else ""),
+            style="dim",
+        ))
+        for record in b.records:
+            self._record(child, record)
+
+    @staticmethod
+    def _record(node: Tree, r: Record) -> None:
+        text = Text(f"offset {r.offset}  {format_timestamp(r.timestamp)}  key ")
+        text.append_text(preview(r.key))
+        text.append("  value ")
+        text.append_text(preview(r.value))
+        child = node.add(text)
+        if r.control is not None:
+            child.add(Text(f"control {r.control.name} (v{r.control.version})" + (f", coordinator epoch {r.control.marker.coordinator_epoch}" if r.control.marker else ""), style="yellow"))
+        for key, value in r.headers:
+            child.add(Text(f"header {key!r}: ") + preview(value))
+
+    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
+        text = Text(f"Message v{m.magic}", style="bold")
+        text.append(f"  offset {m.offset}, {m.codec}")
+        if m.timestamp is not None:
+            text.append(f", {m.timestamp_type} {format_timestamp(m.timestamp)}")
+        text.append("  CRC ok" if m.crc_valid else "  CRC MISMATCH", style="green" if m.crc_valid else "bold red")
+        child = node.add(text)
+        if m.messages:
+            for inner in m.messages:
+                self._legacy(child, inner, None)
+        else:
+            child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
+
+    @staticmethod
+    def _dump(side: str, message: Message) -> RenderableType:
+        """The frame's bytes, 16 to a line, with redacted fields masked."""
+        data = message.frame.data
+        masked: set[int] = set()
+        body = message.body if isinstance(message.body, Body) else None
+        if body is not None and body.fields is not None:
+            for name, value in body.fields.items():
+                span = body.fields.span(name)
+                if isinstance(value, Redacted) and span:
+                    masked.update(range(*span))
+        lines = [Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold")]
+        for at in range(0, len(data), 16):
+            cells = ["**" if i in masked else f"{data[i]:02x}" for i in range(at, min(at + 16, len(data)))]
+            chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, min(at + 16, len(data)))]
+            lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
+        return Group(*lines)

@@ -1,0 +1,249 @@
+"""`kdissect stats`: what a capture adds up to, per API, topic, client and consumer group.
+
+Consumer-group rebalances are reconstructed from JoinGroup/SyncGroup rounds: a round opens with the first
+JoinGroup request after the group was stable and closes with the SyncGroup responses of the generation it
+produced; its reasons come from JoinGroup (v8+) and LeaveGroup (v5+) reason fields and from heartbeats told
+REBALANCE_IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.table import Table
+
+from kdissect.decode.body import Body
+from kdissect.decode.tree import Struct
+from kdissect.kafka.exchange import Exchange
+from kdissect.schema import API_NAMES, error_name
+from kdissect.views.summary import exchange_errors, percentile
+from kdissect.views.terminal import duration, size, stamp
+
+PRODUCE, FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT = 0, 1, 8, 11, 12, 13, 14, 28
+REBALANCE_IN_PROGRESS = 27
+
+
+def _fields(message: Any) -> Struct | None:
+    body = getattr(message, "body", None)
+    return body.fields if isinstance(body, Body) else None
+
+
+def _latency_cells(values: list[int]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    cell = lambda q: None if not ordered else percentile(ordered, q) / 1e6  # noqa: E731
+    return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
+
+
+@dataclass
+class Round:
+    """One rebalance of one group: JoinGroup requests to the SyncGroup responses of the generation they made."""
+
+    group: str
+    start: int
+    end: int | None = None
+    generation: int | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: set[str] = field(default_factory=set)
+    reasons: Counter[str] = field(default_factory=Counter)
+    synced: bool = False
+    joins: int = 0
+    """JoinGroup requests in this round; a round without any (the last member leaving) is no rebalance."""
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "generation": self.generation,
+            "start": stamp(self.start),
+            "duration_ms": None if self.end is None else (self.end - self.start) / 1e6,
+            "completed": self.synced,
+            "members": len(self.members),
+            "protocol": self.protocol,
+            "leader": self.leader,
+            "reasons": dict(self.reasons),
+        }
+
+
+@dataclass
+class Group:
+    members: set[str] = field(default_factory=set)
+    generations: set[int] = field(default_factory=set)
+    rounds: list[Round] = field(default_factory=list)
+    commits: int = 0
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(topic, partition) -> the last offset committed."""
+
+
+class Stats:
+    """Consumes exchanges and keeps running totals; memory grows with APIs, topics, clients and groups only."""
+
+    def __init__(self) -> None:
+        self.apis: dict[tuple[int | None, int | None], dict[str, Any]] = {}
+        self.topics: dict[tuple[str | None, int | None], Counter[str]] = defaultdict(Counter)
+        self.clients: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, Group] = defaultdict(Group)
+        self._open: dict[str, Round] = {}
+
+    def add(self, exchange: Exchange) -> None:
+        key = (exchange.api_key, exchange.api_version)
+        api = self.apis.setdefault(key, {"count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()})
+        api["count"] += 1
+        api["statuses"][exchange.status] += 1
+        errors = [code for _, code, _ in exchange_errors(exchange)]
+        api["errors"].update(error_name(code) for code in errors)
+        if exchange.latency is not None:
+            api["latencies"].append(exchange.latency)
+        client = self.clients.setdefault(exchange.client_id or "(none)", {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []})
+        client["exchanges"] += 1
+        client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
+        client["errors"] += len(errors)
+        client["apis"][API_NAMES.get(exchange.api_key, "?") if exchange.api_key is not None else "?"] += 1
+        if exchange.latency is not None:
+            client["latencies"].append(exchange.latency)
+        self._records(exchange)
+        self._group(exchange)
+
+    def _records(self, exchange: Exchange) -> None:
+        for message, kind in ((exchange.request, "produced"), (exchange.response, "fetched")):
+            if message is None or exchange.api_key not in (PRODUCE, FETCH):
+                continue
+            body = message.body
+            if not isinstance(body, Body):
+                continue
+            for placed in body.records:
+                counts = self.topics[(placed.topic, placed.partition)]
+                counts[f"{kind}_records"] += sum(1 for _ in placed.records.records())
+                counts[f"{kind}_bytes"] += placed.records.size
+
+    def _group(self, exchange: Exchange) -> None:
+        request, response = _fields(exchange.request), _fields(exchange.response)
+        key = exchange.api_key
+        if request is None or key not in (OFFSET_COMMIT, TXN_OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP):
+            return
+        name = request.get("GroupId")
+        if not isinstance(name, str):
+            return
+        group = self.groups[name]
+        member = request.get("MemberId")
+        if isinstance(member, str) and member:
+            group.members.add(member)
+        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT):
+            group.commits += 1
+            for topic in request.get("Topics") or ():
+                for partition in topic.get("Partitions") or ():
+                    group.committed[(topic.get("Name"), partition.get("PartitionIndex"))] = partition.get("CommittedOffset")
+        elif key == JOIN_GROUP:
+            self._join(name, group, exchange, request, response)
+        elif key == SYNC_GROUP and response is not None:
+            current = self._open.get(name)
+            if current is not None and response.get("ErrorCode") == 0 and request.get("GenerationId") == current.generation:
+                current.synced = True
+                current.end = exchange.response.ts  # type: ignore[union-attr]
+        elif key == HEARTBEAT and response is not None and response.get("ErrorCode") == REBALANCE_IN_PROGRESS:
+            self._round(name, group, exchange.ts).reasons["heartbeat told REBALANCE_IN_PROGRESS"] += 1
+        elif key == LEAVE_GROUP:
+            reasons = [m.get("Reason") for m in request.get("Members") or () if isinstance(m, Struct)]
+            label = next((r for r in reasons if r), None) or "a member left"
+            self._round(name, group, exchange.ts).reasons[f"LeaveGroup: {label}"] += 1
+
+    def _round(self, name: str, group: Group, ts: int) -> Round:
+        """The group's open round, or a new one if the last has completed."""
+        current = self._open.get(name)
+        if current is None or current.synced:
+            current = Round(name, ts)
+            group.rounds.append(current)
+            self._open[name] = current
+        return current
+
+    def _join(self, name: str, group: Group, exchange: Exchange, request: Struct, response: Struct | None) -> None:
+        current = self._round(name, group, exchange.ts)
+        current.joins += 1
+        reason = request.get("Reason")
+        member = request.get("MemberId")
+        current.reasons[f"JoinGroup: {reason}" if reason else ("a new member joined" if not member else "a member rejoined")] += 1
+        if response is None:
+            return
+        if isinstance(response.get("MemberId"), str) and response.get("MemberId"):
+            current.members.add(response.get("MemberId"))
+            group.members.add(response.get("MemberId"))
+        if response.get("ErrorCode") == 0:
+            current.generation = response.get("GenerationId")
+            current.protocol = response.get("ProtocolName")
+            current.leader = response.get("Leader")
+            if isinstance(current.generation, int):
+                group.generations.add(current.generation)
+
+    def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+        yield "apis", [
+            {"api_key": k, "api_name": API_NAMES.get(k, "?") if k is not None else None, "api_version": v, "count": a["count"],
+             "statuses": dict(a["statuses"]), "errors": dict(a["errors"]), **_latency_cells(a["latencies"])}
+            for (k, v), a in sorted(self.apis.items(), key=lambda item: (item[0][0] is None, item[0]))
+        ]
+        yield "topics", [
+            {"topic": t, "partition": p, "produced_records": c["produced_records"], "produced_bytes": c["produced_bytes"],
+             "fetched_records": c["fetched_records"], "fetched_bytes": c["fetched_bytes"]}
+            for (t, p), c in sorted(self.topics.items(), key=lambda item: (str(item[0][0]), item[0][1] or 0))
+        ]
+        yield "clients", [
+            {"client_id": cid, "exchanges": c["exchanges"], "bytes": c["bytes"], "errors": c["errors"], "apis": dict(c["apis"]),
+             **_latency_cells(c["latencies"])}
+            for cid, c in sorted(self.clients.items())
+        ]
+        yield "groups", [
+            {"group": name, "members": len(g.members), "generations": sorted(g.generations), "rebalances": sum(1 for r in g.rounds if r.joins),
+             "offset_commits": g.commits, "committed": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(g.committed.items(), key=str)]}
+            for name, g in sorted(self.groups.items())
+        ]
+        yield "rebalances", [r.row() for g in self.groups.values() for r in g.rounds if r.joins]
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else duration(int(value * 1e6))
+
+
+def print_stats(stats: Stats, console: Console) -> None:
+    tables = dict(stats.tables())
+    table = Table(title="APIs", title_justify="left", title_style="bold", header_style="bold")
+    for name in ("API", "version", "count", "errors", "p50", "p95", "p99", "max", "not ok"):
+        table.add_column(name, justify="left" if name in ("API", "errors", "not ok") else "right")
+    for row in tables["apis"]:
+        table.add_row(
+            row["api_name"] or "?", "" if row["api_version"] is None else str(row["api_version"]), str(row["count"]),
+            ", ".join(f"{n}×{c}" for n, c in row["errors"].items()), _ms(row["p50_ms"]), _ms(row["p95_ms"]),
+            _ms(row["p99_ms"]), _ms(row["max_ms"]), ", ".join(f"{s}×{c}" for s, c in row["statuses"].items() if s != "ok"),
+        )
+    console.print(table)
+    if tables["topics"]:
+        table = Table(title="Topics", title_justify="left", title_style="bold", header_style="bold")
+        for name in ("topic", "partition", "produced records", "produced bytes", "fetched records", "fetched bytes"):
+            table.add_column(name, justify="left" if name == "topic" else "right")
+        for row in tables["topics"]:
+            table.add_row(str(row["topic"]), str(row["partition"]), str(row["produced_records"]), size(row["produced_bytes"]),
+                          str(row["fetched_records"]), size(row["fetched_bytes"]))
+        console.print(table)
+    table = Table(title="Clients", title_justify="left", title_style="bold", header_style="bold")
+    for name in ("client id", "exchanges", "bytes", "errors", "p50", "p99", "APIs"):
+        table.add_column(name, justify="left" if name in ("client id", "APIs") else "right")
+    for row in tables["clients"]:
+        table.add_row(row["client_id"], str(row["exchanges"]), size(row["bytes"]), str(row["errors"]), _ms(row["p50_ms"]),
+                      _ms(row["p99_ms"]), ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])))
+    console.print(table)
+    if tables["groups"]:
+        table = Table(title="Consumer groups", title_justify="left", title_style="bold", header_style="bold")
+        for name in ("group", "members", "generations", "rebalances", "offset commits"):
+            table.add_column(name, justify="left" if name in ("group", "generations") else "right")
+        for row in tables["groups"]:
+            table.add_row(row["group"], str(row["members"]), ", ".join(map(str, row["generations"])), str(row["rebalances"]), str(row["offset_commits"]))
+        console.print(table)
+    if tables["rebalances"]:
+        table = Table(title="Rebalances", title_justify="left", title_style="bold", header_style="bold")
+        for name in ("group", "generation", "started (UTC)", "duration", "members", "protocol", "reasons"):
+            table.add_column(name, justify="right" if name in ("generation", "duration", "members") else "left")
+        for row in tables["rebalances"]:
+            table.add_row(row["group"], "-" if row["generation"] is None else str(row["generation"]), row["start"],
+                          _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"), str(row["members"]),
+                          row["protocol"] or "-", "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()))
+        console.print(table)
