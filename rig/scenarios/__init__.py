@@ -1,0 +1,63 @@
+"""The registry of capture scenarios.
+
+A scenario is a workload (a function taking a :class:`Ctx`) plus how to capture
+it. The workload only talks Kafka to ``ctx.bootstrap`` and writes manifest lines;
+starting the broker, tcpdump and the network namespaces is the runner's job
+(``rig.run``), so every workload can run on loopback or across a veth pair.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from rig.manifest import Manifest
+
+
+@dataclass
+class Ctx:
+    """What a workload gets: where the broker is, and the manifest to write."""
+
+    bootstrap: str
+    manifest: Manifest
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    workload: Callable[[Ctx], None]
+    netns: bool = False  # run across a veth pair with MTU 1500 instead of loopback
+    interface: str = "lo"  # "any" gives Linux cooked (SLL2) frames
+    nano: bool = False  # nanosecond pcap timestamps
+    expect_apis: frozenset = field(default_factory=frozenset)  # api keys that must appear
+
+
+REGISTRY: dict[str, Scenario] = {}
+
+MODULES = ("admin", "produce", "consume", "legacy", "clients")
+
+
+def scenario(name: str, title: str, **options) -> Callable:
+    """Decorator: register a workload under *name*."""
+
+    def register(fn: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
+        if name in REGISTRY:
+            raise ValueError(f"duplicate scenario {name}")
+        if "expect_apis" in options:
+            options["expect_apis"] = frozenset(options["expect_apis"])
+        REGISTRY[name] = Scenario(name=name, title=title, workload=fn, **options)
+        return fn
+
+    return register
+
+
+def load_all() -> dict[str, Scenario]:
+    for module in MODULES:
+        importlib.import_module(f"rig.scenarios.{module}")
+    return REGISTRY
+
+
+def get(name: str) -> Optional[Scenario]:
+    return load_all().get(name)
