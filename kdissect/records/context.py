@@ -1,0 +1,53 @@
+"""State shared while one records field decodes: limits, the exchange's decompression budget, diagnostics."""
+
+from __future__ import annotations
+
+from kdissect.diagnostic import Diagnostic, Scope, Severity
+from kdissect.limits import Limits
+from kdissect.records.codecs import CODEC_NAMES, Buffer, decompress
+
+
+class Budget:
+    """Decompressed bytes still allowed for one request or response.
+
+    Make one per message (`Budget(limits.max_decompressed_exchange)`) and pass it to every `decode_records`
+    call for that message's records fields, so their batches draw on one total.
+    """
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, total: int):
+        self.remaining = total
+
+
+class Context:
+    __slots__ = ("limits", "budget", "diagnostics")
+
+    def __init__(self, limits: Limits, budget: Budget):
+        self.limits = limits
+        self.budget = budget
+        self.diagnostics: list[Diagnostic] = []
+
+    def report(self, code: str, message: str, severity: Severity, scope: Scope, offset: int | None, path: str) -> None:
+        self.diagnostics.append(Diagnostic(code, message, severity, scope, offset, path))
+
+    def inflate(self, codec: int, payload: Buffer, scope: Scope, offset: int, path: str) -> tuple[bytes, bool]:
+        """Decompress one batch's or wrapper's payload under both caps: (bytes, whether a cap cut them)."""
+        per_batch = self.limits.max_decompressed_batch
+        remaining = self.budget.remaining
+        cap = min(per_batch, remaining)
+        data, over, problems = decompress(codec, payload, cap)
+        self.budget.remaining = remaining - len(data)
+        for code, severity, message in problems:
+            self.report(code, message, severity, scope, offset, path)  # type: ignore[arg-type]
+        if over:
+            which = f"the per-batch cap of {per_batch}" if cap == per_batch else f"the {remaining} bytes left of the exchange's budget"
+            self.report(
+                "codec.bomb",
+                f"{CODEC_NAMES[codec]} payload of {len(payload)} bytes decompresses past {which}; decoded the first {len(data)} bytes",
+                "error",
+                scope,
+                offset,
+                path,
+            )
+        return data, over

@@ -1,0 +1,86 @@
+"""The entry point: one `records` field's bytes in, a RecordSet out, whatever the bytes are.
+
+Each log entry starts with offset (int64) and size (int32) whatever its format; the magic byte at offset 16
+says which format follows, so v2 batches and v0/v1 messages may alternate in one blob. The loop mirrors
+Kafka's own reader: a tail too short for its size is a partial batch (Fetch responses are cut at a byte limit,
+so that is normal); a size below any message's is corruption, and nothing after it can be framed.
+"""
+
+from __future__ import annotations
+
+from kdissect.limits import DEFAULT_LIMITS, Limits
+from kdissect.records.batch import MIN_LENGTH, decode_batch
+from kdissect.records.context import Budget, Context
+from kdissect.records.message_set import ENTRY, MIN_SIZE, decode_message
+from kdissect.records.values import Message, RecordBatch, RecordSet
+
+_HEADER_UP_TO_MAGIC = 17
+
+
+def decode_records(
+    data: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LIMITS, budget: Budget | None = None
+) -> RecordSet:
+    """Decode a records field. Never raises: what cannot be decoded is described by diagnostics.
+
+    Offsets of diagnostics with scope "batch" count from the start of `data`; with scope "record" they count
+    within the decompressed payload of the innermost compressed batch or message on their `path`. Pass one
+    `budget` to all records fields of a request or response; without one, this call gets the whole exchange
+    allowance.
+    """
+    buf = data if type(data) is bytes else bytes(data)
+    ctx = Context(limits, budget if budget is not None else Budget(limits.max_decompressed_exchange))
+    batches: list[RecordBatch | Message] = []
+    truncated = 0
+    try:
+        truncated = _entries(buf, ctx, batches)
+    except Exception as e:  # a bug must cost one field, not the whole capture
+        ctx.report("records.internal-error", f"{type(e).__name__}: {e}", "error", "batch", None, f"batch[{len(batches)}]")
+    return RecordSet(tuple(batches), tuple(ctx.diagnostics), len(buf), truncated)
+
+
+def _entries(buf: bytes, ctx: Context, batches: list) -> int:
+    """Append each batch or message to `batches`; return the size of a partial tail."""
+    n = len(buf)
+    pos = 0
+    index = 0
+    while pos < n:
+        path = f"batch[{index}]"
+        left = n - pos
+        if left < _HEADER_UP_TO_MAGIC:
+            return _partial(pos, left, ctx, path)
+        _, size = ENTRY.unpack_from(buf, pos)
+        end = pos + 12 + size
+        if size < MIN_SIZE[0]:
+            ctx.report("batch.bad-length", f"size {size}; the last {left} bytes cannot be framed", "error", "batch", pos, path)
+            return 0
+        if end > n:
+            return _partial(pos, left, ctx, path)
+        magic = buf[pos + 16]
+        if magic == 2:
+            if size < MIN_LENGTH:
+                ctx.report("batch.bad-length", f"batch length {size}, below {MIN_LENGTH}; skipped", "error", "batch", pos, path)
+            else:
+                batches.append(decode_batch(buf, pos, end, path, ctx))
+        elif magic in MIN_SIZE:
+            if size < MIN_SIZE[magic]:
+                message = f"message size {size}, below {MIN_SIZE[magic]}; skipped"
+                ctx.report("messageset.bad-length", message, "error", "batch", pos, path)
+            else:
+                batches.append(decode_message(buf, pos, end, path, ctx))
+        else:
+            ctx.report("batch.bad-magic", f"magic {magic}; {size + 12} bytes skipped", "error", "batch", pos, path)
+        pos = end
+        index += 1
+    return 0
+
+
+def _partial(pos: int, left: int, ctx: Context, path: str) -> int:
+    ctx.report(
+        "batch.truncated",
+        f"the last {left} bytes are a partial batch (normal at the end of a Fetch response)",
+        "note",
+        "batch",
+        pos,
+        path,
+    )
+    return left

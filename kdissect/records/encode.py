@@ -1,0 +1,175 @@
+"""Encoders for v2 batches and v0/v1 message sets: the bytes for tests, benchmarks and synthetic captures.
+
+Anything the decoder reads can be written, including what a normal producer would not write (log-append
+timestamps, control batches, nested wrappers through `encode_message`, KAFKA-3160 lz4 frames).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kdissect.records.batch import (
+    CONTROL_BIT,
+    CRC_START,
+    DELETE_HORIZON_BIT,
+    HEADER,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+)
+from kdissect.records.codecs import CODEC_IDS, NONE, compress
+from kdissect.records.control import ABORT, COMMIT
+from kdissect.records.crc import crc32, crc32c
+from kdissect.records.values import Header
+from kdissect.records.varint import encode_varint
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A record to encode. `offset_delta` defaults to its position in the batch."""
+
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: tuple[Header, ...] = ()
+    timestamp: int = 0
+    offset_delta: int | None = None
+    attributes: int = 0
+
+
+def control_record(ctype: int, value: bytes | None, *, version: int = 0, timestamp: int = 0) -> Draft:
+    return Draft(struct.pack(">hh", version, ctype), value, (), timestamp)
+
+
+def end_txn_marker(commit: bool, coordinator_epoch: int, *, version: int = 0, timestamp: int = 0) -> Draft:
+    """The single record of a COMMIT or ABORT control batch."""
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return control_record(COMMIT if commit else ABORT, value, version=version, timestamp=timestamp)
+
+
+def _nullable(data: bytes | None) -> bytes:
+    return encode_varint(-1) if data is None else encode_varint(len(data)) + data
+
+
+def encode_record(draft: Draft, offset_delta: int, base_timestamp: int) -> bytes:
+    body = bytearray((draft.attributes,))
+    body += encode_varint(draft.timestamp - base_timestamp)
+    body += encode_varint(offset_delta)
+    body += _nullable(draft.key)
+    body += _nullable(draft.value)
+    body += encode_varint(len(draft.headers))
+    for key, value in draft.headers:
+        raw = key.encode() if isinstance(key, str) else key
+        body += encode_varint(len(raw)) + raw
+        body += _nullable(value)
+    return encode_varint(len(body)) + bytes(body)
+
+
+def encode_batch(
+    records: Sequence[Draft],
+    *,
+    codec: str = "none",
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    log_append_time: bool = False,
+    delete_horizon: bool = False,
+    base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    legacy_lz4: bool = False,
+) -> bytes:
+    """One v2 batch. Timestamps default to the first record's and the largest record's, as producers write them."""
+    codec_id = CODEC_IDS[codec]
+    stamps = [r.timestamp for r in records] or [0]
+    if base_timestamp is None:
+        base_timestamp = stamps[0]
+    if max_timestamp is None:
+        max_timestamp = max(stamps)
+    deltas = [i if r.offset_delta is None else r.offset_delta for i, r in enumerate(records)]
+    body = b"".join(encode_record(r, d, base_timestamp) for r, d in zip(records, deltas))
+    if codec_id != NONE:
+        body = compress(codec_id, body, legacy_lz4=legacy_lz4)
+    attributes = (
+        codec_id
+        | (TIMESTAMP_TYPE_BIT if log_append_time else 0)
+        | (TRANSACTIONAL_BIT if transactional else 0)
+        | (CONTROL_BIT if control else 0)
+        | (DELETE_HORIZON_BIT if delete_horizon else 0)
+    )
+    header = bytearray(HEADER.size)
+    HEADER.pack_into(
+        header,
+        0,
+        base_offset,
+        HEADER.size - 12 + len(body),
+        partition_leader_epoch,
+        2,
+        0,
+        attributes,
+        deltas[-1] if deltas else 0,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    )
+    batch = header + body
+    struct.pack_into(">I", batch, CRC_START - 4, crc32c(memoryview(batch)[CRC_START:]))
+    return bytes(batch)
+
+
+def encode_message(
+    offset: int, *, magic: int, key: bytes | None = None, value: bytes | None = None, timestamp: int = -1, attributes: int = 0
+) -> bytes:
+    """One log entry: offset, size and a v0 or v1 message."""
+
+    def sized(data: bytes | None) -> bytes:
+        return struct.pack(">i", -1) if data is None else struct.pack(">i", len(data)) + data
+
+    head = struct.pack(">bb", magic, attributes) + (struct.pack(">q", timestamp) if magic else b"")
+    body = head + sized(key) + sized(value)
+    return struct.pack(">qiI", offset, 4 + len(body), crc32(body)) + body
+
+
+def encode_message_set(
+    records: Iterable[Draft],
+    *,
+    magic: int,
+    codec: str = "none",
+    base_offset: int = 0,
+    log_append_time: bool = False,
+    wrapper_timestamp: int | None = None,
+    legacy_lz4: bool = False,
+) -> bytes:
+    """Messages at base_offset, base_offset + 1, ...; compressed, they go in one wrapper as Kafka's brokers store them.
+
+    A magic 1 wrapper holds relative offsets 0..n-1 and carries the last absolute offset; a magic 0 wrapper holds
+    absolute ones. A LogAppendTime wrapper gets `wrapper_timestamp` (default: the largest inner timestamp).
+    """
+    drafts = list(records)
+    ts_bit = TIMESTAMP_TYPE_BIT if log_append_time and magic else 0
+    codec_id = CODEC_IDS[codec]
+    if codec_id == NONE:
+        return b"".join(
+            encode_message(base_offset + i, magic=magic, key=d.key, value=d.value, timestamp=d.timestamp, attributes=ts_bit)
+            for i, d in enumerate(drafts)
+        )
+    first = 0 if magic else base_offset
+    inner = b"".join(
+        encode_message(first + i, magic=magic, key=d.key, value=d.value, timestamp=d.timestamp) for i, d in enumerate(drafts)
+    )
+    if wrapper_timestamp is None:
+        wrapper_timestamp = max((d.timestamp for d in drafts), default=-1)
+    return encode_message(
+        base_offset + len(drafts) - 1,
+        magic=magic,
+        value=compress(codec_id, inner, legacy_lz4=legacy_lz4),
+        timestamp=wrapper_timestamp,
+        attributes=codec_id | ts_bit,
+    )
+

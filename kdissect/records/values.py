@@ -1,0 +1,178 @@
+"""What a records field decodes to: batches (v2) or messages (v0/v1), their records, and the diagnostics.
+
+Timestamps stay ints in milliseconds since the epoch, as on the wire; `format_timestamp` is for views.
+Sizes and spans are in bytes; a span is (start, end) within the bytes it was decoded from: the records blob for
+top-level batches and messages, the decompressed payload of its wrapper for an inner message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, make_dataclass
+from datetime import datetime, timedelta, timezone
+
+from kdissect.diagnostic import Diagnostic
+
+Header = tuple[str | bytes, bytes | None]
+"""A record header: the key is str, or bytes when it is not valid UTF-8."""
+
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnMarker:
+    """The value of a COMMIT or ABORT control record."""
+
+    version: int
+    coordinator_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """The key of a control record, and the value when it is a transaction marker.
+
+    Other control values stay raw in the record's `value`; `schema` names the message spec that describes
+    them, for the schema-driven decoder.
+    """
+
+    version: int
+    type: int
+    name: str
+    schema: str | None
+    marker: EndTxnMarker | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of a v2 batch, with its offset and timestamp made absolute.
+
+    Under LogAppendTime the timestamp is the batch's max timestamp, as Kafka's consumers see it.
+    """
+
+    offset: int
+    timestamp: int
+    offset_delta: int
+    timestamp_delta: int
+    attributes: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+    control: Control | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """A v2 record batch (magic 2), every header field as sent."""
+
+    span: tuple[int, int]
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    crc_valid: bool
+    attributes: int
+    codec: str
+    timestamp_type: str
+    transactional: bool
+    control: bool
+    has_delete_horizon: bool
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    compressed_size: int
+    """Bytes of the records section as sent (after the 61-byte header)."""
+    uncompressed_size: int
+    """Bytes of the records section once decompressed (what was decoded, when the cap cut it)."""
+    records: tuple[Record, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A legacy message (magic 0 or 1) with its log entry's offset; a compressed one wraps `messages`.
+
+    Inner offsets are absolute: magic 1 writes them relative to the wrapper, whose offset is the last inner one's.
+    Under LogAppendTime an inner message takes its wrapper's timestamp, as Kafka's consumers see it.
+    """
+
+    span: tuple[int, int]
+    offset: int
+    message_size: int
+    crc: int
+    crc_valid: bool
+    magic: int
+    attributes: int
+    codec: str
+    timestamp: int | None
+    timestamp_type: str | None
+    key: bytes | None
+    value: bytes | None
+    compressed_size: int = 0
+    """Bytes of the wrapped message set as sent (the value), for a compressed message."""
+    uncompressed_size: int = 0
+    """Bytes of the wrapped message set once decompressed."""
+    messages: tuple[Message, ...] = ()
+
+    @property
+    def headers(self) -> tuple[Header, ...]:
+        """Legacy messages have none; here so a Message reads like a Record."""
+        return ()
+
+
+def unfrozen_twin(cls: type) -> type:
+    """A plain slotted class with the fields of frozen dataclass `cls`, in the same order.
+
+    A frozen dataclass sets each field through object.__setattr__, which costs more than the rest of a
+    record's decoding. Hot loops build the twin (every field positional) and assign `__class__ = cls`:
+    same slots, same layout, so Python allows it, and the result is an ordinary frozen instance.
+    """
+    return make_dataclass(f"{cls.__name__}Twin", [(f.name, f.type) for f in fields(cls)], slots=True, eq=False, repr=False)
+
+
+RecordTwin = unfrozen_twin(Record)
+MessageTwin = unfrozen_twin(Message)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSet:
+    """Everything in one records field: batches and messages in wire order, and what was odd about them."""
+
+    batches: tuple[RecordBatch | Message, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    size: int
+    truncated: int = 0
+    """Bytes of a partial batch at the end (a Fetch response cut at its size limit); not decoded."""
+
+    def records(self) -> Iterator[Record | Message]:
+        """Every record in order: v2 records, and legacy messages with compressed wrappers opened."""
+        for batch in self.batches:
+            if isinstance(batch, RecordBatch):
+                yield from batch.records
+            else:
+                yield from _leaves(batch)
+
+
+def _leaves(message: Message) -> Iterator[Message]:
+    if message.codec == "none":
+        yield message
+    for inner in message.messages:
+        yield from _leaves(inner)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def format_timestamp(ms: int | None) -> str:
+    """ISO-8601 UTC with milliseconds; -1 (Kafka's "no timestamp") and unrepresentable values say so."""
+    if ms is None or ms == -1:
+        return "none"
+    try:
+        t = _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        return f"{ms} (out of range)"
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{t.microsecond // 1000:03d}Z"
