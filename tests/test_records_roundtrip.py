@@ -5,7 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kdissect.decode.encode import Encoder
+from kdissect.decode.tree import Struct
 from kdissect.records import Message, RecordBatch, decode_records
+from kdissect.schema import DATA_SCHEMAS
 from kdissect.records.encode import Draft, control_record, encode_batch, encode_message_set, end_txn_marker
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -137,17 +140,24 @@ def test_commit_and_abort_markers():
     assert rs.diagnostics == ()
     commit, abort = rs.records()
     assert rs.batches[0].control and rs.batches[0].transactional
-    assert (commit.control.name, commit.control.type, commit.control.marker.coordinator_epoch) == ("COMMIT", 1, 17)
-    assert (abort.control.name, abort.control.type, abort.control.marker.coordinator_epoch) == ("ABORT", 0, 18)
-    assert commit.control.schema == "EndTxnMarker" and commit.control.marker.version == 0
+    assert (commit.control.name, commit.control.type, commit.control.value["CoordinatorEpoch"]) == ("COMMIT", 1, 17)
+    assert (abort.control.name, abort.control.type, abort.control.value["CoordinatorEpoch"]) == ("ABORT", 0, 18)
+    assert commit.control.schema == "EndTxnMarker" and commit.control.value["Version"] == 0
 
 
-def test_kraft_control_values_stay_raw_with_their_schema_name():
-    value = b"\x00\x00\x00\x00\x00\x05rest"
+def test_kraft_control_values_are_read_with_their_schema():
+    leader_change = DATA_SCHEMAS["LeaderChangeMessage"][0]
+    fields = Struct(
+        ("Version", "LeaderId", "Voters", "GrantingVoters"),
+        [0, 3, [Struct(("VoterId",), [1]), Struct(("VoterId",), [3])], [Struct(("VoterId",), [3])]],
+    )
+    value = Encoder().encode(leader_change.fields, 0, True, fields)
     rs = decode_records(encode_batch([control_record(2, value)], control=True))
     (record,) = rs.records()
+    assert not rs.diagnostics
     assert record.control.name == "LEADER_CHANGE" and record.control.schema == "LeaderChangeMessage"
-    assert record.control.marker is None and record.value == value
+    assert record.control.value == fields
+    assert record.value == value
     (unknown,) = decode_records(encode_batch([control_record(42, b"")], control=True)).records()
     assert unknown.control.name == "UNKNOWN-42" and unknown.control.schema is None
 

@@ -81,30 +81,6 @@ class BodyDecoder:
             return None
         return self._compiler.source(definition.fields, version, version in definition.flexible)
 
-    def data(self, definitions: tuple[Message, ...], data: bytes) -> tuple[Struct | None, str | None]:
-        """A data schema prefixed by its int16 version (consumer protocol, control record values).
-
-        Returns the struct, led by a "Version" field, and what went wrong, if anything. A version newer than
-        the schema is read as the newest known one: such versions only append fields.
-        """
-        if len(data) < 2:
-            return None, "too short to hold a version"
-        version = int.from_bytes(data[:2], "big", signed=True)
-        known = sorted({v for d in definitions for v in range(d.valid.lo, d.valid.hi + 1)})
-        used = nearest_version(tuple(known), version)
-        definition = pick(definitions, used)
-        assert definition is not None
-        problem = None
-        try:
-            fields, end = self._compiler.compile(definition.fields, used, used in definition.flexible)(data, 2)
-            if end < len(data) and version <= known[-1]:
-                problem = f"{len(data) - end} bytes follow the end of {definition.name}"
-        except Partial as failure:
-            fields, problem = failure.value, f"{path_text(failure.path)}: {failure.reason}"
-        if fields is None:
-            return None, problem
-        return Struct(("Version",) + fields.names, [version] + fields.values), problem
-
     def decode(self, api_key: int, version: int, direction: Direction, data: Any, start: int) -> tuple[Body, list[Diagnostic]]:
         """Decode the body that starts at `start` in a frame; offsets in diagnostics are frame offsets."""
         diagnostics: list[Diagnostic] = []

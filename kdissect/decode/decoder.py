@@ -55,7 +55,7 @@ class Decoder:
         if body.fields is not None:
             request_body = request.body if request is not None and isinstance(request.body, Body) else None
             embedded.annotate(
-                self.bodies.data, api_key, direction, body.fields, request_body.fields if request_body else None,
+                api_key, direction, body.fields, request_body.fields if request_body else None,
                 session, self.show_secrets,
             )
             body = self._meaning(body, api_key, direction)

@@ -8,8 +8,7 @@ which are replaced unless shown.
 
 from __future__ import annotations
 
-from typing import Callable
-
+from kdissect.decode.data import read_versioned
 from kdissect.decode.redaction import Redacted
 from kdissect.decode.sasl import read_sasl
 from kdissect.decode.tree import Struct
@@ -19,10 +18,7 @@ from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBS
 JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 11, 14, 15, 17, 36
 CONSUMER = "consumer"
 
-ReadData = Callable[[tuple[Message, ...], bytes], "tuple[Struct | None, str | None]"]
-
-
-def _protocol(read: ReadData, holder: Struct, field: str, schema: tuple[Message, ...], protocol_type: str | None) -> None:
+def _protocol(holder: Struct, field: str, schema: tuple[Message, ...], protocol_type: str | None) -> None:
     """Annotate `holder.field` with its consumer-protocol reading when the group speaks that protocol.
 
     With the protocol type unknown (old SyncGroup versions on a connection whose JoinGroup was not captured),
@@ -31,7 +27,7 @@ def _protocol(read: ReadData, holder: Struct, field: str, schema: tuple[Message,
     data = holder.get(field)
     if not isinstance(data, bytes) or not data or protocol_type not in (CONSUMER, None):
         return
-    struct, problem = read(schema, data)
+    struct, problem = read_versioned(schema, data)
     if struct is None or (problem and protocol_type is None):
         return
     if problem:
@@ -44,7 +40,7 @@ def _each(value: object) -> list[Struct]:
 
 
 def annotate(
-    read: ReadData, api_key: int, direction: str, body: Struct, request: Struct | None, session: Session, show_secrets: bool
+    api_key: int, direction: str, body: Struct, request: Struct | None, session: Session, show_secrets: bool
 ) -> None:
     """Read the embedded payloads of one decoded body, in place."""
     if api_key == JOIN_GROUP:
@@ -53,21 +49,21 @@ def annotate(
         if direction == "request" and isinstance(group, str) and isinstance(kind, str):
             session.protocol_types[group] = kind
         for item in _each(body.get("Protocols" if direction == "request" else "Members")):
-            _protocol(read, item, "Metadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
+            _protocol(item, "Metadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
     elif api_key == SYNC_GROUP:
         group = (request or body).get("GroupId")
         kind = body.get("ProtocolType") or (request and request.get("ProtocolType")) or session.protocol_types.get(group)
         if direction == "request":
             for item in _each(body.get("Assignments")):
-                _protocol(read, item, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
+                _protocol(item, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
         else:
-            _protocol(read, body, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
+            _protocol(body, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
     elif api_key == DESCRIBE_GROUPS and direction == "response":
         for group in _each(body.get("Groups")):
             kind = group.get("ProtocolType") or None
             for member in _each(group.get("Members")):
-                _protocol(read, member, "MemberMetadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
-                _protocol(read, member, "MemberAssignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
+                _protocol(member, "MemberMetadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
+                _protocol(member, "MemberAssignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
     elif api_key == SASL_HANDSHAKE and direction == "request":
         mechanism = body.get("Mechanism")
         session.sasl_mechanism = mechanism if isinstance(mechanism, str) else None

@@ -4,7 +4,6 @@ from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
 from kdissect.records.values import (
     Control,
-    EndTxnMarker,
     Message,
     Record,
     RecordBatch,
@@ -15,7 +14,6 @@ from kdissect.records.values import (
 __all__ = [
     "Budget",
     "Control",
-    "EndTxnMarker",
     "Message",
     "Record",
     "RecordBatch",

@@ -1,40 +1,27 @@
-"""Control records: the key every control record has, and the transaction marker value.
+"""Control records: the key every control record has, and its value, both read with the generated schemas.
 
-The other control values (KRaft leader changes, snapshot markers, voters) are messages with specs in the
-schema tables; `CONTROL_TYPES` names the spec of each so the schema-driven decoder can take them from here.
+The key is ControlRecordTypeSchema (version, type); the type names the value's schema: EndTxnMarker for
+COMMIT and ABORT, and the KRaft records (leader change, snapshot header and footer, KRaft version, voters).
 """
 
 from __future__ import annotations
 
-import struct
-
-from kdissect.records.values import Control, EndTxnMarker
-
-ABORT, COMMIT = 0, 1
-
-CONTROL_TYPES = {
-    0: ("ABORT", "EndTxnMarker"),
-    1: ("COMMIT", "EndTxnMarker"),
-    2: ("LEADER_CHANGE", "LeaderChangeMessage"),
-    3: ("SNAPSHOT_HEADER", "SnapshotHeaderRecord"),
-    4: ("SNAPSHOT_FOOTER", "SnapshotFooterRecord"),
-    5: ("KRAFT_VERSION", "KRaftVersionRecord"),
-    6: ("KRAFT_VOTERS", "VotersRecord"),
-}
-"""Control record type: (name, name of the message spec of its value)."""
-
-_KEY = struct.Struct(">hh")
-_MARKER = struct.Struct(">hi")
+from kdissect.decode.data import read_versioned
+from kdissect.records.values import Control
+from kdissect.schema import CONTROL_RECORD_KEY, CONTROL_RECORD_TYPES, DATA_SCHEMAS
 
 
 def decode_control(key: bytes | None, value: bytes | None) -> tuple[Control | None, str]:
-    """The control key and marker, or None and why not. Extra bytes after them are allowed, as Kafka allows them."""
-    if key is None or len(key) < _KEY.size:
-        return None, f"control key of {0 if key is None else len(key)} bytes, expected at least 4"
-    version, ctype = _KEY.unpack_from(key)
-    name, schema = CONTROL_TYPES.get(ctype, (f"UNKNOWN-{ctype}", None))
-    if ctype not in (ABORT, COMMIT):
-        return Control(version, ctype, name, schema), ""
-    if value is None or len(value) < _MARKER.size:
-        return Control(version, ctype, name, schema), f"{name} marker value of {0 if value is None else len(value)} bytes, expected 6"
-    return Control(version, ctype, name, schema, EndTxnMarker(*_MARKER.unpack_from(value))), ""
+    """The control key and value, or None and why not."""
+    fields, problem = read_versioned(CONTROL_RECORD_KEY, key or b"")
+    if fields is None or "Type" not in fields:
+        return None, f"control key: {problem or 'no type'}"
+    ctype = fields["Type"]
+    name, schema = CONTROL_RECORD_TYPES.get(ctype, (f"UNKNOWN-{ctype}", None))
+    control = Control(fields["Version"], ctype, name, schema)
+    if schema is None:
+        return control, problem or ""
+    if value is None:
+        return control, f"{name} control record without a value"
+    decoded, value_problem = read_versioned(DATA_SCHEMAS[schema], value)
+    return Control(control.version, ctype, name, schema, decoded), "; ".join(p for p in (problem, value_problem) if p)

@@ -19,7 +19,7 @@ from kdissect.records.batch import (
     TRANSACTIONAL_BIT,
 )
 from kdissect.records.codecs import CODEC_IDS, NONE, compress
-from kdissect.records.control import ABORT, COMMIT
+from kdissect.schema import CONTROL_RECORD_TYPES
 from kdissect.records.crc import crc32, crc32c
 from kdissect.records.values import Header
 from kdissect.records.varint import encode_varint
@@ -35,6 +35,9 @@ class Draft:
     timestamp: int = 0
     offset_delta: int | None = None
     attributes: int = 0
+
+
+ABORT, COMMIT = (next(t for t, (name, _) in CONTROL_RECORD_TYPES.items() if name == n) for n in ("ABORT", "COMMIT"))
 
 
 def control_record(ctype: int, value: bytes | None, *, version: int = 0, timestamp: int = 0) -> Draft:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, make_dataclass
 from datetime import datetime, timedelta, timezone
 
+from kdissect.decode.tree import Struct
 from kdissect.diagnostic import Diagnostic
 
 Header = tuple[str | bytes, bytes | None]
@@ -21,26 +22,14 @@ LOG_APPEND_TIME = "LogAppendTime"
 
 
 @dataclass(frozen=True, slots=True)
-class EndTxnMarker:
-    """The value of a COMMIT or ABORT control record."""
-
-    version: int
-    coordinator_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
 class Control:
-    """The key of a control record, and the value when it is a transaction marker.
-
-    Other control values stay raw in the record's `value`; `schema` names the message spec that describes
-    them, for the schema-driven decoder.
-    """
+    """The key of a control record and its value as its schema reads it (`schema` names the spec)."""
 
     version: int
     type: int
     name: str
     schema: str | None
-    marker: EndTxnMarker | None = None
+    value: Struct | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,9 +203,24 @@ class DetailView:
         text.append_text(preview(r.value))
         child = node.add(text)
         if r.control is not None:
-            child.add(Text(f"control {r.control.name} (v{r.control.version})" + (f", coordinator epoch {r.control.marker.coordinator_epoch}" if r.control.marker else ""), style="yellow"))
+            control = child.add(Text(f"control {r.control.name} (key v{r.control.version})", style="yellow"))
+            if r.control.value is not None:
+                DetailView._values(control, r.control.value)
         for key, value in r.headers:
             child.add(Text(f"header {key!r}: ") + preview(value))
+
+    @staticmethod
+    def _values(node: Tree, struct: Struct) -> None:
+        """A struct decoded from inside a value (control records): names and values, no spans."""
+        for name, value in struct.items():
+            if isinstance(value, list) and value and isinstance(value[0], Struct):
+                child = node.add(Text(f"{name} [{len(value)}]", style="bold"))
+                for i, item in enumerate(value):
+                    DetailView._values(child.add(Text(f"[{i}]", style="dim")), item)
+            elif isinstance(value, Struct):
+                DetailView._values(node.add(Text(name, style="bold")), value)
+            else:
+                node.add(Text(f"{name}: ") + scalar(name, value))
 
     def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
         text = Text(f"Message v{m.magic}", style="bold")
