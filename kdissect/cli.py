@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from kdissect import __version__
+from kdissect.commands.options import (
+    DEFAULT_MAX_FRAME, ApiOpt, CaptureArg, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, MaxFrameOpt,
+    MinLatencyOpt, NoDecodeOpt, NoReorderOpt, OutputOpt, PipeClosed, PortOpt, QuietOpt, SecretsOpt, TopicOpt,
+    UserError, VersionOpt, make_filter, make_options, open_output, open_source, packets,
+)
 
 app = typer.Typer(
     name="kdissect",
@@ -29,14 +32,6 @@ app = typer.Typer(
 EXIT_USAGE = 2
 
 
-class UserError(Exception):
-    """A problem the user can fix; printed as one line."""
-
-
-class PipeClosed(Exception):
-    """The reader of our output went away (`| head`): stop quietly. Not an OSError, so typer lets it through."""
-
-
 def _version(value: bool) -> None:
     if value:
         print(f"kdissect {__version__}")
@@ -48,100 +43,6 @@ def _root(
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
 ) -> None:
     """A Kafka wire-protocol dissector: captures in, Kafka requests and responses out."""
-
-
-CaptureArg = Annotated[Path, typer.Argument(help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4).", show_default=False)]
-PortOpt = Annotated[
-    Optional[list[int]],
-    typer.Option("--port", "-p", help="A Kafka broker port (repeatable; default 9092). Other ports are recognised by their traffic."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", "-j", help="Write NDJSON, one object per exchange (layout: docs/json.md).")]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of standard output.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-NoDecodeOpt = Annotated[bool, typer.Option("--headers-only", help="Read headers only: pair and time exchanges without decoding bodies (faster).")]
-NoReorderOpt = Annotated[bool, typer.Option("--no-reorder", help="Do not hold out-of-order TCP segments: any hole becomes a gap at once.")]
-MaxFrameOpt = Annotated[int, typer.Option("--max-frame-size", help="Largest frame believed, in bytes; a bigger size prefix is a diagnostic.", min=8)]
-SecretsOpt = Annotated[bool, typer.Option("--show-secrets", help="Show SASL passwords, proofs and tokens instead of redacting them.")]
-ApiOpt = Annotated[Optional[str], typer.Option("--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).")]
-VersionOpt = Annotated[Optional[str], typer.Option("--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.")]
-TopicOpt = Annotated[Optional[list[str]], typer.Option("--topic", help="Only exchanges naming this topic (repeatable).")]
-ClientIdOpt = Annotated[Optional[list[str]], typer.Option("--client-id", help="Only exchanges from this client id (repeatable).")]
-GroupOpt = Annotated[Optional[list[str]], typer.Option("--group", help="Only exchanges naming this consumer group (repeatable).")]
-ErrorsOpt = Annotated[bool, typer.Option("--errors", help="Only exchanges with an error code or a diagnostic.")]
-ConnectionOpt = Annotated[Optional[str], typer.Option("--connection", help="Only these connections: ids as listed in the flows table, comma-separated.")]
-MinLatencyOpt = Annotated[Optional[float], typer.Option("--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0)]
-
-DEFAULT_MAX_FRAME = 100 << 20
-
-
-def _options(ports: list[int] | None, headers_only: bool, no_reorder: bool, max_frame_size: int, show_secrets: bool, spans: bool = False):
-    from kdissect.dissect import Options
-    from kdissect.dissector import DEFAULT_PORTS
-    from kdissect.limits import Limits
-
-    return Options(
-        ports=frozenset(ports) if ports else DEFAULT_PORTS,
-        limits=Limits(max_frame_size=max_frame_size),
-        reorder=not no_reorder,
-        decode=not headers_only,
-        show_secrets=show_secrets,
-        spans=spans,
-    )
-
-
-def _filter(api, version, topic, client_id, group, errors, connection, min_latency):
-    from kdissect.views.filters import FilterError, make_filter
-
-    try:
-        return make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
-    except FilterError as exc:
-        raise UserError(str(exc)) from None
-
-
-@contextmanager
-def _output(path: Path | None) -> Iterator[Any]:
-    if path is None:
-        try:
-            yield sys.stdout
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise PipeClosed from None
-        return
-    try:
-        stream = open(path, "w", encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: {exc.strerror or exc}") from None
-    with stream:
-        yield stream
-
-
-def _open(path: Path):
-    from kdissect.capture import CaptureError, open_capture
-
-    try:
-        return open_capture(path)
-    except CaptureError as exc:
-        raise UserError(str(exc)) from None
-
-
-def _packets(capture, quiet: bool):
-    """The capture's packets, with a progress bar on stderr when it is a terminal."""
-    if quiet or not sys.stderr.isatty():
-        yield from capture.packets()
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    done, total = capture.progress()
-    with Progress(
-        TextColumn("[bold]reading"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
-    ) as progress:
-        task = progress.add_task("read", total=total or None)
-        for i, packet in enumerate(capture.packets()):
-            if not i & 0xFFF:
-                progress.update(task, completed=capture.progress()[0])
-            yield packet
 
 
 @app.command()
@@ -167,40 +68,27 @@ def read(
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.dissect import make_dissector
-    from kdissect.events import ConnectionEnd, Notice
-    from kdissect.kafka.exchange import Exchange
-    from kdissect.views.summary import Summary
+    from kdissect.views.sink import EventSink
 
-    options = _options(port, headers_only, no_reorder, max_frame_size, show_secrets)
-    wanted = _filter(api, version, topic, client_id, group, errors, connection, min_latency)
-    with _open(capture) as source, _output(output) as stream:
+    options = make_options(port, headers_only, no_reorder, max_frame_size, show_secrets)
+    wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
+    with open_source(capture) as source, open_output(output) as stream:
         dissector = make_dissector(options)
-        events = dissector.run(_packets(source, quiet))
         if json_out:
-            from kdissect.views.json_lines import JsonLinesWriter, connection_end_json, exchange_json, notice_json
+            from kdissect.views.json_lines import JsonLinesWriter
 
-            writer = JsonLinesWriter(stream)
-            for event in events:
-                if isinstance(event, Exchange):
-                    if wanted.matches(event):
-                        writer.write(exchange_json(event))
-                elif all_events and isinstance(event, Notice):
-                    writer.write(notice_json(event))
-                elif all_events and isinstance(event, ConnectionEnd):
-                    writer.write(connection_end_json(event))
-            return
-        from kdissect.views.console import make_console
-        from kdissect.views.terminal import ReadView
+            sink = EventSink(wanted, writer=JsonLinesWriter(stream), all_events=all_events)
+        else:
+            from kdissect.views.console import make_console
+            from kdissect.views.terminal import ReadView
 
-        view = ReadView(make_console(stream))
-        view.title(str(capture), source.format, source.compression)
-        summary = Summary()
-        for event in events:
-            summary.add(event)
-            if isinstance(event, Exchange) and wanted.matches(event):
-                summary.shown += 1
-                view.exchange(event)
-        view.closing(summary, dissector.counters, source.linktypes(), source.diagnostics())
+            view = ReadView(make_console(stream))
+            view.title(str(capture), source.format, source.compression)
+            sink = EventSink(wanted, view=view)
+        for event in dissector.run(packets(source, quiet)):
+            sink.add(event)
+        if not json_out:
+            view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
 
 
 @app.command()
@@ -230,14 +118,14 @@ def show(
     from kdissect.dissect import make_dissector
     from kdissect.kafka.exchange import Exchange
 
-    options = _options(port, False, no_reorder, max_frame_size, show_secrets, spans=hexdump)
-    wanted = _filter(api, version, topic, client_id, group, errors, connection, min_latency)
+    options = make_options(port, False, no_reorder, max_frame_size, show_secrets, spans=hexdump)
+    wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
     ids, correlations, packets = set(exchange or ()), set(correlation_id or ()), set(frame or ())
     if not (ids or correlations or packets or wanted.active):
         raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, or a filter such as --api")
     last = max(ids) if ids and not (correlations or packets) else None
     found = 0
-    with _open(capture) as source, _output(output) as stream:
+    with open_source(capture) as source, open_output(output) as stream:
         if json_out:
             from kdissect.views.json_lines import JsonLinesWriter, exchange_json
 
@@ -249,7 +137,7 @@ def show(
 
             console, view = make_console(stream), DetailView(hexdump)
             emit = lambda ex: console.print(view.render(ex))  # noqa: E731
-        for event in make_dissector(options).run(_packets(source, quiet)):
+        for event in make_dissector(options).run(packets(source, quiet)):
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
             if (ids or correlations or packets) and not (
@@ -295,11 +183,11 @@ def stats(
     from kdissect.kafka.exchange import Exchange
     from kdissect.views.stats import Stats, print_stats
 
-    options = _options(port, False, no_reorder, max_frame_size, False)
-    wanted = _filter(api, version, topic, client_id, group, errors, connection, min_latency)
+    options = make_options(port, False, no_reorder, max_frame_size, False)
+    wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
     totals = Stats()
-    with _open(capture) as source, _output(output) as stream:
-        for event in make_dissector(options).run(_packets(source, quiet)):
+    with open_source(capture) as source, open_output(output) as stream:
+        for event in make_dissector(options).run(packets(source, quiet)):
             if isinstance(event, Exchange) and wanted.matches(event):
                 totals.add(event)
         if json_out:
@@ -326,6 +214,11 @@ def schema(
         print_source(source)
     else:
         print_schema(json_out)
+
+
+from kdissect.commands.live import run_live  # noqa: E402  (a command in its own module, registered here)
+
+app.command("live")(run_live)
 
 
 def main(argv: list[str] | None = None) -> None:

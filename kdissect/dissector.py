@@ -139,13 +139,15 @@ class Dissector:
             connection, direction = self._open((src, sport), (dst, dport), ts), 0
         else:
             connection, direction = entry
-            if flags & SYN and not flags & ACK and (connection.closed or connection.streams[direction].isn not in (None, seq)):
-                connection.close("reused", ts)
+            # a SYN that is not a retransmission of this direction's own opens a new connection on the 4-tuple
+            if flags & SYN and not flags & ACK and (connection.closed or connection.streams[direction].isn != seq):
+                if not connection.closed:
+                    self._close(connection, "reused", ts)
                 connection, direction = self._open((src, sport), (dst, dport), ts), 0
             elif connection.closed:
                 return self._take()
         connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
-        if connection.finished:
+        if connection.finished or connection.ignored:  # an ignored connection is over for us: its packets are dropped
             self._close(connection, "reset" if any(s.reset for s in connection.streams) else "fin", ts)
         return self._take()
 

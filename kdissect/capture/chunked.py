@@ -14,10 +14,13 @@ class ChunkedInput:
     requires, so memory stays bounded by the largest record plus one chunk.
     """
 
-    __slots__ = ("_stream", "buf", "pos", "base", "eof", "error")
+    __slots__ = ("_read", "_errors", "buf", "pos", "base", "eof", "error")
 
-    def __init__(self, stream: BinaryIO, prefix: bytes = b"") -> None:
-        self._stream = stream
+    def __init__(self, stream: BinaryIO, prefix: bytes = b"", errors: tuple[type[Exception], ...] = (EOFError, OSError)) -> None:
+        self._read = getattr(stream, "read1", stream.read)
+        """read1 where there is one: a decompressor that fails mid-chunk has then handed over all it could."""
+        self._errors = errors
+        """What the stream raises when its data ends early or is corrupt."""
         self.buf = prefix
         self.pos = 0
         self.base = 0
@@ -28,21 +31,28 @@ class ChunkedInput:
 
     def fill(self, need: int) -> bool:
         """Make `need` bytes available from `pos`; False when the stream ends first."""
-        while len(self.buf) - self.pos < need:
-            if self.eof:
-                return False
+        short = need - (len(self.buf) - self.pos)
+        if short <= 0:
+            return True
+        if self.eof:
+            return False
+        parts = []
+        want = max(CHUNK, short)
+        while want > 0:
             try:
-                more = self._stream.read(max(CHUNK, need))
-            except (EOFError, OSError) as exc:
+                more = self._read(want)
+            except self._errors as exc:
                 self.error = str(exc) or type(exc).__name__
                 more = b""
             if not more:
                 self.eof = True
-                continue
-            self.base += self.pos
-            self.buf = self.buf[self.pos :] + more
-            self.pos = 0
-        return True
+                break
+            parts.append(more)
+            want -= len(more)
+        self.base += self.pos
+        self.buf = self.buf[self.pos :] + b"".join(parts)
+        self.pos = 0
+        return len(self.buf) >= need
 
     @property
     def offset(self) -> int:

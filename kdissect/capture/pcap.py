@@ -40,6 +40,7 @@ class PcapReader:
 
     def packets(self) -> Iterator[Packet]:
         inp = self._inp
+        new = tuple.__new__  # a NamedTuple's own constructor costs 0.8 µs; this, 0.1
         unpack = self._record.unpack_from
         frac_ns = self._frac_ns
         linktype = self.linktype
@@ -88,7 +89,7 @@ class PcapReader:
                 backwards += 1
                 first_back = first_back if first_back is not None else base + pos
             last_ts = ts
-            yield Packet(ts, linktype, buf[pos + 16 : end], orig, index, base + pos)
+            yield new(Packet, (ts, linktype, buf[pos + 16 : end], orig, index, base + pos))
             pos = end
         self._odd.count(
             "pcap.caplen-exceeds-origlen",

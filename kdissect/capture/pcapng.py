@@ -24,6 +24,8 @@ OPT_IF_TSRESOL = 9
 OPT_IF_TSOFFSET = 14
 
 MAX_BLOCK = 64 << 20
+MIN_LENGTH = {SHB: 28, IDB: 20, PB: 32, SPB: 16, EPB: 32}
+"""The shortest each block can be: its fixed fields and the two lengths."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,7 @@ class PcapngReader:
         """Read a section header's byte order; None if the block is not a valid one."""
         inp = self._inp
         if not inp.fill(12):
+            self._odd.add("pcapng.truncated", "the file ends inside a section header", offset, "error")
             return None
         magic = bytes(inp.buf[inp.pos + 8 : inp.pos + 12])
         if magic == b"\x4d\x3c\x2b\x1a":
@@ -97,8 +100,12 @@ class PcapngReader:
         order = "<"
         index = 0
         last_ts = 0
-        while inp.fill(8):
+        while True:
             start = inp.offset
+            if not inp.fill(8):
+                if inp.remaining():
+                    odd.add("pcapng.truncated", "the file ends inside a block header", start, "error")
+                return
             block_type, length = header.unpack_from(inp.buf, inp.pos)
             if block_type == SHB:
                 # the block type reads the same in both byte orders; the length only in the section's own
@@ -117,6 +124,9 @@ class PcapngReader:
                 return
             buf, pos = inp.buf, inp.pos
             inp.pos += length
+            if length < MIN_LENGTH.get(block_type, 12):
+                odd.add("pcapng.corrupt-block", f"a block of type 0x{block_type:x} is too short ({length} bytes); skipped", start, "error")
+                continue
             if block_type == EPB or block_type == PB:
                 if block_type == EPB:
                     iface, hi, lo, caplen, orig = epb.unpack_from(buf, pos + 8)
@@ -131,7 +141,11 @@ class PcapngReader:
             elif block_type == SPB:
                 iface, units = 0, None
                 orig = struct.unpack_from(order + "I", buf, pos + 8)[0]
-                data = buf[pos + 12 : pos + 12 + min(orig, length - 16)]
+                # the block holds min(original length, interface 0's snaplen) bytes, then padding
+                caplen = min(orig, length - 16)
+                if self._interfaces and self._interfaces[0].snaplen:
+                    caplen = min(caplen, self._interfaces[0].snaplen)
+                data = buf[pos + 12 : pos + 12 + caplen]
             elif block_type == SHB:
                 continue
             elif block_type == IDB:
@@ -159,4 +173,4 @@ class PcapngReader:
                 odd.add("capture.time-backwards", "a packet's timestamp is earlier than the one before", start)
             last_ts = ts
             index += 1
-            yield Packet(ts, interface.linktype, data, orig, index, start)
+            yield tuple.__new__(Packet, (ts, interface.linktype, data, orig, index, start))

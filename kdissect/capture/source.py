@@ -24,18 +24,24 @@ class CaptureError(Exception):
     """The input cannot be read as a capture at all; the message is one line for the user."""
 
 
-def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None]:
+STREAM_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError)
+"""What gzip, lz4 and plain files raise when their data ends early or is corrupt."""
+
+
+def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None, tuple[type[Exception], ...]]:
+    """The stream to read, the compression's name, and the exceptions that mean its data is bad."""
     if head.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip"
+        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip", STREAM_ERRORS
     if head.startswith(ZSTD_MAGIC):
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True), "zstd"
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return reader, "zstd", (*STREAM_ERRORS, zstandard.ZstdError)
     if head.startswith(LZ4_MAGIC):
         import lz4.frame
 
-        return lz4.frame.LZ4FrameFile(raw, mode="rb"), "lz4"
-    return raw, None
+        return lz4.frame.LZ4FrameFile(raw, mode="rb"), "lz4", STREAM_ERRORS
+    return raw, None, STREAM_ERRORS
 
 
 class CaptureFile:
@@ -50,13 +56,13 @@ class CaptureFile:
         self._size = _size_of(raw)
         head = raw.read(4)
         raw.seek(0)
-        stream, self.compression = _decompressing(raw, head)
+        stream, self.compression, errors = _decompressing(raw, head)
         try:
             magic = stream.read(4)
-        except (OSError, EOFError) as exc:
+        except errors as exc:
             raise CaptureError(f"{name}: cannot read the {self.compression} stream: {exc}") from None
         self._odd = Oddities()
-        self._input = ChunkedInput(stream, magic)
+        self._input = ChunkedInput(stream, magic, errors)
         if magic in PCAP_MAGICS:
             if not self._input.fill(24):
                 raise CaptureError(f"{name}: truncated inside the pcap file header")
@@ -64,7 +70,7 @@ class CaptureFile:
         elif magic == PCAPNG_MAGIC:
             self._reader = PcapngReader(self._input, self._odd)
         elif not magic:
-            raise CaptureError(f"{name}: the file is empty")
+            raise CaptureError(f"{name}: the {self.compression} stream holds no data" if self.compression else f"{name}: the file is empty")
         else:
             raise CaptureError(f"{name}: not a pcap or pcapng capture (it starts with {magic.hex(' ')})")
         self.format = self._reader.format

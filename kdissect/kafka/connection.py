@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 PROBE_LIMIT = 64 << 10
 """Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
+HELD_NOTICES = 64
+"""Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
 
@@ -49,16 +51,27 @@ class Probe:
         self.size += len(chunk)
 
     def gap(self, length: int, ts: int) -> None:
+        if not self.items:
+            self.mid_stream = True  # the first bytes are lost: what comes is judged as if the capture began here
         self.items.append((None, length, ts, 0))
 
     def joined(self) -> bytes:
-        """The bytes before the first gap: what detection can look at."""
+        """The bytes before the first gap: what the first bytes of a SYN sender are judged by."""
         out = []
         for chunk, _, _, _ in self.items:
             if chunk is None:
                 break
             out.append(chunk)
         return b"".join(out)
+
+    def last_run(self) -> bytes:
+        """The bytes after the last gap: where a search for a request header can look."""
+        out = []
+        for chunk, _, _, _ in reversed(self.items):
+            if chunk is None:
+                break
+            out.append(chunk)
+        return b"".join(reversed(out))
 
     def replay(self, framer: Framer) -> None:
         for chunk, length, ts, index in self.items:
@@ -84,6 +97,7 @@ class Connection:
         self.ignored = False
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
+        self.held: list[Notice] = []
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests)
         self.session = Session()
@@ -103,9 +117,9 @@ class Connection:
         stream = self.streams[direction]
         if flags & SYN and not flags & ACK:
             self.initiator = direction
-        stream.segment(seq, payload, missing, flags, ts, index)
-        if flags & ACK:
+        if flags & ACK:  # first: what the peer sent before this packet was sent, a request before its response
             self.streams[1 - direction].acknowledged(ack, ts, index)
+        stream.segment(seq, payload, missing, flags, ts, index)
         if self.client_dir is None and not self.ignored and (payload or stream.finished):
             self._detect()
 
@@ -118,27 +132,29 @@ class Connection:
             verdict = plausible_request(head, 0, max_size) if head else None
             if verdict:
                 self._orient(self.initiator)
-            elif verdict is False or probes[self.initiator].size > PROBE_LIMIT:
+            elif verdict is False or any(probe.size > PROBE_LIMIT for probe in probes):
                 self._ignore()
             return
-        found = [find_request(probe.joined(), 0, max_size)[0] is not None for probe in probes]
+        found = [find_request(probe.last_run(), 0, max_size)[0] is not None for probe in probes]
         if found[0] != found[1]:
             self._orient(0 if found[0] else 1)
         elif found[0]:
             ports = (self.ends[0][1], self.ends[1][1])
             self._orient(0 if ports[1] < ports[0] else 1)
-        elif all(probe.size > PROBE_LIMIT or stream.finished for probe, stream in zip(probes, self.streams)):
+        elif any(probe.size > PROBE_LIMIT for probe in probes) or all(stream.finished for stream in self.streams):
             self._ignore()
 
     def _ignore(self) -> None:
         self.ignored = True
-        for stream in self.streams:
-            stream.sink.items.clear()  # type: ignore[union-attr]
+        self._release()
 
     def _orient(self, client_dir: int) -> None:
         self.client_dir = client_dir
         client, broker = self.ends[client_dir], self.ends[1 - client_dir]
         self.info = ConnectionInfo(self.id, Endpoint.from_packed(*client), Endpoint.from_packed(*broker))
+        for notice in self.held:
+            self.shared.emit(Notice(notice.diagnostic, self.info, notice.ts, notice.packet))
+        self.held.clear()
         limits = self.shared.limits
         requests = Framer(self._on_request, self._report, self._find_request, MIN_REQUEST, limits.max_frame_size, True)
         responses = Framer(self._on_response, self._report, self._find_response, MIN_RESPONSE, limits.max_frame_size, True)
@@ -157,8 +173,13 @@ class Connection:
         return find_response(buf, start, self.shared.limits.max_frame_size, self.pairing.correlations())
 
     def _report(self, diagnostic: Diagnostic, ts: int, index: int) -> None:
-        if not self.ignored:
-            self.shared.emit(Notice(diagnostic, self.info, ts, index))
+        if self.ignored:
+            return
+        if self.info is None:
+            if len(self.held) < HELD_NOTICES:
+                self.held.append(Notice(diagnostic, None, ts, index))
+            return
+        self.shared.emit(Notice(diagnostic, self.info, ts, index))
 
     def _on_request(self, frame: Frame) -> None:
         self.requests += 1
@@ -210,6 +231,14 @@ class Connection:
         assert self.info is not None
         self.shared.emit(Exchange(self.shared.next_exchange_id(), self.info, status, request, response))
 
+    def _release(self) -> None:
+        """A closed connection stays in the flow table until evicted: let go of its buffered bytes."""
+        self.held.clear()
+        for stream in self.streams:
+            stream.release()
+            if isinstance(stream.sink, Probe):
+                stream.sink.items.clear()
+
     @property
     def finished(self) -> bool:
         return (self.streams[0].finished and self.streams[1].finished) or self.streams[0].reset or self.streams[1].reset
@@ -219,19 +248,21 @@ class Connection:
         if self.closed:
             return
         self.closed = True
-        if self.client_dir is None:
+        if self.client_dir is None and not self.ignored:
             for stream in self.streams:
                 stream.flush(ts)
-            if not self.ignored and any(stream.sink.items for stream in self.streams):  # type: ignore[union-attr]
+            if any(stream.sink.items for stream in self.streams):  # type: ignore[union-attr]
                 self._detect()
-            if self.client_dir is None:
-                self.ignored = True
-                return
+        if self.client_dir is None:
+            self.ignored = True
+            self._release()
+            return
         for stream in self.streams:
             stream.flush(ts)
             stream.sink.finish()  # type: ignore[union-attr]
         for entry in self.pairing.drain():
             self._settle(*entry)
+        self._release()
         c, b = self.client_dir, 1 - self.client_dir
         client, broker = self.streams[c], self.streams[b]
         assert self.info is not None

@@ -8,6 +8,7 @@ a correlation id that an outstanding request is waiting for.
 
 from __future__ import annotations
 
+import codecs
 import re
 import struct
 from typing import Collection
@@ -41,12 +42,19 @@ def plausible_request(buf: bytes | bytearray, pos: int, max_size: int) -> bool |
     if client_len < 0 or client_len > size - 10:
         return False
     end = pos + REQUEST_PROBE + client_len
-    if len(buf) < end:
-        return None
     try:
+        if len(buf) < end:
+            # judge the part present: a bogus length must not hold up the search until its bytes arrive
+            head = _utf8_prefix(bytes(buf[pos + REQUEST_PROBE :]))
+            return None if head.isprintable() else False
         return bytes(buf[pos + REQUEST_PROBE : end]).decode("utf-8").isprintable()
     except UnicodeDecodeError:
         return False
+
+
+def _utf8_prefix(data: bytes) -> str:
+    """Decode, leaving a character cut at the end undecoded; UnicodeDecodeError for invalid bytes."""
+    return codecs.getincrementaldecoder("utf-8")().decode(data)
 
 
 def find_request(buf: bytes | bytearray, start: int, max_size: int) -> tuple[int | None, int]:

@@ -55,20 +55,28 @@ def ipv6(data: bytes, off: int) -> tuple[bytes, bytes, int, int, int, int, tuple
         end = len(data)
     else:
         missing = 0
-    fragment = None
+    proto, start, fragment = ipv6_extensions(data, proto, start, end)
+    return data[off + 8 : off + 24], data[off + 24 : off + 40], proto, start, end, missing, fragment
+
+
+def ipv6_extensions(data: bytes, proto: int, start: int, end: int) -> tuple[int, int, tuple[int, int, bool] | None]:
+    """Walk extension headers to the transport header: (protocol, its start, fragment or None).
+
+    The walk stops after a fragment header: the headers behind it belong to the fragmented part, readable
+    only once the datagram is whole (the caller walks on from there).
+    """
     while proto in IPV6_EXTENSIONS or proto == IPPROTO_FRAGMENT or proto == IPPROTO_AH:
         if start + 8 > end:
             raise Malformed("ip.truncated", "an IPv6 extension header runs past the packet")
         following = data[start]
         if proto == IPPROTO_FRAGMENT:
             offset_flags, ident = _V6_FRAGMENT(data, start + 2)
-            fragment = (ident, offset_flags & 0xFFF8, bool(offset_flags & 1))
-            start += 8
-        elif proto == IPPROTO_AH:
+            return following, start + 8, (ident, offset_flags & 0xFFF8, bool(offset_flags & 1))
+        if proto == IPPROTO_AH:
             start += (data[start + 1] + 2) * 4
         else:
             start += (data[start + 1] + 1) * 8
         proto = following
     if start > end:
         raise Malformed("ip.truncated", "IPv6 extension headers run past the packet")
-    return data[off + 8 : off + 24], data[off + 24 : off + 40], proto, start, end, missing, fragment
+    return proto, start, None

@@ -85,6 +85,8 @@ class Reassembler:
             seq = (seq + 1) & MOD
         elif not self.started:
             if not payload and not missing and not flags & FIN:
+                if flags & RST:  # a refused connection: nothing more will come
+                    self.reset = True
                 return
             self.next_seq = seq
             self.started = True
@@ -150,23 +152,30 @@ class Reassembler:
         """A segment beyond the next expected byte: hold it until the hole fills, or call the hole a gap."""
         self.out_of_order += 1
         if at in self.pending:
-            self._compare_pending(at, payload, ts, index)
-            return
-        self.pending[at] = (payload, missing, ts, index)
-        heapq.heappush(self.pending_heap, at)
-        self.pending_bytes += len(payload)
+            self._compare_pending(at, payload, ts, index)  # may grow what is held: the bound below still applies
+        else:
+            self.pending[at] = (payload, missing, ts, index)
+            heapq.heappush(self.pending_heap, at)
+            self.pending_bytes += len(payload)
         if not self.reorder:
             self._gap(at - self.offset, ts, index, "not captured (reordering is off)")
             self._drain(ts)
-        elif self.pending_bytes > self.max_buffer:
+            return
+        while self.pending_bytes > self.max_buffer:
             self._gap(self.pending_heap[0] - self.offset, ts, index, "never captured (buffer limit reached)")
             self._drain(ts)
-        elif self.peer_ack is not None and self.peer_ack > at:
-            self._gap(at - self.offset, ts, index, "acknowledged by the peer but never captured")
+        self._acked_holes(ts, index)
+
+    def _acked_holes(self, ts: int, index: int) -> None:
+        """Holes the peer has acknowledged past were lost by the capture: they will never be filled."""
+        while self.pending and self.peer_ack is not None and self.peer_ack > self.pending_heap[0]:
+            self._gap(self.pending_heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
             self._drain(ts)
 
     def _behind(self, behind: int, payload: bytes, missing: int, ts: int, index: int) -> None:
         """A segment starting before the next expected byte: a retransmission, whole or overlapping."""
+        if behind == 1 and len(payload) == 1 and not missing:
+            return  # a keep-alive probe: one byte of no meaning just before the next expected
         start = self.offset - behind
         old = min(behind, len(payload))
         self.retransmitted += old
@@ -181,19 +190,21 @@ class Reassembler:
 
     def _compare_recent(self, start: int, data: bytes, ts: int, index: int) -> None:
         end = start + len(data)
-        for at, chunk in reversed(self.recent):
+        first = None
+        for at, chunk in reversed(self.recent):  # newest first; the earliest difference is the one told
             if at + len(chunk) <= start:
                 break
             lo, hi = max(at, start), min(at + len(chunk), end)
             if lo < hi and chunk[lo - at : hi - at] != data[lo - start : hi - start]:
-                self._differs(lo, ts, index)
-                return
+                first = lo + _first_difference(chunk[lo - at : hi - at], data[lo - start : hi - start])
+        if first is not None:
+            self._differs(first, ts, index)
 
     def _compare_pending(self, at: int, payload: bytes, ts: int, index: int) -> None:
         held = self.pending[at][0]
         n = min(len(held), len(payload))
         if held[:n] != payload[:n]:
-            self._differs(at, ts, index)
+            self._differs(at + _first_difference(held[:n], payload[:n]), ts, index)
         if len(payload) > len(held):
             self.pending_bytes += len(payload) - len(held)
             self.pending[at] = (held + payload[len(held) :], *self.pending[at][1:])
@@ -237,9 +248,15 @@ class Reassembler:
         if delta >= HALF:
             return
         self.peer_ack = self.offset + delta
-        if self.pending and self.peer_ack > self.pending_heap[0]:
-            self._gap(self.pending_heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
-            self._drain(ts)
+        self._acked_holes(ts, index)
+
+    def release(self) -> None:
+        """The stream is over: drop the bytes kept for comparisons and anything still held."""
+        self.recent.clear()
+        self.recent_bytes = 0
+        self.pending.clear()
+        self.pending_heap.clear()
+        self.pending_bytes = 0
 
     def flush(self, ts: int) -> None:
         """The stream ends here: whatever still waits behind a hole is delivered after a gap."""
@@ -250,3 +267,8 @@ class Reassembler:
             self._drain(ts)
         if self.fin_offset is not None and self.fin_offset > self.offset:
             self._gap(self.fin_offset - self.offset, ts, 0, "never captured before the FIN")
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    """Index of the first byte where two unequal byte strings of the same length differ."""
+    return next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)

@@ -5,14 +5,20 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from kdissect.capture.linklayer import DECODERS
+from kdissect.capture.linklayer import DECODERS, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
 from kdissect.capture.packet import Packet
 from kdissect.net.fragments import FragmentTable
-from kdissect.net.ip import ipv4, ipv6
+from kdissect.net.ip import ipv4, ipv6, ipv6_extensions
 from kdissect.net.malformed import Malformed
 from kdissect.net.tcp import tcp
 
 IPPROTO_TCP = 6
+
+_IPV4_TCP = struct.Struct("!BxHHHxB2x4s4sHHIIH").unpack_from
+"""An option-less IPv4 header and the fixed part of a TCP header, read in one call: the common case."""
+FIXED_LINK_HEADERS = {LINKTYPE_ETHERNET: (14, 12), LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
+"""Link types with a fixed-size header: (IP offset, ethertype offset)."""
+_new = tuple.__new__
 
 
 class Segment(NamedTuple):
@@ -45,8 +51,23 @@ class SegmentDecoder:
         self.unknown_linktypes: dict[int, int] = {}
 
     def decode(self, packet: Packet) -> Segment | None:
-        """The packet's TCP segment; None if it carries none (yet); Malformed if it cannot be read."""
+        """The packet's TCP segment; None if it carries none (yet); Malformed if it cannot be read.
+
+        Plain IPv4 over a fixed-size link header takes a fast path of one struct call; everything else
+        (VLAN tags, IP options, IPv6, fragments, truncation) the general one.
+        """
         data = packet.data
+        fixed = FIXED_LINK_HEADERS.get(packet.linktype)
+        if fixed is not None and len(data) >= fixed[0] + 40 and data[fixed[1]] == 8 and data[fixed[1] + 1] == 0:
+            off = fixed[0]
+            first, total, _ident, frag, proto, src, dst, sport, dport, seq, ack, offset_flags = _IPV4_TCP(data, off)
+            end = off + total
+            head = off + 20 + (offset_flags >> 12) * 4
+            if (
+                first == 0x45 and proto == IPPROTO_TCP and not frag & 0x3FFF and end <= len(data) and 40 <= total
+                and offset_flags >= 0x5000 and head <= end  # a TCP data offset under 5 words: the slow path rejects it
+            ):
+                return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, offset_flags & 0x1FF, data[head:end], 0))
         decoder = DECODERS.get(packet.linktype)
         if decoder is None:
             self.unknown_linktypes[packet.linktype] = self.unknown_linktypes.get(packet.linktype, 0) + 1
@@ -61,10 +82,13 @@ class SegmentDecoder:
                 self.not_ip += 1
                 return None
             if fragment is not None:
-                whole = self.fragments.add((src, dst, proto, fragment[0]), fragment[1], fragment[2], data[start:end], missing > 0)
+                key = (src, dst, proto, fragment[0])
+                whole = self.fragments.add(key, fragment[1], fragment[2], data[start:end], missing > 0, packet.ts)
                 if whole is None:
                     return None
                 data, start, end, missing = whole, 0, len(whole), 0
+                if version == 6:
+                    proto, start, _ = ipv6_extensions(data, proto, 0, end)
             if proto != IPPROTO_TCP:
                 self.not_tcp += 1
                 return None
@@ -76,6 +100,4 @@ class SegmentDecoder:
                 raise Malformed("tcp.bad-header", "the TCP header runs past the IP packet")
             missing -= payload_start - end
             payload_start = end
-        return Segment(
-            packet.ts, packet.index, src, sport, dst, dport, seq, ack, flags, data[payload_start:end], missing
-        )
+        return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, flags, data[payload_start:end], missing))

@@ -1,0 +1,317 @@
+"""`kdissect live`: sniff an interface and dissect Kafka as it happens.
+
+`run_live` carries its own typer signature; cli.py registers it with `app.command("live")(run_live)`. Its
+options are `read`'s (commands/options.py), plus the capture's own: `--interface`, `--bpf`, `--write`,
+`--count`, `--duration`, `--promisc`.
+
+The loop is single-threaded: it waits on the capture socket and on a wake-up pipe for signals, reads what
+is ready, feeds the packets to the core in capture order and hands the events to the JSON writer or the
+view. SIGINT (Ctrl-C) and SIGTERM end the session like `--count` and `--duration` do: the core settles the
+open connections and the final summary is printed; exit status 0. A second Ctrl-C quits at once.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kdissect.commands.options import (
+    DEFAULT_MAX_FRAME, ApiOpt, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, MaxFrameOpt, MinLatencyOpt,
+    NoDecodeOpt, NoReorderOpt, OutputOpt, PipeClosed, SecretsOpt, TopicOpt, UserError, VersionOpt, make_filter,
+    make_options, open_output,
+)
+
+PortOpt = Annotated[
+    Optional[list[int]],
+    typer.Option("--port", "-p", help="A Kafka broker port (repeatable; default 9092). The capture filter is TCP on these ports."),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No 'listening on' line and, with --json, no summary on stderr.")]
+BATCH = 512
+"""Packets read per turn of the loop before the view and the stop conditions get a look."""
+TICK = 0.25
+"""Longest wait for packets, in seconds: how often the view and --duration are looked at when all is quiet."""
+
+
+def run_live(
+    interface: Annotated[Optional[str], typer.Option("--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).", show_default=False)] = None,
+    port: PortOpt = None,
+    bpf: Annotated[Optional[str], typer.Option("--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094').")] = None,
+    json_out: JsonOpt = False,
+    output: OutputOpt = None,
+    write: Annotated[Optional[Path], typer.Option("--write", "-w", help="Also save the captured packets to this pcap file.")] = None,
+    count: Annotated[Optional[int], typer.Option("--count", "-c", help="Stop after this many packets.", min=1)] = None,
+    duration: Annotated[Optional[float], typer.Option("--duration", "-d", help="Stop after this many seconds.", min=0)] = None,
+    promisc: Annotated[bool, typer.Option("--promisc", help="Put the interface in promiscuous mode (to see traffic of other hosts on a mirror port).")] = False,
+    api: ApiOpt = None,
+    version: VersionOpt = None,
+    topic: TopicOpt = None,
+    client_id: ClientIdOpt = None,
+    group: GroupOpt = None,
+    errors: ErrorsOpt = False,
+    connection: ConnectionOpt = None,
+    min_latency: MinLatencyOpt = None,
+    all_events: Annotated[bool, typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.")] = False,
+    headers_only: NoDecodeOpt = False,
+    no_reorder: NoReorderOpt = False,
+    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    show_secrets: SecretsOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
+    Ctrl-C, --count or --duration ends the session with the final summary."""
+    from kdissect.capture.live import LiveError, capture_filter, interfaces, open_live
+
+    if not interface:
+        known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
+        raise UserError(f"say which interface to capture on: -i IFACE ({known})")
+    options = make_options(port, headers_only, no_reorder, max_frame_size, show_secrets)
+    wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
+    expression = capture_filter(options.ports, bpf)
+
+    pcap = None
+    if write is not None:
+        try:
+            pcap = open(write, "wb")
+        except OSError as exc:
+            raise UserError(f"{write}: {exc.strerror or exc}") from None
+    try:
+        try:
+            capture = open_live(interface, expression, promisc=promisc)
+        except LiveError as exc:
+            raise UserError(str(exc)) from None
+        try:
+            with open_output(output) as stream:
+                session = _Session(capture, options, wanted, stream, json_out, all_events, pcap, quiet)
+                failure = session.run(count, duration)
+        except BrokenPipeError:
+            raise PipeClosed from None
+        finally:
+            capture.close()
+    finally:
+        if pcap is not None:
+            pcap.close()
+    if failure:
+        print(f"kdissect: error: {failure}", file=sys.stderr)
+        raise typer.Exit(1)
+
+
+class _Stopper:
+    """Turns SIGINT and SIGTERM into a request to stop, seen by the loop at once through a wake-up socket.
+
+    A second signal while stopping raises KeyboardInterrupt, so a stuck session can always be left."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.stopping: str | None = None
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(False)
+        self._writer.setblocking(False)
+        self._saved: dict[int, Any] = {}
+        self._saved_fd: int | None = None
+
+    def fileno(self) -> int:
+        return self._reader.fileno()
+
+    def install(self) -> None:
+        try:
+            self._saved_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+            for signum in self.SIGNALS:
+                self._saved[signum] = signal.signal(signum, self._handle)
+        except ValueError:  # not the main thread: signals stay as they were
+            self._saved_fd = None
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.stopping is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.stopping = signal.Signals(signum).name
+
+    def drain(self) -> None:
+        try:
+            while self._reader.recv(64):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def restore(self) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+        self._saved.clear()
+        if self._saved_fd is not None:
+            signal.set_wakeup_fd(self._saved_fd)
+            self._saved_fd = None
+        self._reader.close()
+        self._writer.close()
+
+
+class _Session:
+    """One live session: the capture, the core, and where the events go."""
+
+    def __init__(self, capture: Any, options: Any, wanted: Any, stream: Any, json_out: bool, all_events: bool,
+                 pcap: Any, quiet: bool) -> None:
+        from kdissect.dissect import make_dissector
+        from kdissect.views import json_lines
+        from kdissect.views.sink import EventSink
+
+        self.capture = capture
+        self.stream = stream
+        self.quiet = quiet
+        self.dissector = make_dissector(options)
+        self.writer = None
+        self.pcap_writer = None
+        self.pcap = pcap
+        if pcap is not None:
+            from kdissect.capture.writer import PcapWriter
+
+            self.pcap_writer = PcapWriter(pcap, capture.linktype, nanosecond=True)
+        self.live_view = None
+        self.read_view = None
+        if json_out:
+            self.writer = json_lines.JsonLinesWriter(stream, flush_each=True)
+            self.sink = EventSink(wanted, writer=self.writer, all_events=all_events)
+        else:
+            from kdissect.views.console import make_console
+            from kdissect.views.terminal import ReadView
+
+            self.console = make_console(stream)
+            self.read_view = ReadView(self.console)
+            self.sink = EventSink(wanted, view=self.read_view)
+            if self.console.is_terminal:
+                from kdissect.views.live_view import LiveView
+
+                self.live_view = LiveView(self.console, self.sink.summary, capture.interface, capture.linktype, capture.expression)
+                self.sink.view = self.live_view
+        self.summary = self.sink.summary
+
+    def run(self, count: int | None, duration: float | None) -> str | None:
+        """Capture until a stop; returns what went wrong when the capture itself failed, else None."""
+        from kdissect.capture.linklayer import name as linktype_name
+
+        capture = self.capture
+        if not self.quiet:
+            shown = f", filter '{capture.expression}'" if capture.expression else ""
+            print(f"kdissect: listening on {capture.interface}, link type {linktype_name(capture.linktype)}{shown}",
+                  file=sys.stderr, flush=True)
+        stopper = _Stopper()
+        stopper.install()
+        poller = select.poll()
+        poller.register(capture.fileno(), select.POLLIN)
+        poller.register(stopper.fileno(), select.POLLIN)
+        deadline = None if duration is None else time.monotonic() + duration
+        feed, handle = self.dissector.feed, self.sink.add
+        pcap_writer = self.pcap_writer
+        stats = capture.stats
+        failure = None
+        timed_out = False
+        next_stats = time.monotonic() + 1.0
+        if self.live_view is not None:
+            self.live_view.start()
+        try:
+            wait = 0.0
+            while stopper.stopping is None:
+                if deadline is not None:
+                    wait = min(wait, max(0.0, deadline - time.monotonic()))
+                if wait:
+                    poller.poll(wait * 1000)
+                    stopper.drain()
+                limit = BATCH if count is None else min(BATCH, count - stats.packets)
+                try:
+                    packets = capture.read(limit)
+                except OSError as exc:
+                    failure = f"the capture on {capture.interface} failed: {exc.strerror or exc}"
+                    break
+                for packet in packets:
+                    if pcap_writer is not None:
+                        pcap_writer.write(packet)
+                    events = feed(packet)
+                    if events:
+                        for event in events:
+                            handle(event)
+                # read again at once while packets keep coming; otherwise wait for them
+                wait = 0.0 if len(packets) == limit else TICK
+                now = time.monotonic()
+                if count is not None and stats.packets >= count:
+                    break
+                if deadline is not None and now >= deadline:
+                    timed_out = True
+                    break
+                if now >= next_stats:
+                    capture.update_stats()
+                    next_stats = now + 1.0
+                    if self.pcap is not None:
+                        self.pcap.flush()
+                if self.live_view is not None:
+                    self.live_view.update(stats.packets, stats.bytes, stats.kernel_drops)
+            if (stopper.stopping is not None or timed_out) and failure is None:
+                self._drain(count)
+            for event in self.dissector.finish():
+                handle(event)
+            capture.update_stats()
+        finally:
+            stopper.restore()
+            if self.live_view is not None:
+                self.live_view.stop()
+        self._closing()
+        return failure
+
+    def _drain(self, count: int | None, budget: float = 1.0) -> None:
+        """Take the packets the kernel already holds when a signal or --duration ends the session (for at
+        most `budget` seconds), so that what happened before the stop is all there."""
+        capture, stats = self.capture, self.capture.stats
+        until = time.monotonic() + budget
+        while time.monotonic() < until:
+            limit = BATCH if count is None else min(BATCH, count - stats.packets)
+            if limit <= 0:
+                return
+            try:
+                packets = capture.read(limit)
+            except OSError:
+                return
+            for packet in packets:
+                if self.pcap_writer is not None:
+                    self.pcap_writer.write(packet)
+                for event in self.dissector.feed(packet):
+                    self.sink.add(event)
+            if len(packets) < limit:
+                return
+
+    def _closing(self) -> None:
+        from kdissect.capture.linklayer import name as linktype_name
+        from kdissect.diagnostic import Diagnostic
+        from kdissect.views.terminal import size
+
+        capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters
+        if self.pcap is not None:
+            self.pcap.flush()
+        if self.writer is not None:
+            if not self.quiet:
+                drops = f", {stats.kernel_drops} dropped by the kernel" if stats.kernel_drops else ""
+                shown = f" ({summary.shown} written)" if summary.shown != summary.exchanges else ""
+                print(
+                    f"kdissect: {stats.packets} packets ({size(stats.bytes)}) captured on {capture.interface}{drops}; "
+                    f"{summary.exchanges} exchanges{shown} on {counters.kafka_connections} Kafka connections",
+                    file=sys.stderr, flush=True,
+                )
+            return
+        notes = []
+        if stats.kernel_drops:
+            notes.append(Diagnostic(
+                "capture.dropped",
+                f"{stats.kernel_drops} packets were dropped by the kernel before kdissect read them; "
+                "the connections they belonged to have gaps",
+                "warning",
+            ))
+        view = self.read_view
+        assert view is not None
+        view.title(f"live on {capture.interface}",
+                   linktype_name(capture.linktype) + (f", filter '{capture.expression}'" if capture.expression else ""), None)
+        view.closing(summary, counters, [capture.linktype], notes)
+        self.stream.flush()
+

@@ -1,0 +1,496 @@
+"""Capture containers: pcap and pcapng in all their variants, compression, truncation, and files that are not
+captures at all. Built in memory with `capture.craft` and `capture.writer`, so every expected value is known."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+
+import lz4.frame
+import pytest
+import zstandard
+
+from kdissect.capture import CaptureError, CaptureFile, Packet, craft, open_capture
+from kdissect.capture.linklayer import (
+    LINKTYPE_ETHERNET,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_RAW,
+)
+from kdissect.capture.pcapng import EPB, PB, SPB
+from kdissect.capture.writer import PcapngWriter, PcapWriter, pcap_bytes
+
+T0 = 1_700_000_000_000_000_000
+
+
+def sample(n: int = 5, linktype: int = LINKTYPE_ETHERNET, step: int = 1_000_001) -> list[Packet]:
+    """A handshake and data: packets with distinct sizes and nanosecond-odd timestamps."""
+    conv = craft.Conversation(linktype=linktype, clock=craft.Clock(T0, step))
+    packets = conv.handshake()
+    for i in range(n - 3):
+        packets.append(conv.segment(craft.CLIENT, bytes([i]) * (10 + i)))
+    return packets
+
+
+def read(data: bytes, name: str = "test.pcap") -> tuple[list[Packet], list]:
+    capture = CaptureFile(io.BytesIO(data), name)
+    packets = list(capture.packets())
+    return packets, capture.diagnostics()
+
+
+def codes(diagnostics) -> list[str]:
+    return [d.code for d in diagnostics]
+
+
+# -- classic pcap -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nanosecond", [False, True])
+@pytest.mark.parametrize("big_endian", [False, True])
+def test_pcap_resolutions_and_byte_orders(nanosecond: bool, big_endian: bool) -> None:
+    original = sample()
+    data = pcap_bytes(original, LINKTYPE_ETHERNET, nanosecond=nanosecond, big_endian=big_endian)
+    expected_magic = {(False, False): "d4c3b2a1", (False, True): "a1b2c3d4", (True, False): "4d3cb2a1", (True, True): "a1b23c4d"}
+    assert data[:4].hex() == expected_magic[nanosecond, big_endian]
+    capture = CaptureFile(io.BytesIO(data), "x.pcap")
+    packets = list(capture.packets())
+    assert capture.format == "pcap"
+    assert capture.linktypes() == [LINKTYPE_ETHERNET]
+    assert capture.diagnostics() == []
+    assert [p.data for p in packets] == [p.data for p in original]
+    assert [p.index for p in packets] == [1, 2, 3, 4, 5]
+    # microsecond files lose the nanoseconds, nanosecond files keep them
+    assert [p.ts for p in packets] == [p.ts if nanosecond else p.ts // 1000 * 1000 for p in original]
+    assert packets[0].offset == 24
+    assert packets[1].offset == 24 + 16 + len(original[0].data)
+
+
+def test_pcap_snaplen_cuts_records_and_keeps_orig_len() -> None:
+    original = sample()
+    data = pcap_bytes(original, LINKTYPE_ETHERNET, snaplen=60)
+    packets, diagnostics = read(data)
+    assert diagnostics == []
+    for got, sent in zip(packets, original):
+        assert got.data == sent.data[:60]
+        assert got.orig_len == len(sent.data)
+    assert struct.unpack_from("<I", data, 16)[0] == 60
+
+
+def test_pcap_writer_keeps_the_original_length_of_packets_already_cut() -> None:
+    """What a live capture hands over: fewer bytes than were on the wire."""
+    cut = [p._replace(data=p.data[:40], orig_len=len(p.data)) for p in sample()]
+    out = io.BytesIO()
+    writer = PcapWriter(out, LINKTYPE_ETHERNET, 65535, nanosecond=True)
+    for p in cut:
+        writer.write(p)
+    assert writer.packets == 5
+    packets, diagnostics = read(out.getvalue())
+    assert [(p.ts, p.data, p.orig_len) for p in packets] == [(p.ts, p.data, p.orig_len) for p in cut]
+    assert diagnostics == []
+
+
+def test_pcap_writer_refuses_a_second_link_type() -> None:
+    writer = PcapWriter(io.BytesIO(), LINKTYPE_ETHERNET)
+    with pytest.raises(ValueError):
+        writer.write(sample(3, LINKTYPE_RAW)[0])
+
+
+def test_pcap_caplen_above_origlen_is_tolerated_with_one_warning() -> None:
+    original = [p._replace(orig_len=len(p.data) - 4) for p in sample()]
+    packets, diagnostics = read(pcap_bytes(original, LINKTYPE_ETHERNET))
+    assert [p.data for p in packets] == [p.data for p in original]
+    assert [p.orig_len for p in packets] == [len(p.data) for p in original]
+    assert codes(diagnostics) == ["pcap.caplen-exceeds-origlen"]
+    assert diagnostics[0].severity == "warning"
+    assert "5 times" in diagnostics[0].message
+    assert diagnostics[0].offset == 24
+
+
+def test_pcap_timestamps_going_backwards_are_reported() -> None:
+    original = sample()
+    original[3] = original[3]._replace(ts=original[0].ts - 1000)
+    packets, diagnostics = read(pcap_bytes(original, LINKTYPE_ETHERNET))
+    assert len(packets) == 5
+    assert codes(diagnostics) == ["capture.time-backwards"]
+    assert diagnostics[0].offset == packets[3].offset
+
+
+def test_pcap_fcs_bits_in_the_link_type_are_masked() -> None:
+    data = bytearray(pcap_bytes(sample(), LINKTYPE_ETHERNET))
+    struct.pack_into("<I", data, 20, 0x10000000 | 4 << 28 | LINKTYPE_ETHERNET)
+    packets, _ = read(bytes(data))
+    assert {p.linktype for p in packets} == {LINKTYPE_ETHERNET}
+
+
+@pytest.mark.parametrize("nanosecond", [False, True])
+def test_pcap_large_capture_streams_across_chunks(nanosecond: bool) -> None:
+    """Records that straddle the reader's 1 MiB chunks arrive whole and in order."""
+    conv = craft.Conversation(clock=craft.Clock(T0, 1000))
+    original = conv.send(craft.CLIENT, bytes(range(256)) * 10000, sizes=[1000, 1460, 333, 9000])
+    data = pcap_bytes(original, LINKTYPE_ETHERNET, nanosecond=nanosecond)
+    assert len(data) > 2 << 20
+    packets, diagnostics = read(data)
+    assert diagnostics == []
+    assert len(packets) == len(original)
+    assert all(a.data == b.data for a, b in zip(packets, original))
+
+
+# -- truncation ---------------------------------------------------------------------------------------------------
+
+
+def test_pcap_cut_inside_a_record_header() -> None:
+    original = sample()
+    data = pcap_bytes(original, LINKTYPE_ETHERNET)
+    cut = 24 + sum(16 + len(p.data) for p in original[:3]) + 7
+    packets, diagnostics = read(data[:cut])
+    assert [p.data for p in packets] == [p.data for p in original[:3]]
+    assert codes(diagnostics) == ["pcap.truncated"]
+    assert diagnostics[0].severity == "error"
+    assert diagnostics[0].offset == cut - 7
+
+
+def test_pcap_cut_inside_packet_data() -> None:
+    original = sample()
+    data = pcap_bytes(original, LINKTYPE_ETHERNET)
+    start = 24 + sum(16 + len(p.data) for p in original[:4])
+    packets, diagnostics = read(data[: start + 16 + 5])
+    assert len(packets) == 4
+    assert codes(diagnostics) == ["pcap.truncated"]
+    assert "packet 5 (5 of" in diagnostics[0].message
+    assert diagnostics[0].offset == start
+
+
+def test_pcap_absurd_record_length_stops_reading() -> None:
+    original = sample()
+    data = bytearray(pcap_bytes(original, LINKTYPE_ETHERNET))
+    at = 24 + 16 + len(original[0].data)
+    struct.pack_into("<I", data, at + 8, 0x7FFFFFF0)
+    packets, diagnostics = read(bytes(data))
+    assert len(packets) == 1
+    assert codes(diagnostics) == ["pcap.corrupt-record"]
+    assert diagnostics[0].offset == at
+
+
+def test_pcap_header_cut_short_is_a_capture_error() -> None:
+    data = pcap_bytes([], LINKTYPE_ETHERNET)
+    with pytest.raises(CaptureError, match="truncated inside the pcap file header"):
+        CaptureFile(io.BytesIO(data[:10]), "short.pcap")
+
+
+def test_pcap_with_no_packets() -> None:
+    packets, diagnostics = read(pcap_bytes([], LINKTYPE_ETHERNET))
+    assert packets == [] and diagnostics == []
+
+
+# -- pcapng -------------------------------------------------------------------------------------------------------
+
+
+def build_pcapng(writer_actions) -> bytes:
+    out = io.BytesIO()
+    writer = PcapngWriter(out)
+    writer_actions(writer)
+    return out.getvalue()
+
+
+def test_pcapng_sections_interfaces_and_resolutions() -> None:
+    base = 1_700_000_000 * 10**9
+    # timestamps exact in every resolution used (multiples of 1e9 / 2**9), rising in the order written
+    eth = [p._replace(ts=base + 1_953_125 * k) for p, k in zip(sample(4, LINKTYPE_ETHERNET), (1, 3, 5, 7))]
+    sll = [p._replace(ts=base + 1_953_125 * k) for p, k in zip(sample(3, LINKTYPE_LINUX_SLL), (2, 4, 6))]
+    raw = [p._replace(ts=base + 1_000_000 * k) for p, k in zip(sample(3, LINKTYPE_RAW), (18, 19, 20))]
+    sll2 = [p._replace(ts=base + 1_953_125 * 11) for p in sample(3, LINKTYPE_LINUX_SLL2)]
+
+    def actions(w: PcapngWriter) -> None:
+        ns = w.interface(LINKTYPE_ETHERNET, tsresol=9)
+        pow2 = w.interface(LINKTYPE_LINUX_SLL, tsresol=0x80 | 9)
+        for a, b in zip(eth, sll):
+            w.packet(a, ns)
+            w.packet(b, pow2)
+        w.packet(eth[3], ns)
+        w.section(big_endian=True)
+        w.interface(LINKTYPE_RAW)  # default microseconds
+        w.interface(LINKTYPE_LINUX_SLL2, tsresol=3, tsoffset=0)
+        w.interface(LINKTYPE_LINUX_SLL2, tsresol=0, tsoffset=1_700_000_000)
+        for a in raw:
+            w.packet(a, 0)
+        w.packet(sll2[0], 1)
+        w.packet(sll2[1]._replace(ts=base + 10**9 * 7), 2)
+
+    data = build_pcapng(actions)
+    capture = CaptureFile(io.BytesIO(data), "multi.pcapng")
+    packets = list(capture.packets())
+    assert capture.format == "pcapng"
+    assert capture.diagnostics() == []
+    assert capture.linktypes() == [LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_RAW, LINKTYPE_LINUX_SLL2]
+    expected = [eth[0], sll[0], eth[1], sll[1], eth[2], sll[2], eth[3], *raw]
+    assert [(p.linktype, p.data, p.ts) for p in packets[:10]] == [(p.linktype, p.data, p.ts) for p in expected]
+    assert packets[10].ts == sll2[0].ts // 10**6 * 10**6
+    assert packets[10].linktype == LINKTYPE_LINUX_SLL2
+    assert packets[11].ts == base + 10**9 * 7  # if_tsoffset seconds added back
+    assert [p.index for p in packets] == list(range(1, 13))
+    assert capture._reader.sections == 2
+
+
+def test_pcapng_simple_and_obsolete_packet_blocks() -> None:
+    eth = sample(4)
+
+    def actions(w: PcapngWriter) -> None:
+        w.interface(LINKTYPE_ETHERNET, snaplen=62, tsresol=9)
+        w.packet(eth[0], 0, EPB)
+        w.packet(eth[1], 0, SPB)
+        w.packet(eth[2], 0, PB)
+        w.packet(eth[3], 0, SPB)
+
+    capture = CaptureFile(io.BytesIO(build_pcapng(actions)), "spb.pcapng")
+    packets = list(capture.packets())
+    assert [p.data for p in packets] == [p.data[:62] for p in eth]
+    assert [p.orig_len for p in packets] == [len(p.data) for p in eth]
+    # a simple packet block has no timestamp: it takes the one before
+    assert [p.ts for p in packets] == [eth[0].ts, eth[0].ts, eth[2].ts, eth[2].ts]
+    assert codes(capture.diagnostics()) == ["pcapng.obsolete-packet-block"]
+    assert capture.diagnostics()[0].severity == "note"
+
+
+def test_pcapng_unknown_blocks_are_skipped_with_one_note() -> None:
+    eth = sample(3)
+
+    def actions(w: PcapngWriter) -> None:
+        w.interface(LINKTYPE_ETHERNET)
+        w.block(0x4, b"\0" * 4)  # name resolution: known, silently skipped
+        w.packet(eth[0])
+        w.block(0x0ABCDEF0, b"junk" * 3)
+        w.packet(eth[1])
+        w.block(0x0ABCDEF0, b"")
+        w.packet(eth[2])
+
+    packets, diagnostics = read(build_pcapng(actions), "x.pcapng")
+    assert [p.data for p in packets] == [p.data for p in eth]
+    assert codes(diagnostics) == ["pcapng.unknown-block"]
+    assert "0xabcdef0" in diagnostics[0].message and "2 times" in diagnostics[0].message
+    assert diagnostics[0].severity == "note"
+
+
+def test_pcapng_packet_on_an_undescribed_interface() -> None:
+    eth = sample(3)
+
+    def actions(w: PcapngWriter) -> None:
+        w.interface(LINKTYPE_ETHERNET)
+        w.packet(eth[0])
+        w._interfaces.append(w._interfaces[0])  # write on interface 1 without describing it
+        w.packet(eth[1], 1)
+        w.packet(eth[2])
+
+    packets, diagnostics = read(build_pcapng(actions), "x.pcapng")
+    assert [p.data for p in packets] == [eth[0].data, eth[2].data]
+    assert [p.index for p in packets] == [1, 2]
+    assert codes(diagnostics) == ["pcapng.unknown-interface"]
+
+
+def test_pcapng_caplen_above_origlen_and_time_backwards() -> None:
+    eth = sample(4)
+
+    def actions(w: PcapngWriter) -> None:
+        w.interface(LINKTYPE_ETHERNET, tsresol=9)
+        w.packet(eth[0]._replace(orig_len=10))
+        w.packet(eth[1])
+        w.packet(eth[2]._replace(ts=eth[0].ts - 5))
+        w.packet(eth[3])
+
+    packets, diagnostics = read(build_pcapng(actions), "x.pcapng")
+    assert packets[0].orig_len == len(eth[0].data)
+    assert sorted(codes(diagnostics)) == ["capture.time-backwards", "pcapng.caplen-exceeds-origlen"]
+
+
+def pcapng_sample() -> tuple[bytes, list[Packet], list[int]]:
+    """A pcapng file and the file offset where each of its blocks starts."""
+    eth = sample(5)
+    out = io.BytesIO()
+    writer = PcapngWriter(out)
+    writer.interface(LINKTYPE_ETHERNET, tsresol=9)
+    starts = []
+    for p in eth:
+        starts.append(out.tell())
+        writer.packet(p)
+    return out.getvalue(), eth, starts
+
+
+@pytest.mark.parametrize("into", [3, 8, 20, 40])
+def test_pcapng_cut_inside_a_block(into: int) -> None:
+    data, eth, starts = pcapng_sample()
+    packets, diagnostics = read(data[: starts[3] + into], "x.pcapng")
+    assert [p.data for p in packets] == [p.data for p in eth[:3]]
+    assert codes(diagnostics) == ["pcapng.truncated"]
+    assert diagnostics[0].offset == starts[3]
+
+
+def test_pcapng_cut_inside_the_section_header() -> None:
+    data, _, _ = pcapng_sample()
+    packets, diagnostics = read(data[:10], "x.pcapng")
+    assert packets == []
+    assert codes(diagnostics) == ["pcapng.truncated"]
+
+
+def test_pcapng_corrupt_block_length_stops_reading() -> None:
+    data, _eth, starts = pcapng_sample()
+    data = bytearray(data)
+    struct.pack_into("<I", data, starts[2] + 4, 13)
+    packets, diagnostics = read(bytes(data), "x.pcapng")
+    assert len(packets) == 2
+    assert codes(diagnostics) == ["pcapng.corrupt-block"]
+    assert diagnostics[0].offset == starts[2]
+
+
+def test_pcapng_bad_byte_order_magic() -> None:
+    data, _, _ = pcapng_sample()
+    data = data[:8] + b"\0\0\0\0" + data[12:]
+    packets, diagnostics = read(data, "x.pcapng")
+    assert packets == []
+    assert codes(diagnostics) == ["pcapng.bad-section"]
+
+
+def test_misnamed_files_get_a_note() -> None:
+    data, _, _ = pcapng_sample()
+    _, diagnostics = read(data, "capture.pcap")
+    assert codes(diagnostics) == ["capture.misnamed"]
+    _, diagnostics = read(pcap_bytes(sample(), LINKTYPE_ETHERNET), "capture.pcapng")
+    assert codes(diagnostics) == ["capture.misnamed"]
+
+
+# -- compression --------------------------------------------------------------------------------------------------
+
+COMPRESSORS = {
+    "gzip": gzip.compress,
+    "zstd": lambda data: zstandard.ZstdCompressor().compress(data),
+    "lz4": lz4.frame.compress,
+}
+
+
+@pytest.mark.parametrize("kind", COMPRESSORS)
+@pytest.mark.parametrize("container", ["pcap", "pcapng"])
+def test_compressed_captures(tmp_path, kind: str, container: str) -> None:
+    if container == "pcap":
+        original = sample(30)
+        data = pcap_bytes(original, LINKTYPE_ETHERNET, nanosecond=True)
+    else:
+        data, original, _ = pcapng_sample()
+    path = tmp_path / f"c.{container}.{kind}"
+    path.write_bytes(COMPRESSORS[kind](data))
+    with open_capture(path) as capture:
+        packets = list(capture.packets())
+        assert capture.compression == kind
+        assert capture.format == container
+        assert capture.diagnostics() == []
+        _done, total = capture.progress()
+        assert total == path.stat().st_size
+    assert [(p.ts, p.data) for p in packets] == [(p.ts, p.data) for p in original]
+
+
+@pytest.mark.parametrize("kind", ["gzip", "lz4"])
+def test_truncated_compressed_stream_keeps_what_it_held(kind: str) -> None:
+    """A compressed capture cut short yields every packet decompressed before the cut, then a diagnostic."""
+    conv = craft.Conversation(clock=craft.Clock(T0, 1000))
+    original = conv.send(craft.CLIENT, bytes(range(256)) * 12000, sizes=1460)
+    data = pcap_bytes(original, LINKTYPE_ETHERNET)
+    compressed = COMPRESSORS[kind](data)
+    packets, diagnostics = read(compressed[: len(compressed) * 3 // 4])
+    assert [p.data for p in packets] == [p.data for p in original[: len(packets)]]
+    # the cut lies three quarters into a stream of barely compressible data: nearly that much must come out
+    assert len(packets) > len(original) * 7 // 10
+    assert "capture.truncated-stream" in codes(diagnostics)
+
+
+def test_truncated_zstd_stream_keeps_whole_packets() -> None:
+    """zstandard does not report a cut stream; the pcap reader still notices the record cut in two."""
+    conv = craft.Conversation(clock=craft.Clock(T0, 1000))
+    original = conv.send(craft.CLIENT, bytes(range(256)) * 3000, sizes=1001)
+    compressed = COMPRESSORS["zstd"](pcap_bytes(original, LINKTYPE_ETHERNET))
+    packets, diagnostics = read(compressed[: len(compressed) // 2])
+    assert 0 < len(packets) < len(original)
+    assert [p.data for p in packets] == [p.data for p in original[: len(packets)]]
+    assert codes(diagnostics) == ["pcap.truncated"]
+
+
+def test_compressed_stream_cut_before_any_data() -> None:
+    compressed = COMPRESSORS["zstd"](pcap_bytes(sample(), LINKTYPE_ETHERNET))
+    with pytest.raises(CaptureError, match="the zstd stream holds no data"):
+        CaptureFile(io.BytesIO(compressed[:20]), "x.pcap.zst")
+
+
+# -- not a capture --------------------------------------------------------------------------------------------------
+
+
+def one_line(exc: pytest.ExceptionInfo) -> str:
+    message = str(exc.value)
+    assert "\n" not in message
+    return message
+
+
+def test_missing_file(tmp_path) -> None:
+    with pytest.raises(CaptureError) as exc:
+        open_capture(tmp_path / "nope.pcap")
+    assert one_line(exc).endswith("nope.pcap: no such file")
+
+
+def test_directory(tmp_path) -> None:
+    with pytest.raises(CaptureError) as exc:
+        open_capture(tmp_path)
+    assert "is a directory" in one_line(exc)
+
+
+def test_empty_file(tmp_path) -> None:
+    path = tmp_path / "empty.pcap"
+    path.write_bytes(b"")
+    with pytest.raises(CaptureError) as exc:
+        open_capture(path)
+    assert one_line(exc).endswith("the file is empty")
+
+
+@pytest.mark.parametrize("content", [b"hello world, not a capture", b"ab", b"\x1f\x8b" + b"\0" * 30, gzip.compress(b"text inside gzip")])
+def test_not_a_capture(tmp_path, content: bytes) -> None:
+    path = tmp_path / "text.pcap"
+    path.write_bytes(content)
+    with pytest.raises(CaptureError) as exc:
+        open_capture(path)
+    assert one_line(exc).startswith(str(path))
+
+
+def test_corrupt_zstd_is_a_capture_error(tmp_path) -> None:
+    path = tmp_path / "bad.pcap.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd" + b"\xff" * 40)
+    with pytest.raises(CaptureError) as exc:
+        open_capture(path)
+    one_line(exc)
+
+
+def test_open_capture_closes_the_file_it_rejects(tmp_path, monkeypatch) -> None:
+    opened = []
+    real_open = open
+
+    def tracking_open(*args, **kwargs):
+        f = real_open(*args, **kwargs)
+        opened.append(f)
+        return f
+
+    path = tmp_path / "x.pcap"
+    path.write_bytes(b"garbage!")
+    monkeypatch.setattr("builtins.open", tracking_open)
+    with pytest.raises(CaptureError):
+        open_capture(path)
+    assert opened and all(f.closed for f in opened)
+
+
+@pytest.mark.parametrize("block_type,body", [(1, b""), (6, b"\0" * 8), (3, b""), (2, b"\0" * 4)])
+def test_pcapng_blocks_too_short_for_their_type_are_skipped(block_type: int, body: bytes) -> None:
+    eth = sample(3)
+
+    def actions(w: PcapngWriter) -> None:
+        w.interface(LINKTYPE_ETHERNET, tsresol=9)
+        w.packet(eth[0])
+        w.block(block_type, body)
+        w.packet(eth[1])
+
+    packets, diagnostics = read(build_pcapng(actions), "x.pcapng")
+    assert [p.data for p in packets] == [eth[0].data, eth[1].data]
+    assert codes(diagnostics) == ["pcapng.corrupt-block"]
+    assert "too short" in diagnostics[0].message
