@@ -70,10 +70,6 @@ class Shared:
     def emit(self, event: Event) -> None:
         self.events.append(event)
 
-    def next_exchange_id(self) -> int:
-        self.counters.exchanges += 1
-        return self.counters.exchanges
-
     def decode_request(self, message: Message, session: Session) -> Message:
         if self.decoder is None:
             return message
@@ -133,6 +129,16 @@ class Dissector:
         counters.tcp_segments += 1
         ts, index, src, sport, dst, dport, seq, ack, flags, payload, missing = segment
         entry = self._flows.get((src, sport, dst, dport))
+        if entry is not None and not flags & 0x07:  # the common case: data or a bare ACK on a live connection
+            connection, direction = entry
+            if not connection.closed:
+                connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
+                if connection.ending or connection.ignored:
+                    self._end(connection, ts)
+            events = self._shared.events
+            if events:
+                self._shared.events = []
+            return events
         if entry is None:
             if not (payload or missing or flags & SYN):
                 return self._take()
@@ -147,9 +153,14 @@ class Dissector:
             elif connection.closed:
                 return self._take()
         connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
-        if connection.finished or connection.ignored:  # an ignored connection is over for us: its packets are dropped
-            self._close(connection, "reset" if any(s.reset for s in connection.streams) else "fin", ts)
+        if connection.ending or connection.ignored:
+            self._end(connection, ts)
         return self._take()
+
+    def _end(self, connection: Connection, ts: int) -> None:
+        """Close a connection its own packets have ended; an ignored one is over for us too (its packets dropped)."""
+        if connection.finished or connection.ignored:
+            self._close(connection, "reset" if any(s.reset for s in connection.streams) else "fin", ts)
 
     def _take(self) -> list[Event]:
         events = self._shared.events

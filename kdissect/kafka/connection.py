@@ -7,12 +7,13 @@ without a SYN the side whose bytes hold a plausible request is the client.
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionEnd, Ending, Notice
 from kdissect.kafka.detect import find_request, find_response, plausible_request
-from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Exchange, Message, Status
+from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Message, Status, new_exchange, new_message
 from kdissect.kafka.frame import Frame
 from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, RequestHeader, parse_request_header, parse_response_header
@@ -24,6 +25,7 @@ from kdissect.net.tcp import ACK, SYN
 if TYPE_CHECKING:
     from kdissect.dissector import Shared
 
+_CORRELATION = struct.Struct(">i").unpack_from
 PROBE_LIMIT = 64 << 10
 """Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
 HELD_NOTICES = 64
@@ -95,6 +97,8 @@ class Connection:
         self.info: ConnectionInfo | None = None
         self.closed = False
         self.ignored = False
+        self.ending = False
+        """A FIN or RST was seen: from then on the dissector checks after each packet whether it is over."""
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
@@ -115,10 +119,16 @@ class Connection:
         self.last_ts = ts
         self.packets[direction] += 1
         stream = self.streams[direction]
-        if flags & SYN and not flags & ACK:
-            self.initiator = direction
+        if flags & 0x07:
+            if flags & SYN and not flags & ACK:
+                self.initiator = direction
+            self.ending = self.ending or bool(flags & 0x05)
         if flags & ACK:  # first: what the peer sent before this packet was sent, a request before its response
-            self.streams[1 - direction].acknowledged(ack, ts, index)
+            other = self.streams[direction ^ 1]
+            if other.pending:
+                other.acknowledged(ack, ts, index)
+            else:
+                other.peer_ack_seq = ack
         stream.segment(seq, payload, missing, flags, ts, index)
         if self.client_dir is None and not self.ignored and (payload or stream.finished):
             self._detect()
@@ -183,31 +193,29 @@ class Connection:
 
     def _on_request(self, frame: Frame) -> None:
         self.requests += 1
-        diagnostics = _frame_diagnostics(frame)
+        diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         try:
             header = parse_request_header(frame.data)
         except HeaderError as exc:
-            diagnostics.append(Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset))
-            self._exchange("unreadable", Message(frame, None, None, tuple(diagnostics)), None)
+            diagnostic = Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset)
+            self._exchange("unreadable", new_message(frame, None, None, diagnostics + (diagnostic,)), None)
             return
-        request = self.shared.decode_request(Message(frame, header, None, tuple(diagnostics)), self.session)
-        pushed = self.pairing.add(request, expects_response(header, frame.data))
+        request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session)
+        pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
         if pushed:
             self._settle(*pushed)
 
     def _on_response(self, frame: Frame) -> None:
         self.responses += 1
-        diagnostics = _frame_diagnostics(frame)
+        diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if len(frame.data) < 4:
-            diagnostics.append(Diagnostic("header.unreadable", "the response is too short for a correlation id", "error", "frame", 0))
-            self._exchange("orphan-response", None, Message(frame, None, None, tuple(diagnostics)))
+            diagnostic = Diagnostic("header.unreadable", "the response is too short for a correlation id", "error", "frame", 0)
+            self._exchange("orphan-response", None, new_message(frame, None, None, diagnostics + (diagnostic,)))
             return
-        correlation = int.from_bytes(frame.data[:4], "big", signed=True)
-        request, settled = self.pairing.match(correlation)
+        request, settled = self.pairing.match(_CORRELATION(frame.data)[0])
         for entry in settled:
             self._settle(*entry)
-        request_header = request.header if request else None
-        assert request_header is None or isinstance(request_header, RequestHeader)
+        request_header: RequestHeader | None = request.header if request else None  # type: ignore[assignment]
         try:
             header = parse_response_header(
                 frame.data,
@@ -215,9 +223,9 @@ class Connection:
                 request_header.api_version if request_header else None,
             )
         except HeaderError as exc:
-            diagnostics.append(Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset))
+            diagnostics += (Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset),)
             header = None
-        response = Message(frame, header, None, tuple(diagnostics))
+        response = new_message(frame, header, None, diagnostics)
         if request is not None and header is not None:
             response = self.shared.decode_response(response, request, self.session)
         self._exchange("ok" if request else "orphan-response", request, response)
@@ -228,8 +236,9 @@ class Connection:
         self._exchange("unanswered" if expects else "no-response-expected", request, None)
 
     def _exchange(self, status: Status, request: Message | None, response: Message | None) -> None:
-        assert self.info is not None
-        self.shared.emit(Exchange(self.shared.next_exchange_id(), self.info, status, request, response))
+        shared = self.shared
+        shared.counters.exchanges += 1
+        shared.events.append(new_exchange(shared.counters.exchanges, self.info, status, request, response))
 
     def _release(self) -> None:
         """A closed connection stays in the flow table until evicted: let go of its buffered bytes."""
@@ -286,16 +295,15 @@ class Connection:
         )
 
 
-def _frame_diagnostics(frame: Frame) -> list[Diagnostic]:
-    if frame.lost > 0:
-        return [
-            Diagnostic(
-                "frame.incomplete",
-                f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture",
-                "error",
-                "frame",
-                len(frame.data),
-            )
-        ]
-    return []
+def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:
+    """A frame the capture holds only part of says so."""
+    return (
+        Diagnostic(
+            "frame.incomplete",
+            f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture",
+            "error",
+            "frame",
+            len(frame.data),
+        ),
+    )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kdissect.diagnostic import Diagnostic
+from kdissect.frozen import fast_constructor
 from kdissect.kafka.frame import Frame
 from kdissect.kafka.headers import RequestHeader, ResponseHeader
 
@@ -123,3 +124,7 @@ class Exchange:
         if self.response:
             out += self.response.diagnostics
         return out
+
+
+new_message = fast_constructor(Message)
+new_exchange = fast_constructor(Exchange)

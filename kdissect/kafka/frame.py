@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kdissect.frozen import fast_constructor
+
 
 @dataclass(frozen=True, slots=True)
 class Frame:
@@ -24,3 +26,6 @@ class Frame:
     def lost(self) -> int:
         """Bytes of the frame the capture does not hold (a gap, or the snapshot length)."""
         return self.size - len(self.data)
+
+
+new_frame = fast_constructor(Frame)

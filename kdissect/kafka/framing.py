@@ -12,7 +12,7 @@ import struct
 from typing import Callable
 
 from kdissect.diagnostic import Diagnostic
-from kdissect.kafka.frame import Frame
+from kdissect.kafka.frame import new_frame
 
 _SIZE = struct.Struct(">i").unpack_from
 RESYNC_WINDOW = 1 << 20
@@ -90,7 +90,7 @@ class Framer:
             if end > n or not self.min_size <= size <= self.max_size:
                 break
             self.frames += 1
-            self.on_frame(Frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
             pos = end
         self.offset += pos
         if pos < n:
@@ -132,7 +132,7 @@ class Framer:
             if end > len(buf):
                 break
             self.frames += 1
-            self.on_frame(Frame(bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(new_frame(bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
             self.first_ts, self.first_index = self.last_ts, self.last_index
             pos = end
         if pos:
@@ -169,7 +169,7 @@ class Framer:
             size = _SIZE(self.buf, 0)[0]
             need = 4 + size - len(self.buf)
             self.lost_frames += 1
-            self.on_frame(Frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
             self.offset += len(self.buf)
             self.buf.clear()
             if length < need:
@@ -197,7 +197,7 @@ class Framer:
         if self.synced and len(self.buf) >= 4:
             size = _SIZE(self.buf, 0)[0]
             self.lost_frames += 1
-            self.on_frame(Frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
         elif self.buf:
             self._skipped(len(self.buf), self.offset)
         self.offset += len(self.buf)

@@ -6,6 +6,7 @@ import struct
 from dataclasses import dataclass
 
 from kdissect.decode.uvarint import VarintError, read_uvarint
+from kdissect.frozen import fast_constructor
 from kdissect.schema import request_header_version, response_header_version
 
 _REQUEST = struct.Struct(">hhi").unpack_from
@@ -51,6 +52,10 @@ class ResponseHeader:
     tagged: tuple[TaggedField, ...] = ()
 
 
+new_request_header = fast_constructor(RequestHeader)
+new_response_header = fast_constructor(ResponseHeader)
+
+
 def _tagged(data: bytes, pos: int) -> tuple[tuple[TaggedField, ...], int]:
     try:
         count, pos = read_uvarint(data, pos)
@@ -89,7 +94,7 @@ def parse_request_header(data: bytes) -> RequestHeader:
     tagged: tuple[TaggedField, ...] = ()
     if version >= 2:
         tagged, pos = _tagged(data, pos)
-    return RequestHeader(api_key, api_version, correlation_id, client_id, version, pos, tagged)
+    return new_request_header(api_key, api_version, correlation_id, client_id, version, pos, tagged)
 
 
 def parse_response_header(data: bytes, api_key: int | None, api_version: int | None) -> ResponseHeader:
@@ -100,5 +105,5 @@ def parse_response_header(data: bytes, api_key: int | None, api_version: int | N
     version = 0 if api_key is None else response_header_version(api_key, api_version)
     if version >= 1:
         tagged, pos = _tagged(data, 4)
-        return ResponseHeader(correlation_id, version, pos, tagged)
-    return ResponseHeader(correlation_id, version, 4)
+        return new_response_header(correlation_id, version, pos, tagged)
+    return new_response_header(correlation_id, version, 4, ())

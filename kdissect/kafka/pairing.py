@@ -9,7 +9,7 @@ waiting for the end of the capture.
 from __future__ import annotations
 
 import struct
-from collections import Counter, deque
+from collections import deque
 
 from kdissect.decode.uvarint import VarintError, read_uvarint
 from kdissect.kafka.exchange import Message
@@ -37,6 +37,10 @@ def expects_response(header: RequestHeader, frame_data: bytes) -> bool:
         return True
 
 
+NOTHING: list = []
+"""The usual list of requests a response settles besides its own; shared, never appended to."""
+
+
 class Pairing:
     """Requests of one connection waiting for their responses, oldest first."""
 
@@ -45,14 +49,15 @@ class Pairing:
     def __init__(self, max_outstanding: int) -> None:
         self.outstanding: deque[tuple[Message, bool]] = deque()
         """(request, whether it expects a response)."""
-        self._ids: Counter[int] = Counter()
+        self._ids: dict[int, int] = {}
+        """Correlation id -> how many outstanding requests carry it (clients reuse ids after a wrap)."""
         self.max_outstanding = max_outstanding
 
-    def add(self, request: Message, expects: bool) -> tuple[Message, bool] | None:
+    def add(self, request: Message, correlation_id: int, expects: bool) -> tuple[Message, bool] | None:
         """Register a request; returns the oldest one, pushed out, when the bound is reached."""
-        assert isinstance(request.header, RequestHeader)
         self.outstanding.append((request, expects))
-        self._ids[request.header.correlation_id] += 1
+        ids = self._ids
+        ids[correlation_id] = ids.get(correlation_id, 0) + 1
         if len(self.outstanding) > self.max_outstanding:
             return self._pop()
         return None
@@ -60,20 +65,22 @@ class Pairing:
     def _pop(self) -> tuple[Message, bool]:
         entry = self.outstanding.popleft()
         correlation = entry[0].header.correlation_id  # type: ignore[union-attr]
-        self._ids[correlation] -= 1
-        if not self._ids[correlation]:
+        left = self._ids[correlation] - 1
+        if left:
+            self._ids[correlation] = left
+        else:
             del self._ids[correlation]
         return entry
 
     def match(self, correlation_id: int) -> tuple[Message | None, list[tuple[Message, bool]]]:
         """(the request this response answers, or None for an orphan; the older requests it settles)."""
         if correlation_id not in self._ids:
-            return None, []
+            return None, NOTHING
         settled = []
         while True:
             entry = self._pop()
             if entry[0].header.correlation_id == correlation_id:  # type: ignore[union-attr]
-                return entry[0], settled
+                return entry[0], settled or NOTHING
             settled.append(entry)
 
     def correlations(self) -> list[int]:

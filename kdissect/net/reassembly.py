@@ -16,8 +16,8 @@ from kdissect.net.tcp import FIN, RST, SYN
 
 MOD = 0xFFFFFFFF
 HALF = 1 << 31
-RECENT_BYTES = 64 << 10
-"""Delivered bytes remembered to check retransmissions against."""
+RECENT_SEGMENTS = 32
+"""Delivered segments remembered to check retransmissions against: a bounded deque costs one append each."""
 
 
 class StreamSink(Protocol):
@@ -39,8 +39,8 @@ class Reassembler:
 
     __slots__ = (
         "sink", "report", "max_buffer", "reorder", "started", "mid_stream", "next_seq", "offset",
-        "pending", "pending_heap", "pending_bytes", "recent", "recent_bytes", "fin_offset", "reset",
-        "bytes", "segments", "retransmitted", "out_of_order", "gaps", "gap_bytes", "peer_ack", "isn",
+        "pending", "pending_heap", "pending_bytes", "recent", "fin_offset", "reset",
+        "bytes", "retransmitted", "out_of_order", "gaps", "gap_bytes", "peer_ack_seq", "isn",
     )
 
     def __init__(self, sink: StreamSink, report: Report, max_buffer: int, reorder: bool = True) -> None:
@@ -57,13 +57,12 @@ class Reassembler:
         self.pending: dict[int, tuple[bytes, int, int, int]] = {}
         self.pending_heap: list[int] = []
         self.pending_bytes = 0
-        self.recent: deque[tuple[int, bytes]] = deque()
-        self.recent_bytes = 0
+        self.recent: deque[tuple[int, bytes]] = deque(maxlen=RECENT_SEGMENTS)
         self.fin_offset: int | None = None
         self.reset = False
-        self.peer_ack: int | None = None
+        self.peer_ack_seq: int | None = None
+        """The highest sequence number the peer acknowledged, as sent: what the capture must have lost before it."""
         self.bytes = 0
-        self.segments = 0
         self.retransmitted = 0
         self.out_of_order = 0
         self.gaps = 0
@@ -119,13 +118,9 @@ class Reassembler:
     def _deliver(self, payload: bytes, ts: int, index: int) -> None:
         n = len(payload)
         self.recent.append((self.offset, payload))
-        self.recent_bytes += n
-        while self.recent_bytes > RECENT_BYTES and len(self.recent) > 1:
-            self.recent_bytes -= len(self.recent.popleft()[1])
         self.offset += n
         self.next_seq = (self.next_seq + n) & MOD
         self.bytes += n
-        self.segments += 1
         self.sink.data(payload, ts, index)
 
     def _gap(self, length: int, ts: int, index: int, cause: str) -> None:
@@ -145,7 +140,6 @@ class Reassembler:
         self.offset += length
         self.next_seq = (self.next_seq + length) & MOD
         self.recent.clear()
-        self.recent_bytes = 0
         self.sink.gap(length, ts)
 
     def _early(self, at: int, payload: bytes, missing: int, ts: int, index: int) -> None:
@@ -168,7 +162,14 @@ class Reassembler:
 
     def _acked_holes(self, ts: int, index: int) -> None:
         """Holes the peer has acknowledged past were lost by the capture: they will never be filled."""
-        while self.pending and self.peer_ack is not None and self.peer_ack > self.pending_heap[0]:
+        ack = self.peer_ack_seq
+        if ack is None or not self.started:
+            return
+        delta = (ack - self.next_seq) & MOD
+        if delta >= HALF:
+            return
+        acked = self.offset + delta
+        while self.pending and acked > self.pending_heap[0]:
             self._gap(self.pending_heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
             self._drain(ts)
 
@@ -241,19 +242,17 @@ class Reassembler:
                     self._gap(missing, seg_ts, index, "the capture's snapshot length cut")
 
     def acknowledged(self, ack: int, ts: int, index: int) -> None:
-        """The peer acknowledged up to `ack`: bytes before it that we hold no copy of were lost by the capture."""
-        if not self.started:
-            return
-        delta = (ack - self.next_seq) & MOD
-        if delta >= HALF:
-            return
-        self.peer_ack = self.offset + delta
-        self._acked_holes(ts, index)
+        """The peer acknowledged up to `ack`: bytes before it that we hold no copy of were lost by the capture.
+
+        Called per packet, so it only stores the number unless segments are waiting behind a hole.
+        """
+        self.peer_ack_seq = ack
+        if self.pending:
+            self._acked_holes(ts, index)
 
     def release(self) -> None:
         """The stream is over: drop the bytes kept for comparisons and anything still held."""
         self.recent.clear()
-        self.recent_bytes = 0
         self.pending.clear()
         self.pending_heap.clear()
         self.pending_bytes = 0

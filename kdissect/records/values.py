@@ -8,11 +8,12 @@ top-level batches and messages, the decompressed payload of its wrapper for an i
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields, make_dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from kdissect.decode.tree import Struct
 from kdissect.diagnostic import Diagnostic
+from kdissect.frozen import unfrozen_twin
 
 Header = tuple[str | bytes, bytes | None]
 """A record header: the key is str, or bytes when it is not valid UTF-8."""
@@ -111,16 +112,6 @@ class Message:
     def headers(self) -> tuple[Header, ...]:
         """Legacy messages have none; here so a Message reads like a Record."""
         return ()
-
-
-def unfrozen_twin(cls: type) -> type:
-    """A plain slotted class with the fields of frozen dataclass `cls`, in the same order.
-
-    A frozen dataclass sets each field through object.__setattr__, which costs more than the rest of a
-    record's decoding. Hot loops build the twin (every field positional) and assign `__class__ = cls`:
-    same slots, same layout, so Python allows it, and the result is an ordinary frozen instance.
-    """
-    return make_dataclass(f"{cls.__name__}Twin", [(f.name, f.type) for f in fields(cls)], slots=True, eq=False, repr=False)
 
 
 RecordTwin = unfrozen_twin(Record)

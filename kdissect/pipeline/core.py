@@ -1,0 +1,169 @@
+"""The streaming pass: the CLI's core over one task's rows, sorted by (file, key, range, chunk).
+
+Each (file, key) group is one 4-tuple's packets in capture order: a fresh `Dissector` takes them, as the CLI's
+would, and is finished when the group ends, so a task holds one connection's state at a time however long the
+connection lived. All groups of a task share one body `Decoder` (its compiled decoders are the costly part to
+make), with the topic names learnt reset per group, so what a connection's JSON says does not depend on which
+other connections shared its task. Names learnt on other connections are put in the tables' `topic`/`topics`
+columns afterwards, by the job (see job.py).
+
+Nothing here imports pyspark: `CoreStage(config)(batches)` takes and yields Arrow record batches, so tests
+and the benchmark can run it without Spark.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+
+from kdissect.dissect import Options
+from kdissect.dissector import Dissector
+from kdissect.events import ConnectionEnd, Notice
+from kdissect.kafka.exchange import Exchange
+from kdissect.limits import Limits
+from kdissect.pipeline import rows, tables
+from kdissect.pipeline.flows import unpack
+from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
+
+BATCH_ROWS = 4096
+
+
+class TopicNames(dict):
+    """The decoder's topic id -> name table, noting the ids it was asked for and did not have."""
+
+    __slots__ = ("missed",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missed: set[str] = set()
+
+    def __contains__(self, key: object) -> bool:
+        found = dict.__contains__(self, key)
+        if not found:
+            self.missed.add(key)  # type: ignore[arg-type]
+        return found
+
+
+def options_of(config: dict[str, Any]) -> Options:
+    return Options(
+        ports=frozenset(config.get("ports") or (9092,)),
+        limits=Limits(max_frame_size=config.get("max_frame_size", Limits().max_frame_size)),
+        reorder=config.get("reorder", True),
+        show_secrets=config.get("show_secrets", False),
+    )
+
+
+class CoreStage:
+    """Callable for `mapInArrow`: Arrow batches of input rows in, batches of core output out."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _Task(self.config).run(batches)
+
+
+class _Task:
+    def __init__(self, config: dict[str, Any]) -> None:
+        from kdissect.decode.decoder import Decoder
+
+        self.options = options = options_of(config)
+        self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
+        # what make_dissector builds, with one decoder for every group of the task
+        self.decoder = Decoder(options.limits, spans=False, show_secrets=options.show_secrets)
+        self.out = {kind: rows.Columns() for kind in tables.KINDS if kind != "stats"}
+        self.stats = {"packets": 0, "connections": 0, "exchanges": 0, "records": 0, "diagnostics": 0}
+        self.topics: dict[str, str] = {}
+        self.group: tuple[int, bytes] | None = None
+        self.dissector: Dissector | None = None
+        self.names = TopicNames()
+        self.first_index = 0
+        self.file_diagnostics: list[bytes] = []
+
+    def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            columns = batch.to_pydict()
+            for file_id, key, first_index, packets, blob in zip(
+                columns["file_id"], columns["key"], columns["first_index"], columns["packets"], columns["blob"]
+            ):
+                if (file_id, key) != self.group:
+                    self._end_group()
+                    self._start_group(file_id, key, first_index)
+                if key == FILE_DIAGNOSTICS:
+                    self.file_diagnostics.append(blob)
+                    self.stats["packets"] += packets
+                    continue
+                feed = self.dissector.feed  # type: ignore[union-attr]
+                for packet in unpack(blob):
+                    events = feed(packet)
+                    if events:
+                        self._events(events)
+                yield from self._full()
+        self._end_group()
+        yield from self._full(everything=True)
+        for topic_id, name in self.topics.items():
+            self.out["topic"].add({"topic_id": topic_id, "name": name}, None, None)
+        yield from self._full(everything=True)
+        yield tables.batch("stats", [self.stats], ([None], [None]))
+
+    def _start_group(self, file_id: int, key: bytes, first_index: int) -> None:
+        self.group = (file_id, key)
+        self.capture = self.paths[file_id]
+        self.first_index = first_index
+        if key == FILE_DIAGNOSTICS:
+            self.dissector = None
+            self.file_diagnostics = []
+            return
+        options = self.options
+        self.names = TopicNames()
+        self.decoder.topic_names = self.names
+        self.dissector = Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=self.decoder)
+
+    def _end_group(self) -> None:
+        if self.group is None:
+            return
+        if self.group[1] == FILE_DIAGNOSTICS:
+            for d in merge_oddities(self.file_diagnostics).diagnostics():
+                self.out["diagnostic"].add(rows.file_row(d, self.capture), rows.NONE, rows.NONE)
+                self.stats["diagnostics"] += 1
+        elif self.dissector is not None:
+            self._events(self.dissector.finish())
+            self.topics.update(self.names)
+        self.group = None
+        self.dissector = None
+
+    def _connection_id(self, local: int) -> int:
+        return self.first_index << rows.CONNECTION_BITS | local
+
+    def _events(self, events: list) -> None:
+        capture = self.capture
+        stats = self.stats
+        for event in events:
+            if isinstance(event, Exchange):
+                xid = rows.exchange_id(event)
+                cid = self._connection_id(event.connection.id)
+                row, count = rows.exchange_row(event, capture, xid, cid, self.names.missed)
+                date, api = rows.day(event.ts), row["api_name"] or rows.UNKNOWN
+                self.out["exchange"].add(row, date, api)
+                stats["exchanges"] += 1
+                if count:
+                    add = self.out["record"].add
+                    for record in rows.record_rows(event, capture, xid, cid):
+                        add(record, date, api)
+                    stats["records"] += count
+                for d in rows.exchange_diagnostic_rows(event, capture, xid, cid):
+                    self.out["diagnostic"].add(d, date, api)
+                    stats["diagnostics"] += 1
+            elif isinstance(event, Notice):
+                cid = self._connection_id(event.connection.id) if event.connection is not None else None
+                self.out["diagnostic"].add(rows.notice_row(event, capture, cid), rows.day(event.ts or None), rows.NONE)
+                stats["diagnostics"] += 1
+            elif isinstance(event, ConnectionEnd):
+                stats["connections"] += 1
+
+    def _full(self, everything: bool = False) -> Iterator[pa.RecordBatch]:
+        for kind, columns in self.out.items():
+            if len(columns) >= BATCH_ROWS or (everything and len(columns)):
+                data, partitions = columns.take()
+                yield tables.batch(kind, data, partitions)

@@ -1,0 +1,194 @@
+"""The Spark job, stage by stage: list, probe, plan and index ranges, dissect, name topics, write the tables.
+
+    captures ──probe──▶ ranges ──index (tasks)──▶ settled ranges
+    settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk, packets blob)
+        ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
+        ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
+        ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kdissect.pipeline import splits as plan
+from kdissect.pipeline import tables
+from kdissect.pipeline.inputs import InputFile, expand
+from kdissect.pipeline.reader import open_path
+
+TABLES = ("exchanges", "records", "diagnostics")
+KIND_OF = {"exchanges": "exchange", "records": "record", "diagnostics": "diagnostic"}
+FORMATS = ("parquet", "orc", "json")
+
+
+class JobError(Exception):
+    """Something the user can fix (an input, the output directory); one line."""
+
+
+@dataclass
+class Totals:
+    files: int = 0
+    skipped: list[str] = field(default_factory=list)
+    ranges: int = 0
+    packets: int = 0
+    connections: int = 0
+    exchanges: int = 0
+    records: int = 0
+    diagnostics: int = 0
+    seconds: float = 0.0
+    stages: list[tuple[str, float]] = field(default_factory=list)
+
+
+def _probe(file_id: int, f: InputFile, split_size: int) -> plan.CaptureInfo:
+    with open_path(f.path) as raw:
+        return plan.probe(file_id, f.path, raw, f.size, split_size)
+
+
+def _index(args: tuple[plan.CaptureInfo, plan.Split]) -> plan.RangeIndex:
+    info, split = args
+    with open_path(split.path) as raw:
+        return plan.index_range(info, split, raw)
+
+
+def plan_ranges(spark, files: list[InputFile], split_size: int, progress: Callable[[str], None]) -> tuple[list[plan.Split], dict[int, str], list[str]]:
+    """Settled ranges of every capture, the capture path of each file id, and the files skipped."""
+    with ThreadPoolExecutor(16) as pool:
+        infos = list(pool.map(lambda item: _probe(item[0], item[1], split_size), enumerate(files)))
+    skipped = []
+    for info, f in zip(infos, files):
+        if info.kind == "skip":
+            if f.named:
+                raise JobError(f"{f.path}: not a pcap or pcapng capture")
+            skipped.append(f.path)
+    infos = [i for i in infos if i.kind != "skip"]
+    if not infos:
+        raise JobError("no capture among the inputs")
+    planned = {info.file_id: plan.ranges(info, split_size) for info in infos}
+    work = [(info, s) for info in infos if info.kind in ("pcap", "pcapng") for s in planned[info.file_id]]
+    found: dict[tuple[int, int], plan.RangeIndex] = {}
+    if work:
+        progress(f"indexing {len(work)} ranges of {sum(1 for i in infos if i.kind in ('pcap', 'pcapng'))} splittable captures")
+        results = spark.sparkContext.parallelize(work, len(work)).map(_index).collect()
+        found = {(info.file_id, s.ordinal): r for (info, s), r in zip(work, results)}
+    out: list[plan.Split] = []
+    for info in infos:
+        ranges = planned[info.file_id]
+        if info.kind in ("pcap", "pcapng"):
+            settled, _count = plan.settle(info, ranges, [found[(info.file_id, s.ordinal)] for s in ranges])
+            if len(settled) == 1 and settled[0].whole and len(ranges) > 1:
+                progress(f"{info.path}: its ranges do not line up (a corrupt record?); reading it whole")
+            out.extend(settled)
+        else:
+            out.extend(ranges)
+    return out, {info.file_id: info.path for info in infos}, skipped
+
+
+def dissect(spark, ranges: list[plan.Split], config: dict[str, Any], partitions: int):
+    """The core's output for every range, as one DataFrame (see the module docstring)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from kdissect.pipeline.core import CoreStage
+    from kdissect.pipeline.source import NAME, encode_plan
+
+    rows = spark.read.format(NAME).option("plan", encode_plan(ranges)).load()
+    return (
+        rows.repartition(partitions, "file_id", "key")
+        .sortWithinPartitions("file_id", "key", "split", "chunk")
+        .mapInArrow(CoreStage(config), from_arrow_schema(tables.CORE_OUTPUT))
+    )
+
+
+def name_topics(spark, output, kind: str):
+    """A table's rows, with topics named by id from every connection of the job (see core.py)."""
+    from pyspark.sql import functions as F
+
+    table = output.where(F.col("kind") == kind).select(f"{kind}.*", "date", "api")
+    names = {r["topic_id"]: r["name"] for r in output.where(F.col("kind") == "topic").select("topic.*").distinct().collect()}
+    if kind == "exchange":
+        if names:
+            lookup = F.create_map(*[F.lit(x) for pair in sorted(names.items()) for x in pair])
+            named = F.filter(F.transform("unresolved_topic_ids", lambda i: F.element_at(lookup, i)), lambda t: t.isNotNull())
+            table = table.withColumn("topics", F.array_distinct(F.concat("topics", named)))
+        table = table.drop("unresolved_topic_ids")
+    elif kind == "record" and names:
+        lookup = F.create_map(*[F.lit(x) for pair in sorted(names.items()) for x in pair])
+        table = table.withColumn("topic", F.coalesce("topic", F.element_at(lookup, F.col("topic_id"))))
+    return table
+
+
+def _join(out: str, name: str) -> str:
+    return out.rstrip("/") + "/" + name
+
+
+def _check_out(spark, out: str) -> None:
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for name in TABLES:
+        path = jvm.org.apache.hadoop.fs.Path(_join(out, name))
+        if path.getFileSystem(conf).exists(path):
+            raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
+
+
+def run(
+    spark,
+    captures: list[str],
+    out: str,
+    fmt: str = "parquet",
+    ports: frozenset[int] = frozenset({9092}),
+    split_size: int = plan.DEFAULT_SPLIT,
+    partitions: int | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+    options: dict[str, Any] | None = None,
+    files: list[InputFile] | None = None,
+) -> Totals:
+    """Run the whole job; returns its totals. JobError / InputError for what the user can fix."""
+    import os
+
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if fmt not in FORMATS:
+        raise JobError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    totals = Totals()
+    started = last = time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        totals.stages.append((name, now - last))
+        last = now
+
+    if "://" not in out:
+        out = os.path.abspath(out)
+    _check_out(spark, out)
+    if files is None:
+        progress(f"listing {len(captures)} input{'s' if len(captures) != 1 else ''}")
+        files = expand(captures, spark)
+    stage("list")
+    progress(f"planning {len(files)} file{'s' if len(files) != 1 else ''}, {sum(f.size for f in files) / 1e6:.1f} MB")
+    ranges, paths, skipped = plan_ranges(spark, files, split_size, progress)
+    totals.files, totals.skipped, totals.ranges = len(paths), skipped, len(ranges)
+    for path in skipped:
+        progress(f"skipped {path}: not a capture")
+    stage("plan")
+    config = {"paths": {str(k): v for k, v in paths.items()}, "ports": sorted(ports), **(options or {})}
+    parallelism = spark.sparkContext.defaultParallelism
+    partitions = partitions or max(parallelism * 2, min(len(ranges), parallelism * 8))
+    output = dissect(spark, ranges, config, partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        progress(f"dissecting {len(ranges)} ranges on {partitions} partitions")
+        stats = output.where(F.col("kind") == "stats").select("stats.*").groupBy().sum().collect()[0]
+        totals.packets, totals.connections, totals.exchanges, totals.records, totals.diagnostics = (int(v or 0) for v in stats)
+        stage("dissect")
+        for name in TABLES:
+            progress(f"writing {name}")
+            table = name_topics(spark, output, KIND_OF[name])
+            table.write.partitionBy("date", "api").format(fmt).mode("errorifexists").save(_join(out, name))
+            stage(f"write {name}")
+    finally:
+        output.unpersist()
+    totals.seconds = time.perf_counter() - started
+    return totals

@@ -1,0 +1,330 @@
+"""Events to table rows: the columns of docs/pipeline.md, filled from the core's values.
+
+The JSON column is `views.json_lines.exchange_json`, the CLI's own `--json` layout, with the job's
+identifiers in place of the per-run counters (`id` is `exchange_id`, `connection.id` is `connection_id`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from kdissect.decode.body import Body
+from kdissect.decode.tree import Struct
+from kdissect.diagnostic import Diagnostic
+from kdissect.events import Notice
+from kdissect.kafka.exchange import ConnectionInfo, Exchange
+from kdissect.records.values import Message as LegacyMessage
+from kdissect.records.values import RecordBatch
+from kdissect.schema import API_NAMES, error_name
+from kdissect.views.json_lines import exchange_json
+
+OFFSET_BITS = 20
+"""exchange_id = first packet number << 20 | the frame's stream offset mod 2**20: unique within a capture, as
+two frames starting in one packet lie less than a packet's length apart."""
+CONNECTION_BITS = 16
+"""connection_id = first packet number of its 4-tuple in the capture << 16 | which use of the 4-tuple it is."""
+
+
+NONE = "none"
+"""The partition value for rows with no date (file diagnostics) or no API (notices about packets or streams)."""
+UNKNOWN = "unknown"
+"""The API partition of exchanges whose request (and so API) is not in the capture."""
+
+
+_DAYS: dict[int, str] = {}
+NS_PER_DAY = 86400 * 1_000_000_000
+
+
+def day(ts_ns: int | None) -> str:
+    """The UTC date partition; partition values are never null, which pyarrow's dataset reader cannot merge."""
+    if ts_ns is None:
+        return NONE
+    number = ts_ns // NS_PER_DAY
+    text = _DAYS.get(number)
+    if text is None:
+        text = _DAYS[number] = datetime.fromtimestamp(number * 86400, timezone.utc).strftime("%Y-%m-%d")
+    return text
+
+
+def exchange_id(exchange: Exchange) -> int:
+    message = exchange.request or exchange.response
+    assert message is not None
+    frame = message.frame
+    return frame.first_packet << OFFSET_BITS | (frame.offset & ((1 << OFFSET_BITS) - 1))
+
+
+class Columns:
+    """Rows of one table (dicts; a missing key is a null), held until they make an Arrow batch."""
+
+    __slots__ = ("rows", "dates", "apis")
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.dates: list = []
+        self.apis: list = []
+
+    def add(self, row: dict[str, Any], date: str | None, api: str | None) -> None:
+        self.rows.append(row)
+        self.dates.append(date)
+        self.apis.append(api)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self) -> tuple[list[dict[str, Any]], tuple[list, list]]:
+        out = self.rows, (self.dates, self.apis)
+        self.rows, self.dates, self.apis = [], [], []
+        return out
+
+
+def _endpoints(connection: ConnectionInfo | None) -> dict[str, Any]:
+    if connection is None:
+        return {}
+    return {
+        "client_address": connection.client.address,
+        "client_port": connection.client.port,
+        "broker_address": connection.broker.address,
+        "broker_port": connection.broker.port,
+    }
+
+
+def _diagnostic(side: str, d: Diagnostic) -> dict[str, Any]:
+    return {"side": side, "code": d.code, "severity": d.severity, "message": d.message, "scope": d.scope, "offset": d.offset, "path": d.path}
+
+
+def _bodies(exchange: Exchange) -> list[tuple[str, Body]]:
+    out = []
+    for side, message in (("request", exchange.request), ("response", exchange.response)):
+        if message is not None and isinstance(message.body, Body):
+            out.append((side, message.body))
+    return out
+
+
+def unresolved_topic_ids(exchange: Exchange, missed: set[str]) -> list[str]:
+    """Topic ids in the exchange's bodies that the connection could not name (`missed` by its decoder)."""
+    found: dict[str, None] = {}
+    for _, body in _bodies(exchange):
+        if body.fields is not None:
+            _walk_ids(body.fields, missed, found)
+    return list(found)
+
+
+def _walk_ids(struct: Struct, missed: set[str], found: dict[str, None]) -> None:
+    names = struct.names
+    if "TopicId" in names:
+        value = struct.values[names.index("TopicId")]
+        if value in missed and not (struct.annotations and "TopicId" in struct.annotations):
+            found[value] = None
+    for value in struct.values:
+        if isinstance(value, Struct):
+            _walk_ids(value, missed, found)
+        elif isinstance(value, list) and value and isinstance(value[0], Struct):
+            for item in value:
+                _walk_ids(item, missed, found)
+
+
+def topic_id_at(fields: Struct | None, path: str) -> str | None:
+    """The TopicId of the nearest struct holding the records field at `path` ("Responses[0].Partitions[1].Records")."""
+    found = None
+    node: Any = fields
+    for part in path.split(".")[:-1]:
+        if not isinstance(node, Struct):
+            return found
+        if "TopicId" in node.names:
+            found = node.values[node.names.index("TopicId")]
+        name, _, index = part.partition("[")
+        node = node.get(name)
+        if index:
+            try:
+                node = node[int(index.rstrip("]"))]
+            except (TypeError, IndexError, ValueError):
+                return found
+    if isinstance(node, Struct) and "TopicId" in node.names:
+        found = node.values[node.names.index("TopicId")]
+    return found
+
+
+def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str]) -> tuple[dict[str, Any], int]:
+    """The exchanges-table row and the exchange's record count."""
+    bodies = _bodies(exchange)
+    key = exchange.api_key
+    request, response = exchange.request, exchange.response
+    errors = [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for side, b in bodies for e in b.errors]
+    diagnostics = []
+    for side, message in (("request", request), ("response", response)):
+        if message is not None:
+            diagnostics.extend(_diagnostic(side, d) for d in message.diagnostics)
+    records = sum(sum(1 for _ in placed.records.records()) for _, b in bodies for placed in b.records)
+    document = exchange_json(exchange)
+    document["id"] = xid
+    document["connection"]["id"] = cid
+    latency = exchange.latency
+    row = {
+        "capture": capture,
+        "exchange_id": xid,
+        "connection_id": cid,
+        **_endpoints(exchange.connection),
+        "status": exchange.status,
+        "time": exchange.ts // 1000,
+        "ts_ns": exchange.ts,
+        "request_ts_ns": request.ts if request else None,
+        "response_ts_ns": response.ts if response else None,
+        "latency_ms": None if latency is None else latency / 1e6,
+        "api_key": key,
+        "api_name": API_NAMES.get(key, f"api {key}") if key is not None else None,
+        "api_version": exchange.api_version,
+        "correlation_id": exchange.correlation_id,
+        "client_id": exchange.client_id,
+        "errors": errors,
+        "error_names": list(dict.fromkeys(e["name"] for e in errors)),
+        "topics": list(dict.fromkeys(t for _, b in bodies for t in b.topics)),
+        "groups": list(dict.fromkeys(g for _, b in bodies for g in b.groups)),
+        "request_size": request.size if request else None,
+        "response_size": response.size if response else None,
+        "request_packets": [request.frame.first_packet, request.frame.last_packet] if request else None,
+        "response_packets": [response.frame.first_packet, response.frame.last_packet] if response else None,
+        "records": records,
+        "diagnostics": diagnostics,
+        "json": json.dumps(document, ensure_ascii=False, separators=(",", ":")),
+        "unresolved_topic_ids": unresolved_topic_ids(exchange, missed) if missed else [],
+    }
+    return row, records
+
+
+def _header_key(key: str | bytes) -> str:
+    return key if isinstance(key, str) else key.decode("utf-8", "backslashreplace")
+
+
+def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterator[dict[str, Any]]:
+    """One row per record of every records field in the exchange (Produce requests, Fetch responses)."""
+    for side, body in _bodies(exchange):
+        ordinal = 0
+        for placed in body.records:
+            topic_id = topic_id_at(body.fields, placed.path)
+            common = {
+                "capture": capture,
+                "exchange_id": xid,
+                "connection_id": cid,
+                "direction": side,
+                "api_key": exchange.api_key,
+                "api_version": exchange.api_version,
+                "topic": placed.topic,
+                "topic_id": topic_id,
+                "partition": placed.partition,
+                "field": placed.path,
+            }
+            for batch in placed.records.batches:
+                if isinstance(batch, RecordBatch):
+                    for r in batch.records:
+                        control = r.control
+                        yield {
+                            **common,
+                            "ordinal": ordinal,
+                            "offset": r.offset,
+                            "timestamp": r.timestamp,
+                            "time": r.timestamp * 1000 if r.timestamp >= 0 else None,
+                            "timestamp_type": batch.timestamp_type,
+                            "key": r.key,
+                            "value": r.value,
+                            "headers": [{"key": _header_key(k), "value": v} for k, v in r.headers],
+                            "magic": batch.magic,
+                            "codec": batch.codec,
+                            "producer_id": batch.producer_id,
+                            "producer_epoch": batch.producer_epoch,
+                            "sequence": batch.base_sequence + r.offset_delta if batch.base_sequence >= 0 else -1,
+                            "transactional": batch.transactional,
+                            "control": batch.control,
+                            "control_type": control.name if control is not None else None,
+                        }
+                        ordinal += 1
+                else:
+                    for codec, m in _legacy(batch, None):
+                        ts = m.timestamp
+                        yield {
+                            **common,
+                            "ordinal": ordinal,
+                            "offset": m.offset,
+                            "timestamp": ts,
+                            "time": ts * 1000 if ts is not None and ts >= 0 else None,
+                            "timestamp_type": m.timestamp_type,
+                            "key": m.key,
+                            "value": m.value,
+                            "headers": [],
+                            "magic": m.magic,
+                            "codec": codec,
+                            "producer_id": None,
+                            "producer_epoch": None,
+                            "sequence": None,
+                            "transactional": False,
+                            "control": False,
+                            "control_type": None,
+                        }
+                        ordinal += 1
+
+
+def _legacy(message: LegacyMessage, codec: str | None) -> Iterator[tuple[str, LegacyMessage]]:
+    """Leaf messages with the codec of the wrapper that carried them ("none" when none did), as
+    `RecordSet.records()` walks them."""
+    if message.codec == "none":
+        yield codec or "none", message
+    for inner in message.messages:
+        yield from _legacy(inner, codec or message.codec)
+
+
+def exchange_diagnostic_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterator[dict[str, Any]]:
+    base = {"capture": capture, "exchange_id": xid, "connection_id": cid, **_endpoints(exchange.connection)}
+    key = exchange.api_key
+    base["api_name"] = API_NAMES.get(key, f"api {key}") if key is not None else None
+    for side, message in (("request", exchange.request), ("response", exchange.response)):
+        if message is None:
+            continue
+        for d in message.diagnostics:
+            yield {
+                **base,
+                "source": side,
+                "packet": message.frame.first_packet,
+                "time": message.ts // 1000,
+                "ts_ns": message.ts,
+                "code": d.code,
+                "severity": d.severity,
+                "message": d.message,
+                "scope": d.scope,
+                "offset": d.offset,
+                "path": d.path,
+            }
+
+
+def notice_row(notice: Notice, capture: str, cid: int | None) -> dict[str, Any]:
+    d = notice.diagnostic
+    return {
+        "capture": capture,
+        "source": "stream" if notice.connection is not None else "packet",
+        "connection_id": cid,
+        **_endpoints(notice.connection),
+        "packet": notice.packet or None,
+        "time": notice.ts // 1000 if notice.ts else None,
+        "ts_ns": notice.ts or None,
+        "code": d.code,
+        "severity": d.severity,
+        "message": d.message,
+        "scope": d.scope,
+        "offset": d.offset,
+        "path": d.path,
+    }
+
+
+def file_row(d: Diagnostic, capture: str) -> dict[str, Any]:
+    return {
+        "capture": capture,
+        "source": "file",
+        "code": d.code,
+        "severity": d.severity,
+        "message": d.message,
+        "scope": d.scope,
+        "offset": d.offset,
+        "path": d.path,
+    }
+
+

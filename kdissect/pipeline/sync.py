@@ -1,0 +1,182 @@
+"""Finding the first record of a byte range in a capture: the plausibility tests a split starts with.
+
+A split of a capture begins at an arbitrary byte. Its first record is the first offset at which several
+consecutive record headers are each plausible and chain exactly (each one's length leads to the next), or the
+chain reaches the end of the data exactly. Pure functions over bytes, so tests can run them on any capture.
+
+A false negative (a real record rejected) costs nothing: the split before reads on until it reaches the offset
+the next split starts at. A false positive (a header found inside a packet's bytes) is caught by the planner:
+the previous split's own chain then does not land on it, and the file is read whole instead.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+PCAP_HEADER = 16
+CHAIN = 4
+"""Consecutive plausible headers a split's first record needs (fewer only where the data ends)."""
+MAX_SNAPLEN = 262144
+"""tcpdump's default; files that say snaplen 0 or something larger are held to this."""
+MAX_ORIG = 16 << 20
+"""No link carries a frame longer than this, TSO and BIG TCP included."""
+MAX_SKEW_S = 400 * 86400
+"""How far a record's time may lie from the file's first record: captures last days, not years."""
+MAX_STEP_S = 86400
+"""How far consecutive records' times may lie apart."""
+
+
+@dataclass(frozen=True, slots=True)
+class PcapRules:
+    """What a plausible record header of one pcap file looks like."""
+
+    order: str
+    """struct byte order: "<" or ">"."""
+    frac_limit: int
+    """1_000_000 for microsecond files, 1_000_000_000 for nanosecond ones."""
+    snaplen: int
+    """The largest captured length believed."""
+    strict_orig: bool = True
+    """Require captured length <= original length; False for writers that break that on every record."""
+    first_sec: int | None = None
+    """The first record's seconds: every record's time must lie near it."""
+
+    @classmethod
+    def for_file(cls, order: str, frac_limit: int, snaplen: int, first_records: list[tuple[int, int, int, int]]) -> PcapRules:
+        """Rules for a file, from its header and its first few (sec, frac, incl, orig) record headers."""
+        limit = snaplen if 0 < snaplen <= MAX_SNAPLEN else MAX_SNAPLEN
+        limit = max([limit] + [incl for _, _, incl, _ in first_records])
+        strict = all(incl <= orig for _, _, incl, orig in first_records)
+        first = first_records[0][0] if first_records else None
+        return cls(order, frac_limit, limit, strict, first)
+
+
+def pcap_plausible(rules: PcapRules, sec: int, frac: int, incl: int, orig: int) -> bool:
+    """One record header on its own: sizes, sub-second field, time near the file's start."""
+    if frac >= rules.frac_limit or incl == 0 or incl > rules.snaplen or orig > MAX_ORIG:
+        return False
+    if rules.strict_orig and incl > orig:
+        return False
+    return rules.first_sec is None or abs(sec - rules.first_sec) <= MAX_SKEW_S
+
+
+def pcap_chain(rules: PcapRules, buf: bytes | memoryview, pos: int, eof: bool, need: int = CHAIN) -> bool | None:
+    """Whether `need` plausible headers chain from `pos` in `buf`; None when `buf` ends before that can be told.
+
+    With `eof`, `buf` ends where the file does, and a chain that ends exactly there is enough.
+    """
+    unpack = struct.Struct(rules.order + "IIII").unpack_from
+    size = len(buf)
+    last_sec = None
+    for _ in range(need):
+        if pos == size and eof:
+            return last_sec is not None
+        if pos + PCAP_HEADER > size:
+            return False if eof else None
+        sec, frac, incl, orig = unpack(buf, pos)
+        if not pcap_plausible(rules, sec, frac, incl, orig):
+            return False
+        if last_sec is not None and abs(sec - last_sec) > MAX_STEP_S:
+            return False
+        last_sec = sec
+        pos += PCAP_HEADER + incl
+        if pos > size and eof:
+            return False
+    return True
+
+
+def find_pcap_sync(rules: PcapRules, buf: bytes | memoryview, start: int, eof: bool, need: int = CHAIN) -> int | None:
+    """The first offset >= `start` in `buf` where a record chain starts; None if `buf` holds none (or ends first)."""
+    frac_limit = rules.frac_limit
+    order = "little" if rules.order == "<" else "big"
+    size = len(buf)
+    for pos in range(start, size - PCAP_HEADER + 1 if not eof else size):
+        # the cheap test first: the sub-second field rules out almost every wrong offset
+        if pos + PCAP_HEADER <= size and int.from_bytes(buf[pos + 4 : pos + 8], order) >= frac_limit:
+            continue
+        found = pcap_chain(rules, buf, pos, eof, need)
+        if found:
+            return pos
+        if found is None:
+            return None
+    return None
+
+
+# pcapng
+
+SHB = 0x0A0D0D0A
+IDB = 0x00000001
+PB = 0x00000002
+SPB = 0x00000003
+EPB = 0x00000006
+OTHER_BLOCKS = frozenset({0x4, 0x5, 0x7, 0x8, 0x9, 0xA, 0xB, 0xBAD, 0x40000BAD})
+MAX_BLOCK = 64 << 20
+MIN_LENGTH = {SHB: 28, IDB: 20, PB: 32, SPB: 16, EPB: 32}
+
+
+def pcapng_plausible(order: str, buf: bytes | memoryview, pos: int) -> int | None:
+    """The length of a plausible block at `pos` (whole, with a matching trailing length), else None."""
+    if pos + 12 > len(buf):
+        return None
+    block_type, length = struct.unpack_from(order + "II", buf, pos)
+    if block_type not in MIN_LENGTH and block_type not in OTHER_BLOCKS:
+        return None
+    if length < MIN_LENGTH.get(block_type, 12) or length % 4 or length > MAX_BLOCK or pos + length > len(buf):
+        return None
+    if struct.unpack_from(order + "I", buf, pos + length - 4)[0] != length:
+        return None
+    if block_type == EPB:
+        caplen = struct.unpack_from(order + "I", buf, pos + 20)[0]
+        if caplen > length - 32:
+            return None
+    elif block_type == SHB and bytes(buf[pos + 8 : pos + 12]) not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+        return None
+    return length
+
+
+def pcapng_chain(order: str, buf: bytes | memoryview, pos: int, eof: bool, need: int = CHAIN) -> bool | None:
+    """As `pcap_chain`, for pcapng blocks: each must carry its length at both ends."""
+    size = len(buf)
+    seen = 0
+    for _ in range(need):
+        if pos == size and eof:
+            return seen > 0
+        if pos + 12 > size:
+            return False if eof else None
+        if pos + 8 <= size:
+            length = struct.unpack_from(order + "I", buf, pos + 4)[0]
+            if pos + length > size and not eof and length <= MAX_BLOCK and length % 4 == 0:
+                return None
+        length = pcapng_plausible(order, buf, pos)
+        if length is None:
+            return False
+        pos += length
+        seen += 1
+    return True
+
+
+def find_pcapng_sync(order: str, buf: bytes | memoryview, start: int, base: int, eof: bool, need: int = CHAIN) -> int | None:
+    """The first 4-aligned offset >= `start` where a block chain starts, in `order` or the other byte order;
+    `base` is buf[0]'s file offset (blocks sit at file offsets that are multiples of 4)."""
+    pos = start + (-(base + start) % 4)
+    size = len(buf)
+    orders = (order, ">" if order == "<" else "<")
+    while pos + 12 <= size or (eof and pos < size):
+        undecided = False
+        for each in orders:  # a later section may be in the other byte order
+            found = pcapng_chain(each, buf, pos, eof, need)
+            if found:
+                return pos
+            undecided = undecided or found is None
+        if undecided:
+            return None
+        pos += 4
+    return None
+
+
+def pcapng_order(order: str, buf: bytes | memoryview, pos: int) -> str:
+    """The byte order the block at `pos` reads in: `order` if it reads in it, else the other."""
+    if pcapng_plausible(order, buf, pos) is not None:
+        return order
+    return ">" if order == "<" else "<"
