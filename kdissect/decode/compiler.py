@@ -184,6 +184,7 @@ class Compiler:
                     "    " + call[0],
                     "except Partial as p:",
                     "    vals.append(p.value)",
+                    *(["    sp += (s, p.offset)"] if self.spans else []),
                     f"    p.path.insert(0, {field.name!r})",
                     "    raise",
                 ]
@@ -251,7 +252,10 @@ class Compiler:
                 f"    {out}.append(p.value)",
                 f"    p.path.insert(0, '[' + str(len({out}) - 1) + ']')",
             ]
-            inner += [f"    vals.append({out})", f"    p.path.insert(0, {field.name!r})"] if in_struct else [f"    p.value = {out}"]
+            if in_struct:
+                inner += [f"    vals.append({out})", *(["    sp += (s, p.offset)"] if self.spans else []), f"    p.path.insert(0, {field.name!r})"]
+            else:
+                inner.append(f"    p.value = {out}")
             inner += [
                 "    raise",
             ]

@@ -47,6 +47,8 @@ def read_tags(
             if entry is None:
                 out.append(f"unknown tag {tag}")
                 vals.append(UnknownTag(tag, bytes(buf[pos:end]), pos))
+                if spans is not None:
+                    spans += (pos, end)
             else:
                 name, read = entry
                 out.append(name)
@@ -54,15 +56,17 @@ def read_tags(
                     value, stop = read(memoryview(buf)[:end], pos)
                 except Partial as partial:
                     vals.append(partial.value)
+                    if spans is not None:
+                        spans += (pos, end)
                     partial.path.insert(0, name)
                     raise
                 except ERRORS as exc:
                     raise Partial(name, pos, _reason(exc, name), Struct(tuple(out[: len(vals)]), vals)) from None
                 vals.append(value)
+                if spans is not None:
+                    spans += (pos, end)
                 if stop != end:
                     raise Partial(name, stop, f"tagged field {name} holds {size} bytes but its value took {stop - pos}", None)
-            if spans is not None:
-                spans += (pos, end)
             pos = end
     except Partial as partial:
         partial.value = Struct(tuple(out[: len(vals)]), vals, spans)
