@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TYPE_CHECKING
+from typing import Any, Literal
 
 from kdissect.decode.compiler import Compiler, Decode, RecordsHook
+from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan
 from kdissect.decode.tree import Partial, Struct
 from kdissect.diagnostic import Diagnostic
+from kdissect.frozen import fast_constructor
 from kdissect.schema import APIS, Message, pick
-
-if TYPE_CHECKING:
-    from kdissect.decode.meaning import ErrorAt, PlacedRecords
+from kdissect.schema.model import nearest_version
 
 Direction = Literal["request", "response"]
 
@@ -38,20 +38,19 @@ class Body:
     """Every records field, with the topic and partition it belongs to."""
 
 
-def path_text(parts: list[str]) -> str:
-    out = ""
-    for part in parts:
-        out += part if part.startswith("[") or not out else "." + part
-    return out
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What decoding one (API key, version, direction) needs, resolved once: the compiled function, the
+    definition, the version actually used, and the plan of fields that carry meaning."""
+
+    decode: Decode
+    definition: Message
+    used: int
+    assumed: bool
+    plan: Plan
 
 
-def nearest_version(known: tuple[int, ...], version: int) -> int:
-    """The closest known version: the newest for a future client, the oldest for anything older."""
-    if version > known[-1]:
-        return known[-1]
-    if version < known[0]:
-        return known[0]
-    return max(v for v in known if v <= version)
+new_body = fast_constructor(Body)
 
 
 class BodyDecoder:
@@ -59,61 +58,68 @@ class BodyDecoder:
 
     def __init__(self, records: RecordsHook, spans: bool = False) -> None:
         self._compiler = Compiler(records, spans)
-        self._decoders: dict[tuple[int, int, str], tuple[Decode, Message]] = {}
+        self._targets: dict[tuple[int, int, str], Target | None] = {}
 
-    def decoder(self, api_key: int, version: int, direction: Direction) -> tuple[Decode, Message] | None:
+    def target(self, api_key: int, version: int, direction: Direction) -> Target | None:
+        """How to decode this body; None for an API key kdissect does not know."""
         key = (api_key, version, direction)
-        entry = self._decoders.get(key)
-        if entry is None:
-            api = APIS.get(api_key)
-            definition = api and pick(api.requests if direction == "request" else api.responses, version)
-            if definition is None:
-                return None
-            entry = (self._compiler.compile(definition.fields, version, version in definition.flexible), definition)
-            self._decoders[key] = entry
-        return entry
+        try:
+            return self._targets[key]
+        except KeyError:
+            pass
+        api = APIS.get(api_key)
+        target = None
+        if api is not None:
+            used = version if version in api.versions else nearest_version(api.versions, version)
+            definition = pick(api.requests if direction == "request" else api.responses, used)
+            assert definition is not None
+            decode = self._compiler.compile(definition.fields, used, used in definition.flexible)
+            target = Target(decode, definition, used, used != version, plan(definition.fields, used))
+        self._targets[key] = target
+        return target
 
     def source(self, api_key: int, version: int, direction: Direction) -> str | None:
         """The generated Python that decodes this body: `kdissect schema --source` prints it."""
-        api = APIS.get(api_key)
-        definition = api and pick(api.requests if direction == "request" else api.responses, version)
-        if definition is None:
+        target = self.target(api_key, version, direction)
+        if target is None:
             return None
-        return self._compiler.source(definition.fields, version, version in definition.flexible)
+        definition, used = target.definition, target.used
+        return self._compiler.source(definition.fields, used, used in definition.flexible)
 
-    def decode(self, api_key: int, version: int, direction: Direction, data: Any, start: int) -> tuple[Body, list[Diagnostic]]:
+    @staticmethod
+    def run(target: Target, version: int, data: Any, start: int) -> tuple[Struct | None, list[Diagnostic]]:
         """Decode the body that starts at `start` in a frame; offsets in diagnostics are frame offsets."""
         diagnostics: list[Diagnostic] = []
-        api = APIS.get(api_key)
-        if api is None:
-            diagnostics.append(
-                Diagnostic("body.unknown-api", f"API key {api_key} is unknown to kdissect; the body is kept raw", "warning", "frame", start)
-            )
-            return Body(f"api {api_key}", version, None, raw=bytes(data[start:])), diagnostics
-        used, assumed = version, False
-        if version not in api.versions:
-            used, assumed = nearest_version(api.versions, version), True
+        if target.assumed:
+            name = target.definition.name.removesuffix("Request").removesuffix("Response")
             diagnostics.append(
                 Diagnostic(
                     "body.assumed-version",
-                    f"{api.name} v{version} is unknown to kdissect; decoded as v{used} (assumed v{used})",
+                    f"{name} v{version} is unknown to kdissect; decoded as v{target.used} (assumed v{target.used})",
                     "warning",
                     "frame",
                     start,
                 )
             )
-        entry = self.decoder(api_key, used, direction)
-        assert entry is not None
-        decode, definition = entry
         try:
-            fields, end = decode(data, start)
+            fields, end = target.decode(data, start)
         except Partial as failure:
-            diagnostics.append(
-                Diagnostic("body.malformed", failure.reason, "error", "frame", failure.offset, path_text(failure.path))
-            )
-            return Body(definition.name, used, failure.value, assumed), diagnostics
+            diagnostics.append(Diagnostic("body.malformed", failure.reason, "error", "frame", failure.offset, failure.where()))
+            return failure.value, diagnostics
         if end < len(data):
-            diagnostics.append(
-                Diagnostic("body.trailing-bytes", f"{len(data) - end} bytes follow the end of the body", "warning", "frame", end)
-            )
-        return Body(definition.name, used, fields, assumed), diagnostics
+            diagnostics.append(Diagnostic("body.trailing-bytes", f"{len(data) - end} bytes follow the end of the body", "warning", "frame", end))
+        return fields, diagnostics
+
+    def decode(self, api_key: int, version: int, direction: Direction, data: Any, start: int) -> tuple[Body, list[Diagnostic]]:
+        """The body alone, without the meaning `Decoder` adds: for tests, benchmarks and tools."""
+        target = self.target(api_key, version, direction)
+        if target is None:
+            return unknown_api(api_key, version, data, start)
+        fields, diagnostics = self.run(target, version, data, start)
+        return new_body(target.definition.name, target.used, fields, target.assumed, None, (), (), (), ()), diagnostics
+
+
+def unknown_api(api_key: int, version: int, data: Any, start: int) -> tuple[Body, list[Diagnostic]]:
+    """An API key kdissect does not know: the body is kept raw."""
+    diagnostic = Diagnostic("body.unknown-api", f"API key {api_key} is unknown to kdissect; the body is kept raw", "warning", "frame", start)
+    return Body(f"api {api_key}", version, None, raw=bytes(data[start:])), [diagnostic]

@@ -20,6 +20,18 @@ FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "i
 SIZES = {fmt: struct.calcsize(">" + fmt) for fmt in FIXED.values()}
 MIN_SIZE = {"uuid": 16}
 
+
+class Unpackers(dict):
+    """Unpackers of `n` repetitions of one format, made the first time an array of that length is met."""
+
+    def __init__(self, fmt: str) -> None:
+        super().__init__()
+        self.fmt = fmt
+
+    def __missing__(self, n: int) -> Callable[[Any, int], tuple]:
+        unpack = self[n] = struct.Struct(">" + self.fmt * n).unpack_from
+        return unpack
+
 RecordsHook = Callable[[Any, int, int], Any]
 """Given (buffer, start, end) of a records field's bytes, returns its decoded value."""
 
@@ -40,11 +52,16 @@ class Compiler:
             "_here": runtime.partial_here,
             "_tags": runtime.read_tags,
             "_count": runtime.check_count,
-            "_uuid": runtime.uuid_at,
             "_uv": read_uvarint,
             "_unpack": struct.unpack_from,
+            "_Ih": struct.Struct(">h").unpack_from,
+            "_Ii": struct.Struct(">i").unpack_from,
             "_records": records,
+            **{f"_A{fmt}": Unpackers(fmt) for fmt in FIXED.values()},
         }
+        self._unpackers: dict[str, str] = {}
+        self._struct_names: dict[str, str] = {}
+        """Struct decoder name -> the namespace name of its field names."""
         self._cache: dict[tuple[int, int, bool], str] = {}
         self._sources: dict[str, str] = {}
         self._counter = 0
@@ -70,6 +87,14 @@ class Compiler:
         visit(root)
         return "\n".join(self._sources[name] for name in order)
 
+    def _unpacker(self, fmt: str) -> str:
+        """The namespace name of a pre-built unpacker for `fmt`: no format-string lookup at run time."""
+        name = self._unpackers.get(fmt)
+        if name is None:
+            name = self._unpackers[fmt] = self._name("_U")
+            self.namespace[name] = struct.Struct(">" + fmt).unpack_from
+        return name
+
     def _name(self, prefix: str) -> str:
         self._counter += 1
         return f"{prefix}{self._counter}"
@@ -86,6 +111,7 @@ class Compiler:
         tagged = [f for f in present if version in f.tagged]
         names, groups = self._name("_N"), self._name("_G")
         self.namespace[names] = tuple(f.name for f in regular)
+        self._struct_names[fn] = names
         group_table: dict[int, tuple[tuple[str, int], ...]] = {}
         spans = self.spans
         body: list[str] = []
@@ -99,7 +125,7 @@ class Compiler:
                 fmts = [FIXED[f.type] for f in regular[i:j]]
                 group_table[i] = tuple((fmt, SIZES[fmt]) for fmt in fmts)
                 size = sum(SIZES[fmt] for fmt in fmts)
-                body.append(f"vals += _unpack('>{''.join(fmts)}', buf, pos)")
+                body.append(f"vals += {self._unpacker(''.join(fmts))}(buf, pos)")
                 if spans:
                     edges, at = [], 0
                     for fmt in fmts:
@@ -155,7 +181,7 @@ class Compiler:
         fn = self._name("_f")
         if field.type in FIXED and not field.array:
             fmt = FIXED[field.type]
-            body = [f"v = _unpack('>{fmt}', buf, pos)[0]", f"pos += {SIZES[fmt]}"]
+            body = [f"v = {self._unpacker(fmt)}(buf, pos)[0]", f"pos += {SIZES[fmt]}"]
         else:
             body = self._field(field, version, flexible, "v", in_struct=False)
         lines = [f"def {fn}(buf, pos):", "    end = len(buf)"] + ["    " + line for line in body] + ["    return v, pos"]
@@ -199,9 +225,16 @@ class Compiler:
         """Statements reading one primitive value of a non-grouped type."""
         if type_ in FIXED:
             fmt = FIXED[type_]
-            return [f"{out} = _unpack('>{fmt}', buf, pos)[0]", f"pos += {SIZES[fmt]}"]
+            return [f"{out} = {self._unpacker(fmt)}(buf, pos)[0]", f"pos += {SIZES[fmt]}"]
         if type_ == "uuid":
-            return [f"{out} = _uuid(buf, pos)", "pos += 16"]
+            return [
+                "e = pos + 16",
+                "if e > end:",
+                "    raise DecodeError('the data ends inside a uuid')",
+                "h = buf[pos:e].hex()",
+                f"{out} = f'{{h[:8]}}-{{h[8:12]}}-{{h[12:16]}}-{{h[16:20]}}-{{h[20:]}}'",
+                "pos = e",
+            ]
         lines = self._length(compact, 2 if type_ == "string" else 4, name)
         lines += ["if n < 0:", f"    {out} = None", "else:", "    e = pos + n"]
         lines += ["    if e > end:", f"        raise DecodeError('{name} claims ' + str(n) + ' bytes past the end of the data')"]
@@ -226,7 +259,7 @@ class Compiler:
             return ["n = buf[pos]", "if n < 128:", "    pos += 1", "else:", "    n, pos = _uv(buf, pos)", "n -= 1"]
         fmt = "h" if width == 2 else "i"
         return [
-            f"n = _unpack('>{fmt}', buf, pos)[0]",
+            f"n = _I{fmt}(buf, pos)[0]",
             f"pos += {width}",
             "if n < -1:",
             f"    raise DecodeError('{name} has a negative length ' + str(n))",
@@ -236,13 +269,23 @@ class Compiler:
         element = field.type
         lines = self._length(compact, 4, field.name)
         lines += ["if n < 0:", f"    {out} = None", "else:"]
-        inner: list[str] = [f"_count(n, end - pos, {self._min_size(field, version, flexible, compact)}, {field.name!r})"]
+        min_size = self._min_size(field, version, flexible, compact)
+        if min_size:
+            inner: list[str] = [
+                f"if n * {min_size} > end - pos:",
+                f"    _count(n, end - pos, {min_size}, {field.name!r})",
+            ]
+        else:
+            inner = [f"_count(n, end - pos, 0, {field.name!r})"]
         if element in FIXED:
             fmt = FIXED[element]
-            inner += [f"{out} = list(_unpack('>' + str(n) + '{fmt}', buf, pos))", f"pos += n * {SIZES[fmt]}"]
+            inner += [
+                f"{out} = list(_A{fmt}[n](buf, pos))",
+                f"pos += n * {SIZES[fmt]}",
+            ]
         elif field.is_struct:
             sub = self._struct(field.fields, version, flexible)
-            inner += [
+            loop = [
                 f"{out} = []",
                 "try:",
                 "    for _ in range(n):",
@@ -253,17 +296,39 @@ class Compiler:
                 f"    p.path.insert(0, '[' + str(len({out}) - 1) + ']')",
             ]
             if in_struct:
-                inner += [f"    vals.append({out})", *(["    sp += (s, p.offset)"] if self.spans else []), f"    p.path.insert(0, {field.name!r})"]
+                loop += [f"    vals.append({out})", *(["    sp += (s, p.offset)"] if self.spans else []), f"    p.path.insert(0, {field.name!r})"]
             else:
-                inner.append(f"    p.value = {out}")
-            inner += [
-                "    raise",
-            ]
+                loop.append(f"    p.value = {out}")
+            loop.append("    raise")
+            inner += self._flat_structs(field, version, flexible, sub, out, loop)
         else:
             inner += [f"{out} = []", "for _ in range(n):"]
             inner += ["    " + line for line in self._value(element, compact, "x", field.name)]
             inner.append(f"    {out}.append(x)")
         return lines + ["    " + line for line in inner]
+
+    def _flat_structs(self, field: Field, version: int, flexible: bool, sub: str, out: str, loop: list[str]) -> list[str]:
+        """Arrays of structs made only of fixed-width fields (ApiVersions' keys, most partition lists of
+        responses) are read in one unpack when no element carries tagged fields; otherwise, and for the
+        span-recording variant, element by element."""
+        present = [f for f in field.fields if version in f.versions]
+        if self.spans or not present or any(f.array or f.type not in FIXED or version in f.tagged for f in present):
+            return loop
+        fmts = "".join(FIXED[f.type] for f in present)
+        head = struct.calcsize(">" + fmts)
+        stride = head + (1 if flexible else 0)
+        table = self._name("_V")
+        self.namespace[table] = Unpackers(fmts + ("x" if flexible else ""))
+        names = self._struct_names[sub]
+        k = len(present)
+        untagged = f"not any(buf[pos + {head} : pos + n * {stride} : {stride}])" if flexible else "True"
+        return [
+            f"if {untagged}:",
+            f"    flat = {table}[n](buf, pos)",
+            f"    {out} = [Struct({names}, list(flat[i : i + {k}]), None) for i in range(0, n * {k}, {k})]",
+            f"    pos += n * {stride}",
+            "else:",
+        ] + ["    " + line for line in loop]
 
     def _min_size(self, field: Field, version: int, flexible: bool, compact: bool) -> int:
         """The fewest bytes one element can take: the bound that makes a lying count harmless."""

@@ -7,10 +7,10 @@ first field. Either way the first two bytes say which version to read.
 
 from __future__ import annotations
 
-from kdissect.decode.body import nearest_version, path_text
 from kdissect.decode.compiler import Compiler
 from kdissect.decode.tree import Partial, Struct
 from kdissect.schema import Message, pick
+from kdissect.schema.model import nearest_version
 
 _compiler = Compiler(records=lambda buf, start, end: bytes(buf[start:end]))
 """Data schemas carry no records fields; one compiler serves them all."""
@@ -36,7 +36,7 @@ def read_versioned(definitions: tuple[Message, ...], data: bytes) -> tuple[Struc
         if end < len(data) and version <= known[-1]:
             problem = f"{len(data) - end} bytes follow the end of {definition.name}"
     except Partial as failure:
-        fields, problem = failure.value, f"{definition.name} v{used}: {path_text(failure.path)}: {failure.reason}"
+        fields, problem = failure.value, f"{definition.name} v{used}: {failure.where()}: {failure.reason}"
     if fields is None or in_band:
         return fields, problem
     return Struct(("Version",) + fields.names, [version] + fields.values), problem

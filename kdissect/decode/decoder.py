@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kdissect.decode import embedded, meaning
-from kdissect.decode.body import Body, BodyDecoder, Direction
+from kdissect.decode.body import Body, BodyDecoder, Direction, new_body, unknown_api
 from kdissect.diagnostic import Diagnostic
-from kdissect.kafka.exchange import Message
+from kdissect.kafka.exchange import Message, new_message
 from kdissect.kafka.headers import RequestHeader
 from kdissect.kafka.session import Session
 from kdissect.limits import DEFAULT_LIMITS, Limits
@@ -28,12 +27,14 @@ class Decoder:
         self.limits = limits
         self.show_secrets = show_secrets
         self.bodies = BodyDecoder(self._records, spans)
-        self._budget = Budget(limits.max_decompressed_exchange)
+        self._budget: Budget | None = None
         self._found: list[tuple[int, RecordSet]] = []
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
 
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
+        if self._budget is None:  # one per message, made when its first records field is met
+            self._budget = Budget(self.limits.max_decompressed_exchange)
         records = decode_records(buf[start:end], limits=self.limits, budget=self._budget)
         if records.diagnostics:
             self._found.append((start, records))
@@ -44,37 +45,41 @@ class Decoder:
     ) -> Message:
         header = message.header
         assert header is not None
-        self._budget = Budget(self.limits.max_decompressed_exchange)
-        self._found = []
-        body, diagnostics = self.bodies.decode(api_key, version, direction, message.frame.data, header.length)
+        target = self.bodies.target(api_key, version, direction)
+        if target is None:
+            body, diagnostics = unknown_api(api_key, version, message.frame.data, header.length)
+            return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
+        self._budget = None
+        fields, diagnostics = self.bodies.run(target, version, message.frame.data, header.length)
+        if self._found:
+            diagnostics += self._records_diagnostics()
+        errors = topics = groups = records = ()
+        if fields is not None:
+            if api_key in embedded.API_KEYS:
+                request_body = request.body if request is not None and isinstance(request.body, Body) else None
+                embedded.annotate(
+                    api_key, direction, fields, request_body.fields if request_body else None, session, self.show_secrets
+                )
+            if target.plan is not None:
+                found = meaning.Findings()
+                meaning.walk(fields, target.plan, found, self.topic_names)
+                if found.topic_ids and direction == "response":
+                    self.topic_names.update(found.topic_ids)
+                errors, records = tuple(found.errors), tuple(found.records)
+                topics, groups = tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
+        body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
+        return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)
+
+    def _records_diagnostics(self) -> list[Diagnostic]:
+        """The record decoder's diagnostics, located in the frame."""
+        out = []
         for start, records in self._found:
             for d in records.diagnostics:
                 offset = start + d.offset if d.scope == "batch" and d.offset is not None else d.offset
                 scope = "frame" if d.scope == "batch" else d.scope
-                diagnostics.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
-        if body.fields is not None:
-            request_body = request.body if request is not None and isinstance(request.body, Body) else None
-            embedded.annotate(
-                api_key, direction, body.fields, request_body.fields if request_body else None,
-                session, self.show_secrets,
-            )
-            body = self._meaning(body, api_key, direction)
-        return Message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
-
-    def _meaning(self, body: Body, api_key: int, direction: Direction) -> Body:
-        definition = self.bodies.decoder(api_key, body.version, direction)
-        assert definition is not None and body.fields is not None
-        found = meaning.Findings()
-        meaning.walk(body.fields, meaning.plan(definition[1].fields, body.version), found, self.topic_names)
-        if direction == "response":
-            self.topic_names.update(found.topic_ids)
-        return dataclasses.replace(
-            body,
-            errors=tuple(found.errors),
-            topics=tuple(dict.fromkeys(found.topics)),
-            groups=tuple(dict.fromkeys(found.groups)),
-            records=tuple(found.records),
-        )
+                out.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
+        self._found = []
+        return out
 
     def request(self, message: Message, session: Session) -> Message:
         header = message.header

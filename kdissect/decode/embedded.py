@@ -16,6 +16,8 @@ from kdissect.kafka.session import Session
 from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Message
 
 JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 11, 14, 15, 17, 36
+API_KEYS = frozenset({JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+"""The APIs that carry payloads inside payloads."""
 CONSUMER = "consumer"
 
 def _protocol(holder: Struct, field: str, schema: tuple[Message, ...], protocol_type: str | None) -> None:

@@ -7,7 +7,7 @@ records). Walking the plan visits nothing else, so the pass costs little next to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kdissect.decode.tree import Struct
@@ -17,8 +17,11 @@ from kdissect.schema.model import Field
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 PARTITION_FIELDS = frozenset({"Partition", "PartitionIndex", "Index", "PartitionId"})
 
-Plan = tuple[tuple[str, str, Any], ...]
-"""(field name, kind, sub-plan for structs and arrays of structs)."""
+Plan = "tuple[tuple[tuple[str, str], ...], tuple[tuple[str, bool, Plan], ...]] | None"
+"""((field name, kind) of the fields that matter here, (name, is an array, sub-plan) of the structs leading to
+more); None when nothing under a struct matters."""
+Path = "tuple | None"
+"""A field path kept as (parent, name, index) links and spelt out only when a finding needs it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +40,18 @@ class ErrorAt:
     code: int
 
 
-@dataclass
 class Findings:
     """What one walk collects; the decoder turns it into the body's derived facts."""
 
-    errors: list[ErrorAt] = field(default_factory=list)
-    topics: list[str] = field(default_factory=list)
-    groups: list[str] = field(default_factory=list)
-    records: list[PlacedRecords] = field(default_factory=list)
-    topic_ids: list[tuple[str, str]] = field(default_factory=list)
-    """(topic id, topic name) pairs stated side by side in this body."""
+    __slots__ = ("errors", "topics", "groups", "records", "topic_ids")
+
+    def __init__(self) -> None:
+        self.errors: list[ErrorAt] = []
+        self.topics: list[str] = []
+        self.groups: list[str] = []
+        self.records: list[PlacedRecords] = []
+        self.topic_ids: list[tuple[str, str]] = []
+        """(topic id, topic name) pairs stated side by side in this body."""
 
 
 def _kind(f: Field) -> str | None:
@@ -70,84 +75,93 @@ _plans: dict[tuple[int, int], Plan] = {}
 
 def plan(fields: tuple[Field, ...], version: int) -> Plan:
     key = (id(fields), version)
-    cached = _plans.get(key)
-    if cached is not None:
-        return cached
-    out: list[tuple[str, str, Any]] = []
+    if key in _plans:
+        return _plans[key]
+    scalars: list[tuple[str, str]] = []
+    children: list[tuple[str, bool, Plan]] = []
     for f in fields:
         if version not in f.versions:
             continue
         if f.is_struct:
             sub = plan(f.fields, version)
-            if sub:
-                out.append((f.name, "structs" if f.array else "struct", sub))
+            if sub is not None:
+                children.append((f.name, f.array, sub))
             continue
         kind = _kind(f)
         if kind:
-            out.append((f.name, kind, None))
-    _plans[key] = result = tuple(out)
+            scalars.append((f.name, kind))
+    result = (tuple(scalars), tuple(children)) if scalars or children else None
+    _plans[key] = result
     return result
 
 
+def _text(path: Path, name: str) -> str:
+    parts = [name]
+    while path is not None:
+        path, parent, index = path
+        parts.append(f"{parent}[{index}]" if index is not None else parent)
+    return ".".join(reversed(parts))
+
+
 def walk(
-    struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, str], path: str = "", topic: str | None = None
+    struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, str], path: Path = None, topic: str | None = None
 ) -> None:
     """Collect findings under `struct`. Topic context flows down: records and partitions inherit it.
 
     A struct that names its topic only by id gets the name learnt earlier in the capture, as an annotation.
     """
-    if not steps:
-        return
     names, values = struct.names, struct.values
-    here: dict[str, Any] = {}
-    for name, kind, _ in steps:
-        if kind in ("struct", "structs") or name not in names:
+    scalars, children = steps  # type: ignore[misc]
+    topic_id = stated = partition = None
+    records = []
+    for name, kind in scalars:
+        try:
+            value = values[names.index(name)]
+        except ValueError:
             continue
-        here[name] = (kind, values[names.index(name)])
-    topic_id = None
-    partition = None
-    for name, (kind, value) in here.items():
         if value is None:
             continue
         if kind == "error":
             if value:
-                found.errors.append(ErrorAt(f"{path}{name}", value))
+                found.errors.append(ErrorAt(_text(path, name), value))
         elif kind == "topic":
-            topic = value if isinstance(value, str) else topic
-            if isinstance(value, str):
+            if type(value) is str:
+                topic = stated = value
                 found.topics.append(value)
-        elif kind == "topics":
-            found.topics.extend(v for v in value if isinstance(v, str))
-        elif kind == "group":
-            if isinstance(value, str):
-                found.groups.append(value)
-        elif kind == "groups":
-            found.groups.extend(v for v in value if isinstance(v, str))
-        elif kind == "topic_id":
-            topic_id = value
         elif kind == "partition":
             partition = value
+        elif kind == "records":
+            records.append((name, value))
+        elif kind == "topic_id":
+            topic_id = value
+        elif kind == "group":
+            if type(value) is str:
+                found.groups.append(value)
+        elif kind == "topics":
+            found.topics.extend(v for v in value if type(v) is str)
+        elif kind == "groups":
+            found.groups.extend(v for v in value if type(v) is str)
     if topic_id and topic_id != ZERO_UUID:
-        stated = next((v for k, v in here.values() if k == "topic" and isinstance(v, str)), None)
         if stated:
             found.topic_ids.append((topic_id, stated))
         elif topic_id in topic_names:
             topic = topic_names[topic_id]
             struct.annotate("TopicId", topic)
             found.topics.append(topic)
-    for name, (kind, value) in here.items():
-        if kind == "records" and isinstance(value, RecordSet):
-            found.records.append(PlacedRecords(f"{path}{name}", topic, partition, value))
-    for name, kind, sub in steps:
-        if kind not in ("struct", "structs") or name not in names:
+    for name, value in records:
+        if isinstance(value, RecordSet):
+            found.records.append(PlacedRecords(_text(path, name), topic, partition, value))
+    for name, many, sub in children:
+        try:
+            value = values[names.index(name)]
+        except ValueError:
             continue
-        value = values[names.index(name)]
         if value is None:
             continue
-        if kind == "struct":
-            if isinstance(value, Struct):
-                walk(value, sub, found, topic_names, f"{path}{name}.", topic)
-        else:
-            for i, item in enumerate(value):
-                if isinstance(item, Struct):
-                    walk(item, sub, found, topic_names, f"{path}{name}[{i}].", topic)
+        if not many:
+            if type(value) is Struct:
+                walk(value, sub, found, topic_names, (path, name, None), topic)
+            continue
+        for i, item in enumerate(value):
+            if type(item) is Struct:
+                walk(item, sub, found, topic_names, (path, name, i), topic)

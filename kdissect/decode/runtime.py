@@ -17,14 +17,6 @@ MAX_EMPTY_ELEMENTS = 1 << 16
 TagTable = dict[int, "tuple[str, Callable[[Any, int], tuple[Any, int]]]"]
 
 
-def uuid_at(buf: Any, pos: int) -> str:
-    raw = bytes(buf[pos : pos + 16])
-    if len(raw) < 16:
-        raise DecodeError("the data ends inside a uuid")
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
 def check_count(count: int, remaining: int, min_size: int, field: str) -> None:
     """Refuse an array count the remaining bytes cannot hold, before anything is allocated for it."""
     if count * min_size > remaining or (min_size == 0 and count > MAX_EMPTY_ELEMENTS):

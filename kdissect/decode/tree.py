@@ -81,6 +81,13 @@ class Partial(Exception):
         self.reason = reason
         self.value = value
 
+    def where(self) -> str:
+        """The path as text: "Topics[0].Partitions[1].Records"."""
+        out = ""
+        for part in self.path:
+            out += part if part.startswith("[") or not out else "." + part
+        return out
+
 
 class DecodeError(Exception):
     """A value that cannot be what its type says (a negative length, a count past the end of the data)."""

@@ -112,6 +112,15 @@ def pick(definitions: tuple[Message, ...], version: int) -> Message | None:
     return None
 
 
+def nearest_version(known: tuple[int, ...], version: int) -> int:
+    """The closest known version: the newest for a future client, the oldest for anything older."""
+    if version > known[-1]:
+        return known[-1]
+    if version < known[0]:
+        return known[0]
+    return max(v for v in known if v <= version)
+
+
 @dataclass(frozen=True, slots=True)
 class Api:
     """An API key with its request and response definitions across the snapshots."""

@@ -1,0 +1,512 @@
+"""The Spark pipeline (kdissect/pipeline): splitting captures, shipping packets, and tables equal to the CLI's.
+
+Three layers, each against the single-process CLI path (`make_dissector` over `open_capture`, `exchange_json`):
+
+- pure functions: record-header sync on every capture here and in ../shared/captures-public, flow keys, blobs;
+- the stages without Spark: ranges planned, indexed, settled and read, rows sorted as the shuffle sorts them,
+  the core stage run over them; tiny ranges so every capture is cut in many places;
+- the Spark job in local mode (skipped, saying why, when pyspark or Java is missing): Parquet tables that
+  pandas and pyarrow open, holding exactly the CLI's exchanges, records and diagnostics.
+"""
+
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+import struct
+from collections import Counter, defaultdict
+
+import pytest
+
+pa = pytest.importorskip("pyarrow", reason="the pipeline needs pyarrow: pip install 'kdissect[spark]'")
+
+from kdissect.capture import craft, open_capture  # noqa: E402
+from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
+from kdissect.capture.writer import PcapngWriter, PcapWriter  # noqa: E402
+from kdissect.dissect import Options, make_dissector  # noqa: E402
+from kdissect.events import Notice  # noqa: E402
+from kdissect.kafka.exchange import Exchange  # noqa: E402
+from kdissect.pipeline import flows, rows, splits, sync  # noqa: E402
+from kdissect.pipeline.core import CoreStage  # noqa: E402
+from kdissect.pipeline.inputs import InputError, expand  # noqa: E402
+from kdissect.pipeline.reader import read_split  # noqa: E402
+from kdissect.pipeline.source import to_batch  # noqa: E402
+from kdissect.views.json_lines import decode_bytes, exchange_json  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))
+PUBLIC_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "captures-public"))
+PUBLIC = sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.pcap*")))
+ALL = PROJECT + PUBLIC
+
+
+def is_pcapng(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x0a\x0d\x0d\x0a"
+
+
+# the CLI's view of a capture
+
+
+def cli(path: str) -> tuple[list[dict], list[dict], list[tuple]]:
+    """(exchange JSON objects, notices, file diagnostics) as the single-process path makes them."""
+    exchanges, notices = [], []
+    with open_capture(path) as capture:
+        for event in make_dissector(Options()).run(capture.packets()):
+            if isinstance(event, Exchange):
+                exchanges.append(exchange_json(event))
+            elif isinstance(event, Notice):
+                d = event.diagnostic
+                notices.append((d.code, d.message, d.scope, d.offset, event.packet or None))
+        files = [(d.code, d.message, d.offset) for d in capture.diagnostics()]
+    return exchanges, notices, files
+
+
+def _strip_topic_annotations(value):
+    """Drop `_kdissect.TopicId` (a name learnt on another connection): the job names topics in columns instead."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "_kdissect" and isinstance(v, dict):
+                v = {a: b for a, b in v.items() if a != "TopicId"}
+                if not v:
+                    continue
+            out[k] = _strip_topic_annotations(v)
+        return out
+    if isinstance(value, list):
+        return [_strip_topic_annotations(v) for v in value]
+    return value
+
+
+def comparable(exchange: dict) -> str:
+    """An exchange's JSON without what is numbered per run (ids) or named across connections (topics)."""
+    e = _strip_topic_annotations(exchange)
+    e.pop("id")
+    e.pop("topics")
+    e["connection"] = {k: v for k, v in e["connection"].items() if k != "id"}
+    return json.dumps(e, sort_keys=True)
+
+
+def cli_records(exchange: dict) -> list[tuple]:
+    """(direction, partition, offset, timestamp, key, value, headers) of every record in a CLI exchange."""
+    out = []
+    for side in ("request", "response"):
+        message = exchange[side]
+        if not message or not message["body"]:
+            continue
+        _walk_records(message["body"], side, None, out)
+    return out
+
+
+def _walk_records(node, side, partition, out):
+    if isinstance(node, dict):
+        for name in ("Partition", "PartitionIndex", "Index"):
+            if isinstance(node.get(name), int):
+                partition = node[name]
+        for k, v in node.items():
+            if isinstance(v, dict) and "batches" in v and "size" in v:
+                for batch in v["batches"]:
+                    _batch_records(batch, side, partition, out)
+            else:
+                _walk_records(v, side, partition, out)
+    elif isinstance(node, list):
+        for item in node:
+            _walk_records(item, side, partition, out)
+
+
+def _batch_records(batch, side, partition, out):
+    if batch["format"] == "v2":
+        for r in batch["records"]:
+            headers = tuple((h["key"] if isinstance(h["key"], str) else decode_bytes(h["key"]).decode(), decode_bytes(h["value"])) for h in r["headers"])
+            out.append((side, partition, r["offset"], r["timestamp"], decode_bytes(r["key"]), decode_bytes(r["value"]), headers))
+        return
+    if batch["codec"] == "none":
+        out.append((side, partition, batch["offset"], batch["timestamp"], decode_bytes(batch["key"]), decode_bytes(batch["value"]), ()))
+    for inner in batch["messages"]:
+        _batch_records(inner, side, partition, out)
+
+
+# sync: the first record of a byte range
+
+
+def true_offsets(path: str) -> list[int]:
+    with open_capture(path) as capture:
+        return [p.offset for p in capture.packets()]
+
+
+def pcap_rules(data: bytes) -> sync.PcapRules:
+    info = splits.probe(0, "x", io.BytesIO(data), len(data))
+    assert info.rules is not None
+    return info.rules
+
+
+def expected_sync(offsets: list[int], start: int) -> int | None:
+    return next((o for o in offsets if o >= start), None)
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if not is_pcapng(p)], ids=os.path.basename)
+def test_pcap_sync_finds_exactly_the_records(path):
+    data = open(path, "rb").read()
+    rules = pcap_rules(data)
+    offsets = true_offsets(path)
+    step = max(1, len(data) // 3000)
+    for start in range(24, len(data), step):
+        assert sync.find_pcap_sync(rules, data, start, eof=True) == expected_sync(offsets, start), start
+
+
+@pytest.mark.parametrize("path", [p for p in PUBLIC if is_pcapng(p)], ids=os.path.basename)
+def test_pcapng_sync_finds_exactly_the_blocks(path):
+    data = open(path, "rb").read()
+    order = "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+    blocks = []
+    pos = 0
+    while pos < len(data):
+        blocks.append(pos)
+        pos += struct.unpack_from(order + "I", data, pos + 4)[0]
+    for start in range(0, len(data)):
+        assert sync.find_pcapng_sync(order, data, start, 0, eof=True) == expected_sync(blocks, start), start
+
+
+def test_a_file_whose_records_all_claim_more_than_their_original_length_still_syncs():
+    odd = [p for p in PUBLIC if "go-sniffer" in p]
+    if not odd:
+        pytest.skip("../shared/captures-public is not here")
+    data = open(odd[0], "rb").read()
+    rules = pcap_rules(data)
+    assert not rules.strict_orig  # incl_len > orig_len on every record: tolerated
+    offsets = true_offsets(odd[0])
+    assert sync.find_pcap_sync(rules, data, 25, eof=True) == offsets[1]
+    strict = sync.PcapRules(rules.order, rules.frac_limit, rules.snaplen, True, rules.first_sec)
+    assert sync.find_pcap_sync(strict, data, 25, eof=True) is None
+
+
+def test_runs_of_zeros_and_payload_lookalikes_are_not_records():
+    rules = sync.PcapRules("<", 1_000_000, 262144, True, 1_700_000_000)
+    zeros = bytes(4096)
+    assert sync.find_pcap_sync(rules, zeros, 0, eof=True) is None
+    # one plausible header alone, with garbage after it, is not enough
+    lone = struct.pack("<IIII", 1_700_000_000, 5, 20, 20) + bytes(20) + b"\xff" * 64
+    assert sync.find_pcap_sync(rules, lone, 0, eof=True) is None
+    assert not sync.pcap_plausible(rules, 1_700_000_000, 1_000_000, 60, 60)  # sub-second field too large
+    assert not sync.pcap_plausible(rules, 1_700_000_000, 0, 60, 59)  # captured more than was sent
+    assert not sync.pcap_plausible(rules, 1_700_000_000 + 10**9, 0, 60, 60)  # decades from the file's start
+
+
+def test_a_chain_that_needs_more_bytes_says_so():
+    data = open(PROJECT[0], "rb").read() if PROJECT else pytest.skip("no captures/")
+    rules = pcap_rules(data)
+    assert sync.pcap_chain(rules, data[:40], 24, eof=False) is None
+    assert sync.find_pcap_sync(rules, data[:40], 24, eof=False) is None
+
+
+# flow keys and blobs
+
+
+def test_both_directions_of_a_connection_share_a_key_and_others_do_not():
+    conv = craft.Conversation(linktype=LINKTYPE_ETHERNET)
+    packets = conv.handshake() + conv.send(craft.CLIENT, b"x" * 100) + conv.send(craft.SERVER, b"y" * 50)
+    keys = {flows.flow_key(p.linktype, p.data) for p in packets}
+    assert len(keys) == 1 and next(iter(keys))[:1] == b"T"
+    other = craft.Conversation(linktype=LINKTYPE_ETHERNET, client="10.0.0.9")
+    assert flows.flow_key(LINKTYPE_ETHERNET, other.handshake()[0].data) not in keys
+
+
+def test_fragments_group_by_addresses_and_non_tcp_is_not_shipped():
+    conv = craft.Conversation(linktype=LINKTYPE_ETHERNET)
+    pieces = conv.fragmented(craft.CLIENT, b"z" * 3000, 3)
+    keys = {flows.flow_key(p.linktype, p.data) for p in pieces}
+    assert len(keys) == 1 and next(iter(keys))[:1] == b"F"
+    udp = craft.frame(LINKTYPE_ETHERNET, craft.ip("10.0.0.1", "10.0.0.2", bytes(8), proto=17))
+    assert flows.flow_key(LINKTYPE_ETHERNET, udp) is None
+    assert flows.flow_key(LINKTYPE_ETHERNET, b"\0" * 12 + b"\x08\x00\x45") == flows.MALFORMED
+    assert flows.flow_key(9999, b"anything") is None
+
+
+def test_blobs_give_back_the_packets():
+    conv = craft.Conversation(linktype=LINKTYPE_ETHERNET)
+    packets = conv.handshake() + conv.send(craft.CLIENT, b"q" * 3000)
+    blob = b"".join(flows.pack(p, 100 + i) for i, p in enumerate(packets))
+    back = list(flows.unpack(blob))
+    assert [p._replace(index=0) for p in back] == [p._replace(index=0) for p in packets]
+    assert [p.index for p in back] == list(range(100, 100 + len(packets)))
+
+
+# the stages without Spark
+
+
+def as_pcapng(path: str, out: str, sections: int = 1) -> None:
+    """The capture rewritten as pcapng: two interfaces (the second described mid-file), and `sections`
+    sections, the later ones big-endian, so ranges start with other sections' and interfaces' blocks in force."""
+    with open_capture(path) as capture:
+        packets = list(capture.packets())
+    with open(out, "wb") as f:
+        w = PcapngWriter(f)
+        w.interface(packets[0].linktype, tsresol=9)
+        per = max(1, len(packets) // sections)
+        for i, p in enumerate(packets):
+            if i and i % per == 0 and sections > 1 and i // per < sections:
+                w.section(big_endian=True)
+                w.interface(99)  # an interface no packet uses, so numbers shift
+                w.interface(p.linktype, tsresol=6)
+            elif i == len(packets) // 3 and sections == 1:
+                w.interface(p.linktype, tsresol=6)
+            iface = 1 if (sections > 1 and i >= per) or (sections == 1 and i > len(packets) // 3) else 0
+            w.packet(p, iface)
+
+
+def simulate(paths: list[str], split_size: int, tasks: int = 3):
+    """Every stage of the job but Spark's: returns (core output per kind as Python rows, settled ranges)."""
+    files = expand(paths)
+    infos = []
+    for file_id, f in enumerate(files):
+        with open(f.path, "rb") as raw:
+            infos.append(splits.probe(file_id, f.path, raw, f.size, split_size))
+    settled = []
+    for info in infos:
+        planned = splits.ranges(info, split_size)
+        if info.kind in ("pcap", "pcapng"):
+            found = []
+            for s in planned:
+                with open(s.path, "rb") as raw:
+                    found.append(splits.index_range(info, s, raw))
+            settled.extend(splits.settle(info, planned, found)[0])
+        else:
+            settled.extend(planned)
+    shuffled = defaultdict(list)
+    for s in settled:
+        for row in read_split(s):
+            shuffled[hash((row.file_id, row.key)) % tasks].append(row)
+    config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092]}
+    out = defaultdict(list)
+    for task_rows in shuffled.values():
+        task_rows.sort(key=lambda r: (r.file_id, r.key, r.split, r.chunk))
+        batches = [to_batch(task_rows[i : i + 7]) for i in range(0, len(task_rows), 7)]
+        for batch in CoreStage(config)(iter(batches)):
+            table = batch.to_pydict()
+            for i, kind in enumerate(table["kind"]):
+                out[kind].append({**table[kind][i], "date": table["date"][i], "api": table["api"][i]})
+    names = {t["topic_id"]: t["name"] for t in out["topic"]}
+    for e in out["exchange"]:
+        e["topics"] = list(dict.fromkeys(e["topics"] + [names[i] for i in e["unresolved_topic_ids"] if i in names]))
+    for r in out["record"]:
+        r["topic"] = r["topic"] or names.get(r["topic_id"])
+    return out, settled
+
+
+def assert_same_as_cli(out: dict, paths: list[str], rename: dict[str, str] | None = None) -> None:
+    """The pipeline's rows hold exactly what the CLI says about each capture."""
+    rename = rename or {}
+    by_capture = defaultdict(lambda: defaultdict(list))
+    for kind in ("exchange", "record", "diagnostic"):
+        for row in out[kind]:
+            by_capture[rename.get(row["capture"], row["capture"])][kind].append(row)
+    for path in paths:
+        exchanges, notices, files = cli(path)
+        got = by_capture[path]
+        assert Counter(comparable(json.loads(r["json"])) for r in got["exchange"]) == Counter(comparable(e) for e in exchanges), path
+        assert len({r["exchange_id"] for r in got["exchange"]}) == len(got["exchange"])  # ids are unique
+        assert Counter((tuple(sorted(r["topics"]))) for r in got["exchange"]) == Counter(tuple(sorted(e["topics"])) for e in exchanges), path
+        want_records = Counter(r for e in exchanges for r in cli_records(e))
+        got_records = Counter(
+            (r["direction"], r["partition"], r["offset"], r["timestamp"], r["key"], r["value"], tuple((h["key"], h["value"]) for h in r["headers"]))
+            for r in got["record"]
+        )
+        assert got_records == want_records, path
+        named = [r for r in got["record"] if r["topic"] is None]
+        assert not named or all(r["topic_id"] is None for r in named)
+        exchange_diagnostics = Counter(
+            (d["code"], d["message"], d["scope"], d["offset"]) for e in exchanges for side in ("request", "response") if e[side] for d in e[side]["diagnostics"]
+        )
+        got_diagnostics = got["diagnostic"]
+        assert Counter((d["code"], d["message"], d["scope"], d["offset"]) for d in got_diagnostics if d["source"] in ("request", "response")) == exchange_diagnostics, path
+        assert Counter((d["code"], d["message"], d["scope"], d["offset"], d["packet"]) for d in got_diagnostics if d["source"] in ("stream", "packet")) == Counter(notices), path
+        assert Counter((d["code"], d["message"], d["offset"]) for d in got_diagnostics if d["source"] == "file") == Counter(files), path
+
+
+def test_stages_without_spark_match_the_cli_on_every_capture():
+    out, settled = simulate(ALL, split_size=1 << 30)
+    assert all(s.whole for s in settled)
+    assert_same_as_cli(out, ALL)
+
+
+@pytest.mark.parametrize("split_size", [4096, 20000, 100_003])
+def test_small_ranges_change_nothing(split_size):
+    out, settled = simulate(PROJECT, split_size=split_size)
+    assert max(s.ordinal for s in settled) >= 5  # the captures really were cut
+    assert_same_as_cli(out, PROJECT)
+
+
+@pytest.mark.parametrize("sections", [1, 3])
+def test_pcapng_ranges_carry_the_sections_and_interfaces_in_force(tmp_path, sections):
+    sources = [p for p in PROJECT if "mtu1500" in p or "consumer-group" in p]
+    converted, rename = [], {}
+    for path in sources:
+        target = str(tmp_path / (os.path.basename(path) + ".pcapng"))
+        as_pcapng(path, target, sections)
+        converted.append(target)
+        rename[target] = path
+    out, settled = simulate(converted, split_size=8192)
+    assert sum(not s.whole for s in settled) > len(converted)
+    assert any(s.prefix[:4] == b"\x0a\x0d\x0d\x0a" and s.prefix[8:12] == b"\x1a\x2b\x3c\x4d" for s in settled) == (sections > 1)
+    # packets keep their numbers and offsets: same as reading the pcapng file whole
+    for target in converted:
+        exchanges, _, _ = cli(target)
+        got = [json.loads(r["json"]) for r in out["exchange"] if r["capture"] == target]
+        assert Counter(comparable(e) for e in got) == Counter(comparable(e) for e in exchanges)
+
+
+def test_packet_numbers_and_offsets_survive_the_cuts():
+    path = next(p for p in PROJECT if "large-values" in p)
+    out, _ = simulate([path], split_size=5000)
+    exchanges, _, _ = cli(path)
+    want = sorted((e["request"] or {}).get("packets", [0])[0] for e in exchanges)
+    got = sorted(r["request_packets"][0] if r["request_packets"] else 0 for r in out["exchange"])
+    assert got == want
+
+
+def test_a_range_whose_walk_does_not_land_on_the_next_sync_sends_the_file_whole(tmp_path):
+    path = next(p for p in PROJECT if "many-records" in p)
+    info = splits.probe(0, path, open(path, "rb"), os.path.getsize(path), 20000)
+    planned = splits.ranges(info, 20000)
+    found = [splits.index_range(info, s, open(path, "rb")) for s in planned]
+    settled, count = splits.settle(info, planned, found)
+    assert len(settled) == len(planned) and count == len(true_offsets(path))
+    found[2].landing += 4  # as if range 2's walk had skipped into range 3
+    settled, count = splits.settle(info, planned, found)
+    assert len(settled) == 1 and settled[0].whole and count is None
+
+
+def test_truncated_and_compressed_captures_read_whole_and_report_like_the_cli(tmp_path):
+    import gzip
+
+    path = next(p for p in PROJECT if "many-records" in p)
+    data = open(path, "rb").read()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) - 700])
+    packed = tmp_path / "packed.pcap.gz"
+    packed.write_bytes(gzip.compress(data))
+    out, settled = simulate([str(cut), str(packed)], split_size=16384)
+    assert [s.whole for s in settled if s.path == str(packed)] == [True]
+    assert_same_as_cli(out, [str(cut), str(packed)])
+
+
+def test_inputs_are_globs_directories_and_files(tmp_path):
+    (tmp_path / "sub").mkdir()
+    for name in ("a.pcap", "sub/b.pcap", "notes.txt"):
+        (tmp_path / name).write_bytes(b"x")
+    assert [os.path.basename(f.path) for f in expand([str(tmp_path)])] == ["a.pcap", "notes.txt", "b.pcap"]
+    assert [os.path.basename(f.path) for f in expand([str(tmp_path / "**" / "*.pcap")])] == ["a.pcap", "b.pcap"]
+    assert all(os.path.isabs(f.path) for f in expand([os.path.relpath(tmp_path / "a.pcap")]))
+    with pytest.raises(InputError, match="no such file"):
+        expand([str(tmp_path / "missing.pcap")])
+    with pytest.raises(InputError, match="no file matches"):
+        expand([str(tmp_path / "*.pcapng")])
+
+
+def test_exchange_ids_are_the_first_packet_and_stream_offset():
+    class Frame:
+        first_packet, offset = 12345, (1 << 20) + 77
+
+    class Message:
+        frame = Frame
+
+    class X:
+        request, response = Message, None
+
+    assert rows.exchange_id(X) == 12345 << 20 | 77
+
+
+# the Spark job
+
+
+def _spark_missing() -> str | None:
+    try:
+        from kdissect.pipeline.session import SparkUnavailable, check_java, check_pyspark
+
+        check_pyspark()
+        check_java()
+    except SparkUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="module")
+def spark():
+    missing = _spark_missing()
+    if missing:
+        pytest.skip(f"Spark tests skipped: {missing}")
+    from kdissect.pipeline.session import start
+
+    session = start("local[2]")
+    yield session
+    session.stop()
+
+
+def test_missing_java_is_named_with_the_fix(monkeypatch, tmp_path):
+    from kdissect.pipeline.session import SparkUnavailable, check_java
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SparkUnavailable, match="Java 17 or later.*JAVA_HOME"):
+        check_java()
+
+
+def test_missing_inputs_fail_before_spark_starts(tmp_path):
+    from kdissect.cli import UserError
+    from kdissect.pipeline.command import run_spark
+
+    with pytest.raises(UserError, match="no such file"):
+        run_spark([str(tmp_path / "nothing.pcap")], str(tmp_path / "out"), "local[1]", "parquet", frozenset({9092}), True)
+
+
+def read_table(out: str, name: str) -> list[dict]:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(os.path.join(out, name), format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+def test_spark_tables_hold_exactly_what_the_cli_finds(spark, tmp_path):
+    from kdissect.pipeline.job import run
+
+    inputs = [os.path.join(ROOT, "captures"), *PUBLIC]
+    out = str(tmp_path / "tables")
+    lines = []
+    totals = run(spark, inputs, out, split_size=65536, progress=lines.append)
+    assert totals.ranges > totals.files  # the larger captures were cut
+    assert any("indexing" in line for line in lines)
+    got = {kind: read_table(out, name) for kind, name in (("exchange", "exchanges"), ("record", "records"), ("diagnostic", "diagnostics"))}
+    assert_same_as_cli(got, ALL)
+    assert totals.exchanges == len(got["exchange"]) and totals.records == len(got["record"])
+    assert totals.diagnostics == len(got["diagnostic"])
+    assert totals.packets == sum(len(true_offsets(p)) for p in ALL)
+    assert totals.files == len(ALL) and len(totals.skipped) == len(glob.glob(os.path.join(ROOT, "captures", "*"))) - len(PROJECT)
+    # partitioned by date and API; pandas opens every table
+    assert {os.path.basename(p).split("=")[0] for p in glob.glob(os.path.join(out, "exchanges", "*"))} >= {"date"}
+    assert glob.glob(os.path.join(out, "records", "date=*", "api=Produce"))
+    import pandas as pd
+
+    frame = pd.read_parquet(os.path.join(out, "exchanges"))
+    assert len(frame) == len(got["exchange"]) and {"api", "date", "json", "latency_ms"} <= set(frame.columns)
+    assert "unresolved_topic_ids" not in frame.columns
+    records = pd.read_parquet(os.path.join(out, "records"))
+    assert records["value"].map(lambda v: v is None or isinstance(v, bytes)).all()
+    diagnostics = pd.read_parquet(os.path.join(out, "diagnostics"))
+    assert set(diagnostics["api"]) >= {"none"} and len(diagnostics) == len(got["diagnostic"])
+    # the output directory is never overwritten
+    from kdissect.pipeline.job import JobError
+
+    with pytest.raises(JobError, match="exists already"):
+        run(spark, inputs, out)
+
+
+def test_spark_reads_a_large_capture_in_ranges_with_the_cli_numbers(spark, tmp_path):
+    from kdissect.pipeline.job import run
+
+    path = next(p for p in PROJECT if "large-values" in p)
+    out = str(tmp_path / "t")
+    totals = run(spark, [path], out, split_size=32768)
+    assert totals.ranges > 10
+    got = {"exchange": read_table(out, "exchanges"), "record": read_table(out, "records"), "diagnostic": read_table(out, "diagnostics")}
+    assert_same_as_cli(got, [path])
