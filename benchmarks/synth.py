@@ -1,0 +1,145 @@
+"""Synthetic Kafka captures for the benchmarks: streamed to disk, never committed.
+
+Each connection opens with a handshake, then repeats a Produce request carrying one record batch per
+partition and its response, and a Fetch request and its response carrying the same batches back. Codecs
+rotate through the batches; frames are cut into MSS-sized segments; connections interleave. The bodies are
+written by kdissect's own schema-driven encoder, the batches by its record encoder.
+
+    python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import sys
+from typing import Any
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from kdissect.capture.craft import CLIENT, SERVER, Clock, Conversation, request, response  # noqa: E402
+from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
+from kdissect.capture.writer import PcapWriter  # noqa: E402
+from kdissect.decode.encode import Encoder  # noqa: E402
+from kdissect.decode.tree import Struct  # noqa: E402
+from kdissect.records.encode import Draft, encode_batch  # noqa: E402
+from kdissect.schema import APIS, Field, is_flexible  # noqa: E402
+
+PRODUCE, FETCH = 0, 1
+DEFAULTS = {"bool": False, "string": "", "bytes": b"", "records": None, "uuid": "00000000-0000-0000-0000-000000000000"}
+
+
+def filled(fields: tuple[Field, ...], version: int, values: dict[str, Any]) -> Struct:
+    """A struct for `fields` at `version`: the given values, zero-like defaults for the rest."""
+    names, out = [], []
+    for f in fields:
+        if version not in f.versions or version in f.tagged:
+            continue
+        value = values.get(f.name)
+        if f.is_struct:
+            if f.array:
+                value = [filled(f.fields, version, item) for item in (value or ())]
+            else:
+                value = filled(f.fields, version, value or {})
+        elif value is None and f.name not in values:
+            value = [] if f.array else DEFAULTS.get(f.type, 0)
+        names.append(f.name)
+        out.append(value)
+    return Struct(tuple(names), out)
+
+
+def body(api_key: int, version: int, direction: str, values: dict[str, Any]) -> bytes:
+    api = APIS[api_key]
+    definition = api.request(version) if direction == "request" else api.response(version)
+    assert definition is not None
+    flexible = version in definition.flexible
+    return Encoder().encode(definition.fields, version, flexible, filled(definition.fields, version, values))
+
+
+def batches(rng: random.Random, codecs: list[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
+    out = []
+    for i, codec in zip(range(count), itertools.cycle(codecs)):
+        drafts = [
+            Draft(f"key-{offset + n}".encode(), rng.randbytes(value_size // 4) * 4, ((b"h", b"v"),), 1_700_000_000_000 + n)
+            for n in range(records)
+        ]
+        out.append(encode_batch(drafts, codec=codec, base_offset=offset + i * records))
+    return out
+
+
+def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng: random.Random):
+    """The packets of one connection, one exchange pair at a time."""
+    conv = Conversation(client=f"10.1.{index // 250}.{index % 250 + 1}", server="10.0.0.9", client_port=40000 + index,
+                        server_isn=rng.randrange(1 << 32), client_isn=rng.randrange(1 << 32), clock=clock)
+    yield conv.handshake()
+    correlation, offset = 1, 0
+    while True:
+        parts = batches(rng, args.codecs, args.partitions, args.records, args.value_size, offset)
+        produce = body(PRODUCE, args.produce, "request", {
+            "Acks": -1, "TimeoutMs": 30000,
+            "TopicData": [{"Name": "bench", "PartitionData": [{"Index": p, "Records": b} for p, b in enumerate(parts)]}],
+        })
+        flexible = is_flexible(PRODUCE, args.produce)
+        yield conv.send(CLIENT, request(PRODUCE, args.produce, correlation, produce, client_id="bench"), args.mss)
+        answer = body(PRODUCE, args.produce, "response", {
+            "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
+        })
+        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
+        correlation += 1
+        fetch = body(FETCH, args.fetch, "request", {
+            "ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 52428800,
+            "Topics": [{"Topic": "bench", "Partitions": [{"Partition": p, "FetchOffset": offset} for p in range(len(parts))]}],
+        })
+        yield conv.send(CLIENT, request(FETCH, args.fetch, correlation, fetch, client_id="bench"), args.mss)
+        answer = body(FETCH, args.fetch, "response", {
+            "Responses": [{"Topic": "bench", "Partitions": [
+                {"PartitionIndex": p, "HighWatermark": offset + args.records, "Records": b} for p, b in enumerate(parts)
+            ]}],
+        })
+        flexible = is_flexible(FETCH, args.fetch)
+        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
+        correlation += 1
+        offset += args.records * len(parts)
+
+
+def write(path: str, args: argparse.Namespace) -> tuple[int, int]:
+    """Write the capture; returns (packets, records)."""
+    rng = random.Random(args.seed)
+    clock = Clock(step=20_000)
+    flows = [conversation_packets(i, clock, args, random.Random(rng.random())) for i in range(args.connections)]
+    limit = args.mb * 1_000_000
+    packets = exchanges = 0
+    with open(path, "wb") as out:
+        writer = PcapWriter(out, LINKTYPE_ETHERNET)
+        while out.tell() < limit:
+            for flow in flows:
+                for packet in next(flow):
+                    writer.write(packet)
+                    packets += 1
+                exchanges += 1
+    pairs = exchanges // 4
+    return packets, pairs * 2 * args.partitions * args.records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out")
+    parser.add_argument("--mb", type=int, default=100, help="stop after this many megabytes (default 100)")
+    parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--records", type=int, default=20, help="records per batch")
+    parser.add_argument("--value-size", type=int, default=200)
+    parser.add_argument("--codecs", type=lambda s: s.split(","), default=["none"])
+    parser.add_argument("--produce", type=int, default=7, help="Produce version (tshark 4.0 reads up to 8)")
+    parser.add_argument("--fetch", type=int, default=11, help="Fetch version (tshark 4.0 reads up to 11)")
+    parser.add_argument("--mss", type=int, default=1448)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    packets, records = write(args.out, args)
+    print(f"{args.out}: {packets} packets, about {records} records")
+
+
+if __name__ == "__main__":
+    main()

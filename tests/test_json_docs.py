@@ -1,0 +1,77 @@
+"""docs/json.md shows what the code emits: every example there is regenerated from its capture and compared.
+
+Each example block is preceded by a marker naming where it comes from:
+
+    <!-- example: CAPTURE SELECTOR [drop=PACKET] -->
+
+SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based) or `stats=TABLE`; `drop=P`
+removes packet P before dissecting (to show a gap). `python tests/test_json_docs.py` rewrites the examples.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kdissect.capture import open_capture  # noqa: E402
+from kdissect.dissect import Options, make_dissector  # noqa: E402
+from kdissect.events import ConnectionEnd, Notice  # noqa: E402
+from kdissect.kafka.exchange import Exchange  # noqa: E402
+from kdissect.views import json_lines  # noqa: E402
+from kdissect.views.stats import Stats  # noqa: E402
+
+DOC = ROOT / "docs" / "json.md"
+MARKER = re.compile(r"<!-- example: (\S+) (\w+)=(\S+)(?: drop=(\d+))? -->\n```json\n(.*?)\n```", re.S)
+
+
+def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
+    with open_capture(ROOT / capture) as source:
+        packets = [p for p in source.packets() if drop is None or p.index != int(drop)]
+    events = list(make_dissector(Options()).run(packets))
+    if kind == "exchange":
+        return json_lines.exchange_json(next(e for e in events if isinstance(e, Exchange) and e.id == int(which)))
+    if kind == "connection":
+        return json_lines.connection_end_json(next(e for e in events if isinstance(e, ConnectionEnd) and e.connection.id == int(which)))
+    if kind == "notice":
+        return json_lines.notice_json([e for e in events if isinstance(e, Notice)][int(which) - 1])
+    stats = Stats()
+    for event in events:
+        if isinstance(event, Exchange):
+            stats.add(event)
+    rows = dict(stats.tables())[which]
+    return {"type": "stats", "layout": json_lines.LAYOUT, "table": which, "rows": rows}
+
+
+def examples() -> list[tuple[str, str, str, str | None, str]]:
+    return MARKER.findall(DOC.read_text())
+
+
+def test_the_document_has_an_example_of_every_shape():
+    kinds = {kind for _, kind, _, _, _ in examples()}
+    assert kinds == {"exchange", "connection", "notice", "stats"}
+
+
+@pytest.mark.parametrize("capture,kind,which,drop,shown", examples(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")
+def test_documented_example_is_what_the_code_emits(capture, kind, which, drop, shown):
+    assert json.loads(shown) == generate(capture, kind, which, drop or None)
+
+
+def rewrite() -> None:
+    def fill(match: re.Match) -> str:
+        capture, kind, which, drop, _ = match.groups()
+        text = json.dumps(generate(capture, kind, which, drop), indent=2, ensure_ascii=False)
+        head = match.group(0).split("\n", 1)[0]
+        return f"{head}\n```json\n{text}\n```"
+
+    DOC.write_text(MARKER.sub(fill, DOC.read_text()))
+
+
+if __name__ == "__main__":
+    rewrite()
