@@ -22,42 +22,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from kdissect.capture.craft import CLIENT, SERVER, Clock, Conversation, request, response  # noqa: E402
 from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
 from kdissect.capture.writer import PcapWriter  # noqa: E402
-from kdissect.decode.encode import Encoder  # noqa: E402
-from kdissect.decode.tree import Struct  # noqa: E402
+from kdissect.decode.encode import encode_body  # noqa: E402
 from kdissect.records.encode import Draft, encode_batch  # noqa: E402
-from kdissect.schema import APIS, Field, is_flexible  # noqa: E402
+from kdissect.schema import is_flexible  # noqa: E402
 
 PRODUCE, FETCH = 0, 1
-DEFAULTS = {"bool": False, "string": "", "bytes": b"", "records": None, "uuid": "00000000-0000-0000-0000-000000000000"}
-
-
-def filled(fields: tuple[Field, ...], version: int, values: dict[str, Any]) -> Struct:
-    """A struct for `fields` at `version`: the given values, zero-like defaults for the rest."""
-    names, out = [], []
-    for f in fields:
-        if version not in f.versions or version in f.tagged:
-            continue
-        value = values.get(f.name)
-        if f.is_struct:
-            if f.array:
-                value = [filled(f.fields, version, item) for item in (value or ())]
-            else:
-                value = filled(f.fields, version, value or {})
-        elif value is None and f.name not in values:
-            value = [] if f.array else DEFAULTS.get(f.type, 0)
-        names.append(f.name)
-        out.append(value)
-    return Struct(tuple(names), out)
-
-
-def body(api_key: int, version: int, direction: str, values: dict[str, Any]) -> bytes:
-    api = APIS[api_key]
-    definition = api.request(version) if direction == "request" else api.response(version)
-    assert definition is not None
-    flexible = version in definition.flexible
-    return Encoder().encode(definition.fields, version, flexible, filled(definition.fields, version, values))
-
-
 def batches(rng: random.Random, codecs: list[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
     out = []
     for i, codec in zip(range(count), itertools.cycle(codecs)):
@@ -77,23 +46,23 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
     correlation, offset = 1, 0
     while True:
         parts = batches(rng, args.codecs, args.partitions, args.records, args.value_size, offset)
-        produce = body(PRODUCE, args.produce, "request", {
+        produce = encode_body(PRODUCE, args.produce, "request", {
             "Acks": -1, "TimeoutMs": 30000,
             "TopicData": [{"Name": "bench", "PartitionData": [{"Index": p, "Records": b} for p, b in enumerate(parts)]}],
         })
         flexible = is_flexible(PRODUCE, args.produce)
         yield conv.send(CLIENT, request(PRODUCE, args.produce, correlation, produce, client_id="bench"), args.mss)
-        answer = body(PRODUCE, args.produce, "response", {
+        answer = encode_body(PRODUCE, args.produce, "response", {
             "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
         })
         yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
         correlation += 1
-        fetch = body(FETCH, args.fetch, "request", {
+        fetch = encode_body(FETCH, args.fetch, "request", {
             "ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 52428800,
             "Topics": [{"Topic": "bench", "Partitions": [{"Partition": p, "FetchOffset": offset} for p in range(len(parts))]}],
         })
         yield conv.send(CLIENT, request(FETCH, args.fetch, correlation, fetch, client_id="bench"), args.mss)
-        answer = body(FETCH, args.fetch, "response", {
+        answer = encode_body(FETCH, args.fetch, "response", {
             "Responses": [{"Topic": "bench", "Partitions": [
                 {"PartitionIndex": p, "HighWatermark": offset + args.records, "Records": b} for p, b in enumerate(parts)
             ]}],

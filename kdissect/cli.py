@@ -30,6 +30,7 @@ app = typer.Typer(
 )
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
 
 
 def _version(value: bool) -> None:
@@ -120,10 +121,10 @@ def show(
 
     options = make_options(port, False, no_reorder, max_frame_size, show_secrets, spans=hexdump)
     wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
-    ids, correlations, packets = set(exchange or ()), set(correlation_id or ()), set(frame or ())
-    if not (ids or correlations or packets or wanted.active):
+    ids, correlations, packet_numbers = set(exchange or ()), set(correlation_id or ()), set(frame or ())
+    if not (ids or correlations or packet_numbers or wanted.active):
         raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, or a filter such as --api")
-    last = max(ids) if ids and not (correlations or packets) else None
+    last = max(ids) if ids and not (correlations or packet_numbers) else None
     found = 0
     with open_source(capture) as source, open_output(output) as stream:
         if json_out:
@@ -140,8 +141,8 @@ def show(
         for event in make_dissector(options).run(packets(source, quiet)):
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
-            if (ids or correlations or packets) and not (
-                event.id in ids or event.correlation_id in correlations or _spans_packet(event, packets)
+            if (ids or correlations or packet_numbers) and not (
+                event.id in ids or event.correlation_id in correlations or _spans_packet(event, packet_numbers)
             ):
                 continue
             emit(event)
@@ -237,7 +238,10 @@ def main(argv: list[str] | None = None) -> None:
         if hasattr(exc, "exit_code") and not hasattr(exc, "format_message"):
             _exit(exc.exit_code)
         if not hasattr(exc, "format_message"):
-            raise
+            if os.environ.get("KDISSECT_DEBUG"):
+                raise
+            print(f"kdissect: internal error: {type(exc).__name__}: {exc} (please report it; KDISSECT_DEBUG=1 shows the traceback)", file=sys.stderr)
+            _exit(EXIT_INTERNAL)
         context = getattr(exc, "ctx", None)
         path = getattr(context, "command_path", "kdissect") or "kdissect"
         hint = f" (see '{path} --help')" if type(exc).__name__ != "ClickException" else ""

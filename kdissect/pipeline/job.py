@@ -106,7 +106,8 @@ def name_topics(spark, output, kind: str):
     from pyspark.sql import functions as F
 
     table = output.where(F.col("kind") == kind).select(f"{kind}.*", "date", "api")
-    names = {r["topic_id"]: r["name"] for r in output.where(F.col("kind") == "topic").select("topic.*").distinct().collect()}
+    # a few rows per task: deduplicated here rather than by a shuffle
+    names = {r["topic_id"]: r["name"] for r in output.where(F.col("kind") == "topic").select("topic.*").collect()}
     if kind == "exchange":
         if names:
             lookup = F.create_map(*[F.lit(x) for pair in sorted(names.items()) for x in pair])
@@ -177,6 +178,7 @@ def run(
     config = {"paths": {str(k): v for k, v in paths.items()}, "ports": sorted(ports), **(options or {})}
     parallelism = spark.sparkContext.defaultParallelism
     partitions = partitions or max(parallelism * 2, min(len(ranges), parallelism * 8))
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))  # Spark's 200 is slow for small jobs
     output = dissect(spark, ranges, config, partitions).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         progress(f"dissecting {len(ranges)} ranges on {partitions} partitions")

@@ -118,8 +118,6 @@ def start(master: str | None = "local[*]", extra: dict[str, str] | None = None):
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.python.worker.reuse", "true")
-        # each task writes its rows' (date, api) partitions with open writers, without first sorting them
-        .config("spark.sql.maxConcurrentOutputFileWriters", "128")
     )
     builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_logging()}")
     if master is not None and is_local(master):

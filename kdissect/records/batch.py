@@ -197,7 +197,7 @@ def decode_v2_records(
             if n < 0:
                 key = None
             else:
-                key = buf[p : p + n]
+                key = buf[p : p + n if p + n <= rend else rend]  # a length past the record copies no more than it
                 p += n
             b = buf[p]
             if b < 0x80:
@@ -212,7 +212,7 @@ def decode_v2_records(
             if n < 0:
                 value = None
             else:
-                value = buf[p : p + n]
+                value = buf[p : p + n if p + n <= rend else rend]
                 p += n
             b = buf[p]
             if b == 0:
@@ -283,7 +283,7 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]
             n, p = read_varint(buf, p)
         if n < 0:
             return tuple(headers), rend, ("record.bad-header-key", "error", f"header key length {n}")
-        raw = buf[p : p + n]
+        raw = buf[p : p + n if p + n <= rend else rend]
         p += n
         try:
             key = raw.decode()
@@ -303,7 +303,7 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]
         if n < 0:
             value = None
         else:
-            value = buf[p : p + n]
+            value = buf[p : p + n if p + n <= rend else rend]
             p += n
         headers.append((key, value))
     return tuple(headers), p, problem

@@ -242,9 +242,10 @@ class DetailView:
         masked: set[int] = set()
         body = message.body if isinstance(message.body, Body) else None
         if body is not None and body.fields is not None:
-            for name, value in body.fields.items():
-                span = body.fields.span(name)
-                if isinstance(value, Redacted) and span:
+            for span in _secret_spans(body.fields):
+                if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
+                    masked.update(range(message.header.length if message.header else 0, len(data)))
+                else:
                     masked.update(range(*span))
         lines = [Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold")]
         for at in range(0, len(data), 16):
@@ -252,3 +253,18 @@ class DetailView:
             chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, min(at + 16, len(data)))]
             lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
         return Group(*lines)
+
+
+def _secret_spans(struct: Struct) -> list[tuple[int, int] | None]:
+    """Where each redacted value lies in the frame (None where spans were not recorded)."""
+    out: list[tuple[int, int] | None] = []
+    for name, value in struct.items():
+        if isinstance(value, Redacted):
+            out.append(struct.span(name))
+        elif isinstance(value, Struct):
+            out += _secret_spans(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, Struct):
+                    out += _secret_spans(item)
+    return out

@@ -64,6 +64,8 @@ def value_json(value: Any) -> Any:
         return encode_bytes(value)
     if isinstance(value, list):
         return [value_json(v) for v in value]
+    if isinstance(value, dict):
+        return {key: value_json(v) for key, v in value.items()}
     if isinstance(value, Struct):
         return struct_json(value)
     if isinstance(value, RecordSet):

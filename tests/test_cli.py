@@ -1,0 +1,141 @@
+"""The `kdissect` command as users run it: output, exit codes, and one clear line for every mistake."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURE = ROOT / "captures" / "consumer-group-kafka-python.pcap"
+PRODUCE = ROOT / "captures" / "produce-codecs-confluent.pcap"
+
+
+def kdissect(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from kdissect.cli import main; main(sys.argv[1:])", *map(str, args)],
+        capture_output=True, input=stdin, timeout=300, check=False,
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2, done
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kdissect: error: "), lines
+    assert b"Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["", "read", "show", "stats", "live", "schema", "spark"])
+def test_help_explains_every_command(command):
+    done = kdissect(*([command] if command else []), "--help")
+    assert done.returncode == 0
+    text = done.stdout.decode()
+    assert "Usage: kdissect" in text and "--help" in text
+
+
+@pytest.mark.parametrize("args,says", [
+    (("read", "no-such-file.pcap"), "no such file"),
+    (("read", str(ROOT / "README.md")), "not a pcap or pcapng capture"),
+    (("read", str(ROOT / "captures")), "is a directory"),
+    (("read", str(CAPTURE), "--bogus"), "No such option: --bogus"),
+    (("read",), "Missing argument"),
+    (("read", str(CAPTURE), "--api", "Nope"), "unknown API 'Nope'"),
+    (("read", str(CAPTURE), "--version", "x-y"), "bad version"),
+    (("read", str(CAPTURE), "--min-latency", "-1"), "--min-latency"),
+    (("show", str(CAPTURE)), "say which exchanges to show"),
+    (("show", str(CAPTURE), "-e", "99999"), "no exchange in the capture matches"),
+    (("bogus",), "No such command 'bogus'"),
+    (("schema", "--source", "Fetch:99"), "give API[:VERSION"),
+])
+def test_mistakes_end_in_one_line_and_status_2(args, says):
+    assert says in one_error_line(kdissect(*args))
+
+
+def test_empty_and_truncated_captures(tmp_path):
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    assert "empty" in one_error_line(kdissect("read", empty))
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(CAPTURE.read_bytes()[:20000])
+    done = kdissect("read", cut)
+    assert done.returncode == 0 and b"pcap.truncated" in done.stdout
+
+
+def test_read_text_shows_exchanges_flows_and_errors():
+    done = kdissect("read", CAPTURE)
+    assert done.returncode == 0 and not done.stderr
+    text = done.stdout.decode()
+    assert "JoinGroup v7" in text and "MEMBER_ID_REQUIRED" in text
+    assert "Flows" in text and "Errors" in text and "REBALANCE_IN_PROGRESS (27)" in text
+    assert "\x1b[" not in text  # no control codes when not a terminal
+
+
+def test_read_json_streams_one_object_per_exchange_and_filters_apply():
+    every = [json.loads(line) for line in kdissect("read", CAPTURE, "--json").stdout.splitlines()]
+    assert [e["id"] for e in every] == list(range(1, len(every) + 1))
+    joins = [json.loads(line) for line in kdissect("read", CAPTURE, "--json", "--api", "JoinGroup,14").stdout.splitlines()]
+    assert joins and {e["api_name"] for e in joins} == {"JoinGroup", "SyncGroup"}
+    assert joins == [e for e in every if e["api_key"] in (11, 14)]
+    errors = [json.loads(line) for line in kdissect("read", CAPTURE, "--json", "--errors").stdout.splitlines()]
+    assert errors and all(e["errors"] for e in errors)
+    slow = [json.loads(line) for line in kdissect("read", CAPTURE, "--json", "--min-latency", "1000").stdout.splitlines()]
+    assert slow and all(e["latency_ms"] >= 1000 for e in slow)
+    topic = [json.loads(line) for line in kdissect("read", PRODUCE, "--json", "--topic", "codecs", "--version", "10").stdout.splitlines()]
+    assert topic and all("codecs" in e["topics"] and e["api_version"] == 10 for e in topic)
+
+
+def test_all_events_adds_connections(tmp_path):
+    out = tmp_path / "out.ndjson"
+    assert kdissect("read", CAPTURE, "--json", "--all-events", "-o", out).returncode == 0
+    kinds = {json.loads(line)["type"] for line in out.read_text().splitlines()}
+    assert kinds == {"exchange", "connection"}
+
+
+def test_compressed_capture_reads_like_the_plain_one(tmp_path):
+    packed = tmp_path / "capture.pcap.gz"
+    packed.write_bytes(gzip.compress(CAPTURE.read_bytes()))
+    assert kdissect("read", packed, "--json").stdout == kdissect("read", CAPTURE, "--json").stdout
+
+
+def test_a_closed_pipe_ends_quietly():
+    for args in (("read", PRODUCE), ("read", PRODUCE, "--json")):
+        process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from kdissect.cli import main; main(sys.argv[1:])", *map(str, args)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        process.stdout.readline()
+        process.stdout.close()
+        assert process.wait(timeout=120) == 0
+        assert process.stderr.read() == b""
+
+
+def test_show_selects_by_exchange_correlation_id_and_packet():
+    by_id = kdissect("show", CAPTURE, "-e", "17").stdout.decode()
+    assert by_id.startswith("Exchange 17  JoinGroup v7") and "Metadata (read by kdissect)" in by_id
+    by_frame = kdissect("show", CAPTURE, "--frame", "78").stdout.decode()
+    assert by_frame.startswith("Exchange 17 ")
+    by_correlation = kdissect("show", CAPTURE, "-c", "3", "--connection", "7").stdout.decode()
+    assert "Exchange 17 " in by_correlation
+    hexed = kdissect("show", CAPTURE, "-e", "17", "--hex").stdout.decode()
+    assert "@26-39 [0d 6b 64 72" in hexed and "Request frame bytes" in hexed
+
+
+def test_stats_json_has_every_table():
+    tables = {json.loads(line)["table"]: json.loads(line)["rows"] for line in kdissect("stats", CAPTURE, "--json").stdout.splitlines()}
+    assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances"}
+    assert [g["group"] for g in tables["groups"]] == ["kdrig-kgroup"]
+    assert [r["generation"] for r in tables["rebalances"]] == [0, 1, 2]
+
+
+def test_schema_lists_every_api_key():
+    rows = [json.loads(line) for line in kdissect("schema", "--json").stdout.splitlines()]
+    assert len(rows) == 95 and sum(r["max_version"] - r["min_version"] + 1 for r in rows) >= 368
+    assert rows[0] == {**rows[0], "name": "Produce", "versions": "0-13", "flexible_from": 9}
+    source = kdissect("schema", "--source", "Fetch:13:response").stdout.decode()
+    assert source.startswith("def _s") and "_records(buf, pos, e)" in source
+    compile(source, "generated", "exec")

@@ -1,0 +1,84 @@
+"""Snapshots of every terminal view on real captures, recorded with rich's recording console.
+
+A view that changes on purpose is re-recorded with `python tests/test_views.py`; the diff then shows the change.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kdissect.capture import open_capture  # noqa: E402
+from kdissect.dissect import Options, make_dissector  # noqa: E402
+from kdissect.kafka.exchange import Exchange  # noqa: E402
+from kdissect.views.detail import DetailView  # noqa: E402
+from kdissect.views.filters import make_filter  # noqa: E402
+from kdissect.views.sink import EventSink  # noqa: E402
+from kdissect.views.stats import Stats, print_stats  # noqa: E402
+from kdissect.views.terminal import ReadView  # noqa: E402
+
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+
+
+def console() -> Console:
+    return Console(record=True, width=160, color_system=None, file=open("/dev/null", "w"), soft_wrap=True)
+
+
+def read_view(capture: str, **filters) -> str:
+    out = console()
+    with open_capture(ROOT / capture) as source:
+        dissector = make_dissector(Options())
+        view = ReadView(out)
+        view.title(capture, source.format, source.compression)
+        sink = EventSink(make_filter(**filters), view=view)
+        for event in dissector.run(source.packets()):
+            sink.add(event)
+        view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
+    return out.export_text()
+
+
+def show_view(capture: str, exchange: int, hexdump: bool) -> str:
+    out = console()
+    with open_capture(ROOT / capture) as source:
+        for event in make_dissector(Options(spans=hexdump)).run(source.packets()):
+            if isinstance(event, Exchange) and event.id == exchange:
+                out.print(DetailView(hexdump).render(event))
+    return out.export_text()
+
+
+def stats_view(capture: str) -> str:
+    out = console()
+    stats = Stats()
+    with open_capture(ROOT / capture) as source:
+        for event in make_dissector(Options()).run(source.packets()):
+            if isinstance(event, Exchange):
+                stats.add(event)
+    print_stats(stats, out)
+    return out.export_text()
+
+
+VIEWS = {
+    "read-consumer-group": lambda: read_view("captures/consumer-group-confluent.pcap"),
+    "read-admin-errors-only": lambda: read_view("captures/admin-kafka-python.pcap", errors=True),
+    "show-produce-batches": lambda: show_view("captures/produce-codecs-kafka-python.pcap", 15, hexdump=False),
+    "show-join-group-hex": lambda: show_view("captures/consumer-group-kafka-python.pcap", 17, hexdump=True),
+    "show-transaction-markers": lambda: show_view("captures/produce-transactions.pcap", 41, hexdump=False),
+    "stats-consumer-group": lambda: stats_view("captures/consumer-group-kafka-python.pcap"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_view_matches_its_snapshot(name):
+    assert VIEWS[name]() == (SNAPSHOTS / f"{name}.txt").read_text()
+
+
+if __name__ == "__main__":
+    SNAPSHOTS.mkdir(exist_ok=True)
+    for name, make in VIEWS.items():
+        (SNAPSHOTS / f"{name}.txt").write_text(make())
