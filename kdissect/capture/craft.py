@@ -25,6 +25,7 @@ from kdissect.capture.linklayer import (
     LINKTYPE_RAW,
 )
 from kdissect.capture.packet import Packet
+from kdissect.decode.encode import uvarint
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
 from kdissect.schema import request_header_version
 
@@ -325,15 +326,6 @@ class Conversation:
 
 
 # -- Kafka ----------------------------------------------------------------------------------------------------------
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def tagged_fields(fields: Sequence[tuple[int, bytes]]) -> bytes:

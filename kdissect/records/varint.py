@@ -18,11 +18,12 @@ class VarintError(ValueError):
         self.offset = offset
 
 
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag int32 at `pos`: (value, position after it)."""
+def read_zigzag(buf: bytes, pos: int, max_bytes: int, bits: int) -> tuple[int, int]:
+    """Zigzag value of a `bits`-bit type, at most `max_bytes` bytes, at `pos`: (value, position after it)."""
     start = pos
     value = 0
     shift = 0
+    limit = 7 * (max_bytes - 1)
     while True:
         b = buf[pos]
         pos += 1
@@ -30,28 +31,20 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             break
         shift += 7
-        if shift > 28:
-            raise VarintError(start, 5)
-    value &= 0xFFFFFFFF
+        if shift > limit:
+            raise VarintError(start, max_bytes)
+    value &= (1 << bits) - 1
     return (value >> 1) ^ -(value & 1), pos
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Zigzag int32 at `pos` (at most 5 bytes)."""
+    return read_zigzag(buf, pos, 5, 32)
 
 
 def read_varlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag int64 at `pos`: (value, position after it)."""
-    start = pos
-    value = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise VarintError(start, 10)
-    value &= 0xFFFFFFFFFFFFFFFF
-    return (value >> 1) ^ -(value & 1), pos
+    """Zigzag int64 at `pos` (at most 10 bytes)."""
+    return read_zigzag(buf, pos, 10, 64)
 
 
 def encode_varint(value: int) -> bytes:
