@@ -217,9 +217,11 @@ def schema(
         print_schema(json_out)
 
 
-from kdissect.commands.live import run_live  # noqa: E402  (a command in its own module, registered here)
+from kdissect.commands.live import run_live  # noqa: E402  (commands in their own modules, registered here)
+from kdissect.commands.spark import spark  # noqa: E402
 
 app.command("live")(run_live)
+app.command("spark")(spark)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kdissect.dissector import DEFAULT_PORTS, Dissector
 from kdissect.limits import DEFAULT_LIMITS, Limits
+
+
+MAKE = object()
+"""`make_dissector`'s default: make the decoder the options ask for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,10 +25,17 @@ class Options:
     """Record every field's byte span (for the hex view); costs decoding time."""
 
 
-def make_dissector(options: Options) -> Dissector:
-    decoder = None
-    if options.decode:
-        from kdissect.decode.decoder import Decoder
+def make_decoder(options: Options):
+    """The body decoder the options ask for, or None. Its compiled decoders are kept: share it to reuse them."""
+    if not options.decode:
+        return None
+    from kdissect.decode.decoder import Decoder
 
-        decoder = Decoder(options.limits, spans=options.spans, show_secrets=options.show_secrets)
+    return Decoder(options.limits, spans=options.spans, show_secrets=options.show_secrets)
+
+
+def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
+    """A dissector for the options; pass a decoder (from `make_decoder`) to share one across dissectors."""
+    if decoder is MAKE:
+        decoder = make_decoder(options)
     return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder)

@@ -32,7 +32,7 @@ from kdissect.pipeline import flows, rows, splits, sync  # noqa: E402
 from kdissect.pipeline.core import CoreStage  # noqa: E402
 from kdissect.pipeline.inputs import InputError, expand  # noqa: E402
 from kdissect.pipeline.reader import read_split  # noqa: E402
-from kdissect.pipeline.source import to_batch  # noqa: E402
+from kdissect.pipeline.tables import input_batch as to_batch  # noqa: E402
 from kdissect.views.json_lines import decode_bytes, exchange_json  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -392,6 +392,19 @@ def test_truncated_and_compressed_captures_read_whole_and_report_like_the_cli(tm
     assert_same_as_cli(out, [str(cut), str(packed)])
 
 
+def test_oddities_counted_in_every_range_add_up_to_the_cli_count(tmp_path):
+    path = next(p for p in PROJECT if "many-records" in p)
+    with open_capture(path) as capture:
+        packets = [p._replace(orig_len=len(p.data) - 1) for p in capture.packets()]
+    odd = tmp_path / "odd.pcap"
+    with open(odd, "wb") as f:
+        PcapWriter(f, packets[0].linktype).write_all(packets)
+    out, settled = simulate([str(odd)], split_size=8192)
+    assert len(settled) > 10
+    assert_same_as_cli(out, [str(odd)])
+    assert any(d["code"] == "pcap.caplen-exceeds-origlen" and f"({len(packets)} times" in d["message"] for d in out["diagnostic"])
+
+
 def test_inputs_are_globs_directories_and_files(tmp_path):
     (tmp_path / "sub").mkdir()
     for name in ("a.pcap", "sub/b.pcap", "notes.txt"):
@@ -453,9 +466,27 @@ def test_missing_java_is_named_with_the_fix(monkeypatch, tmp_path):
         check_java()
 
 
+def test_missing_pyspark_is_named_with_the_fix(monkeypatch):
+    import sys
+
+    from kdissect.pipeline.session import SparkUnavailable, check_pyspark
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    with pytest.raises(SparkUnavailable, match=r"pip install 'kdissect\[spark\]'"):
+        check_pyspark()
+
+
+def test_a_bad_format_fails_before_spark_starts(tmp_path):
+    from kdissect.cli import UserError
+    from kdissect.commands.spark import run_spark
+
+    with pytest.raises(UserError, match="--format csv"):
+        run_spark([PROJECT[0]], str(tmp_path / "out"), "local[1]", "csv", frozenset({9092}), True)
+
+
 def test_missing_inputs_fail_before_spark_starts(tmp_path):
     from kdissect.cli import UserError
-    from kdissect.pipeline.command import run_spark
+    from kdissect.commands.spark import run_spark
 
     with pytest.raises(UserError, match="no such file"):
         run_spark([str(tmp_path / "nothing.pcap")], str(tmp_path / "out"), "local[1]", "parquet", frozenset({9092}), True)

@@ -88,8 +88,36 @@ def merge_oddities(blobs: list[bytes]) -> Oddities:
     return odd
 
 
+class Bounded:
+    """A file that ends at `stop`: a range's reader meets the end of its data there and finishes as it would
+    at the end of a file (its end-of-file tallies included), instead of being abandoned mid-loop."""
+
+    def __init__(self, raw: BinaryIO, stop: int) -> None:
+        self._raw = raw
+        self._stop = stop
+
+    def read(self, size: int = -1) -> bytes:
+        left = self._stop - self._raw.tell()
+        if left <= 0:
+            return b""
+        return self._raw.read(left if size is None or size < 0 else min(size, left))
+
+    read1 = read
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def close(self) -> None:
+        self._raw.close()
+
+
 def _packets(split: Split, raw: BinaryIO, name: str) -> tuple[Iterator, Callable[[], Oddities]]:
     """The range's packets and, once they are read, what was odd."""
+    if split.stop is not None:
+        raw = Bounded(raw, split.stop)  # type: ignore[assignment]
     if split.whole or split.ordinal == 0:
         capture = CaptureFile(raw, name)
         return capture.packets(), lambda: capture._odd

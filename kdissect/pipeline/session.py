@@ -115,13 +115,15 @@ def start(master: str | None = "local[*]", extra: dict[str, str] | None = None):
     builder = (
         builder.appName("kdissect")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "256")
+        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))  # rows are packet blobs
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.python.worker.reuse", "true")
     )
     builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_logging()}")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")  # the command prints its own progress
     if master is not None and is_local(master):
-        builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        builder = builder.config("spark.ui.enabled", "false")
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -16,6 +16,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from kdissect.pipeline import tables
+from kdissect.pipeline.tables import input_batch as to_batch
 from kdissect.pipeline.reader import Row, read_split
 from kdissect.pipeline.splits import Split
 
@@ -71,9 +72,3 @@ class CaptureReader(DataSourceReader):
         if held:
             yield to_batch(held)
 
-
-def to_batch(rows: list[Row]) -> pa.RecordBatch:
-    columns = list(zip(*rows))
-    return pa.RecordBatch.from_arrays(
-        [pa.array(list(values), type=f.type) for values, f in zip(columns, tables.INPUT)], schema=tables.INPUT
-    )

@@ -33,8 +33,9 @@ COMPRESSED = (GZIP_MAGIC, ZSTD_MAGIC, LZ4_MAGIC)
 DEFAULT_SPLIT = 64 << 20
 HEAD = 1 << 16
 """Bytes the probe reads from each file."""
-LOOKAHEAD = 1 << 20
-"""Bytes past a range's end a task reads at first to find its last record's end and the next chain."""
+LOOKAHEAD = 2 << 20
+"""Bytes past a range's end a task reads to tell a chain that starts just before the end: four records of
+tcpdump's largest snapshot length fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,25 +151,17 @@ def index_range(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
     return _index_pcapng(info, split, raw)
 
 
-def _find(window: _Window, split: Split, finder: Callable[[bytes, int, bool], int | None]) -> int | None:
-    """The first record offset in [split.start, split.end), widening the window until a chain can be told."""
-    reach = split.end + LOOKAHEAD
-    while True:
-        window.load(reach)
-        view = memoryview(window.buf)
-        found = finder(view, 0, window.eof)
+def _find(window: _Window, split: Split, finder: Callable[..., int | None]) -> int | None:
+    """The first record offset in [split.start, split.end): a chain that starts before the end may run up to
+    LOOKAHEAD past it. None when no record starts inside the range (or a chain cannot be told from what is
+    there: the previous range's walk then does not line up with the next, and the file is read whole)."""
+    window.load(split.end + LOOKAHEAD)
+    view = memoryview(window.buf)
+    try:
+        found = finder(view, 0, window.eof, limit=split.end - window.base)
+    finally:
         view.release()
-        if found is not None or window.eof or window.base + len(window.buf) >= split.end + MAX_RECORD:
-            break
-        if found is None and window.base + len(window.buf) >= reach:
-            # no chain could be told inside what is loaded: load more (a huge record at the end of the range)
-            reach += LOOKAHEAD * 4
-            continue
-        break
-    if found is None:
-        return None
-    found += window.base
-    return found if found < split.end else None
+    return None if found is None else found + window.base
 
 
 def _index_pcap(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
@@ -178,7 +171,7 @@ def _index_pcap(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
     if split.ordinal == 0:
         first: int | None = 24
     else:
-        first = _find(window, split, lambda buf, start, eof: sync.find_pcap_sync(rules, buf, start, eof))
+        first = _find(window, split, lambda buf, start, eof, limit: sync.find_pcap_sync(rules, buf, start, eof, limit=limit))
     if first is None:
         return RangeIndex(None)
     unpack = struct.Struct(rules.order + "II").unpack_from
@@ -214,7 +207,7 @@ def _index_pcapng(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
     if split.ordinal == 0:
         first: int | None = 0
     else:
-        first = _find(window, split, lambda buf, start, eof: sync.find_pcapng_sync(order, buf, start, window.base, eof))
+        first = _find(window, split, lambda buf, start, eof, limit: sync.find_pcapng_sync(order, buf, start, window.base, eof, limit=limit))
     if first is None:
         return RangeIndex(None)
     if split.ordinal:

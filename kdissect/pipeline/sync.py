@@ -86,12 +86,16 @@ def pcap_chain(rules: PcapRules, buf: bytes | memoryview, pos: int, eof: bool, n
     return True
 
 
-def find_pcap_sync(rules: PcapRules, buf: bytes | memoryview, start: int, eof: bool, need: int = CHAIN) -> int | None:
-    """The first offset >= `start` in `buf` where a record chain starts; None if `buf` holds none (or ends first)."""
+def find_pcap_sync(
+    rules: PcapRules, buf: bytes | memoryview, start: int, eof: bool, need: int = CHAIN, limit: int | None = None
+) -> int | None:
+    """The first offset in [start, limit) of `buf` where a record chain starts; None if there is none, or if
+    `buf` ends before one can be told."""
     frac_limit = rules.frac_limit
     order = "little" if rules.order == "<" else "big"
     size = len(buf)
-    for pos in range(start, size - PCAP_HEADER + 1 if not eof else size):
+    end = size - PCAP_HEADER + 1 if not eof else size
+    for pos in range(start, end if limit is None else min(end, limit)):
         # the cheap test first: the sub-second field rules out almost every wrong offset
         if pos + PCAP_HEADER <= size and int.from_bytes(buf[pos + 4 : pos + 8], order) >= frac_limit:
             continue
@@ -156,13 +160,15 @@ def pcapng_chain(order: str, buf: bytes | memoryview, pos: int, eof: bool, need:
     return True
 
 
-def find_pcapng_sync(order: str, buf: bytes | memoryview, start: int, base: int, eof: bool, need: int = CHAIN) -> int | None:
+def find_pcapng_sync(
+    order: str, buf: bytes | memoryview, start: int, base: int, eof: bool, need: int = CHAIN, limit: int | None = None
+) -> int | None:
     """The first 4-aligned offset >= `start` where a block chain starts, in `order` or the other byte order;
     `base` is buf[0]'s file offset (blocks sit at file offsets that are multiples of 4)."""
     pos = start + (-(base + start) % 4)
     size = len(buf)
     orders = (order, ">" if order == "<" else "<")
-    while pos + 12 <= size or (eof and pos < size):
+    while (pos + 12 <= size or (eof and pos < size)) and (limit is None or pos < limit):
         undecided = False
         for each in orders:  # a later section may be in the other byte order
             found = pcapng_chain(each, buf, pos, eof, need)

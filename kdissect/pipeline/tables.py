@@ -163,3 +163,9 @@ def batch(kind: str, rows: list[dict], partitions: tuple[list, list]) -> pa.Reco
             arrays.append(pa.nulls(size, type=struct_type))
     head = [pa.array([kind] * size, pa.string()), pa.array(partitions[0], pa.string()), pa.array(partitions[1], pa.string())]
     return pa.RecordBatch.from_arrays(head + arrays, schema=CORE_OUTPUT)
+
+
+def input_batch(rows: list) -> pa.RecordBatch:
+    """Input rows (reader.Row tuples, in INPUT's column order) as one Arrow batch."""
+    columns = list(zip(*rows))
+    return pa.RecordBatch.from_arrays([pa.array(list(values), type=f.type) for values, f in zip(columns, INPUT)], schema=INPUT)

@@ -1,11 +1,30 @@
-"""`kdissect spark`: the command body, called by cli.py with the parsed options."""
+"""`kdissect spark`: capture sets into tables on Spark; cli.py registers `spark` as the command."""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Annotated
 
+import typer
+
+from kdissect.commands.options import PortOpt, QuietOpt, UserError
 from kdissect.pipeline.splits import DEFAULT_SPLIT
+
+
+def spark(
+    captures: Annotated[list[str], typer.Argument(help="Captures: files, globs, directories, or URIs Spark can list (hdfs://, s3a://, ...).", show_default=False)],
+    out: Annotated[str, typer.Option("--out", help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.", show_default=False)],
+    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")] = "local[*]",
+    fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
+    port: PortOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
+    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
+    from kdissect.dissector import DEFAULT_PORTS
+
+    run_spark(captures, out, master, fmt, frozenset(port) if port else DEFAULT_PORTS, quiet)
 
 
 def run_spark(
@@ -18,9 +37,8 @@ def run_spark(
     split_size: int = DEFAULT_SPLIT,
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
-    from kdissect.cli import UserError
     from kdissect.pipeline.inputs import InputError, expand, is_uri
-    from kdissect.pipeline.job import JobError, run
+    from kdissect.pipeline.job import FORMATS, JobError, run
     from kdissect.pipeline.session import SparkUnavailable, start
     from kdissect.views.console import make_console
 
@@ -33,6 +51,8 @@ def run_spark(
 
     if not captures:
         raise UserError("name at least one capture, glob or directory")
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
     files = None
     if not any(is_uri(c) for c in captures):
         try:
