@@ -524,7 +524,9 @@ def test_spark_tables_hold_exactly_what_the_cli_finds(spark, tmp_path):
     records = pd.read_parquet(os.path.join(out, "records"))
     assert records["value"].map(lambda v: v is None or isinstance(v, bytes)).all()
     diagnostics = pd.read_parquet(os.path.join(out, "diagnostics"))
-    assert set(diagnostics["api"]) >= {"none"} and len(diagnostics) == len(got["diagnostic"])
+    assert len(diagnostics) == len(got["diagnostic"])
+    if PUBLIC:  # their file-level oddities have no API: the "none" partition must read back too
+        assert "none" in set(diagnostics["api"])
     # the output directory is never overwritten
     from kdissect.pipeline.job import JobError
 
