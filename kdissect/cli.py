@@ -14,7 +14,7 @@ import typer
 
 from kdissect import __version__
 from kdissect.commands.options import (
-    DEFAULT_MAX_FRAME, ApiOpt, CaptureArg, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, MaxFrameOpt,
+    ApiOpt, CaptureArg, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, LimitOpt,
     MinLatencyOpt, NoDecodeOpt, NoReorderOpt, OutputOpt, PipeClosed, PortOpt, QuietOpt, SecretsOpt, TopicOpt,
     UserError, VersionOpt, make_filter, make_options, open_output, open_source, packets,
 )
@@ -63,7 +63,7 @@ def read(
     all_events: Annotated[bool, typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.")] = False,
     headers_only: NoDecodeOpt = False,
     no_reorder: NoReorderOpt = False,
-    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    limit: LimitOpt = None,
     show_secrets: SecretsOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -71,7 +71,7 @@ def read(
     from kdissect.dissect import make_dissector
     from kdissect.views.sink import EventSink
 
-    options = make_options(port, headers_only, no_reorder, max_frame_size, show_secrets)
+    options = make_options(port, headers_only, no_reorder, limit, show_secrets)
     wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
     with open_source(capture) as source, open_output(output) as stream:
         dissector = make_dissector(options)
@@ -111,7 +111,7 @@ def show(
     connection: ConnectionOpt = None,
     min_latency: MinLatencyOpt = None,
     no_reorder: NoReorderOpt = False,
-    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    limit: LimitOpt = None,
     show_secrets: SecretsOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -119,7 +119,7 @@ def show(
     from kdissect.dissect import make_dissector
     from kdissect.kafka.exchange import Exchange
 
-    options = make_options(port, False, no_reorder, max_frame_size, show_secrets, spans=hexdump)
+    options = make_options(port, False, no_reorder, limit, show_secrets, spans=hexdump)
     wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
     ids, correlations, packet_numbers = set(exchange or ()), set(correlation_id or ()), set(frame or ())
     if not (ids or correlations or packet_numbers or wanted.active):
@@ -175,7 +175,7 @@ def stats(
     connection: ConnectionOpt = None,
     min_latency: MinLatencyOpt = None,
     no_reorder: NoReorderOpt = False,
-    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    limit: LimitOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
@@ -184,7 +184,7 @@ def stats(
     from kdissect.kafka.exchange import Exchange
     from kdissect.views.stats import Stats, print_stats
 
-    options = make_options(port, False, no_reorder, max_frame_size, False)
+    options = make_options(port, False, no_reorder, limit, False)
     wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
     totals = Stats()
     with open_source(capture) as source, open_output(output) as stream:

@@ -25,6 +25,8 @@ from kdissect.net.tcp import ACK, SYN
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
 """When the connection table is full, the least recently active eighth goes at once, so eviction stays rare."""
+HELD_CHECKS = 16
+"""The global buffer bound is checked each time a sixteenth of it has been read from the capture."""
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ class Counters:
     ignored_connections: int = 0
     """Connections on other ports that never showed a Kafka request."""
     evicted_connections: int = 0
+    empty_connections: int = 0
+    """Connections on a Kafka port that carried no data (SYN floods, port scans, refused connects)."""
     exchanges: int = 0
     malformed_codes: dict[str, int] = field(default_factory=dict)
 
@@ -108,6 +112,8 @@ class Dissector:
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
         self.counters = self._shared.counters
+        self._held_check_every = max(64 << 10, limits.max_buffered_bytes // HELD_CHECKS)
+        self._next_held_check = self._held_check_every
 
     def feed(self, packet: Packet) -> list[Event]:
         """Take the next packet; return the events it completed (usually none)."""
@@ -117,6 +123,8 @@ class Dissector:
         if counters.first_ts is None:
             counters.first_ts = packet.ts
         counters.last_ts = packet.ts
+        if counters.bytes >= self._next_held_check:
+            self._bound_held(packet.ts)
         try:
             segment = self._segments.decode(packet)
         except Malformed as exc:
@@ -189,10 +197,44 @@ class Dissector:
             self._flows.pop((a[0], a[1], b[0], b[1]), None)
             self._flows.pop((b[0], b[1], a[0], a[1]), None)
 
+    def _bound_held(self, ts: int) -> None:
+        """Past `max_buffered_bytes` held in all, evict the connections holding the most until half of it is free.
+
+        Summing every connection's buffers costs a pass over the table, so it runs once per `HELD_CHECKS`th of the
+        bound read from the capture: no more than that can be held past the bound before it is noticed.
+        """
+        self._next_held_check = self.counters.bytes + self._held_check_every
+        limit = self._shared.limits.max_buffered_bytes
+        held = {c: c.buffered() for c, direction in self._flows.values() if direction == 0 and not c.closed}
+        total = sum(held.values())
+        if total <= limit:
+            return
+        for connection in sorted(held, key=held.__getitem__, reverse=True):
+            if total <= limit // 2:
+                break
+            total -= held[connection]
+            self._shared.emit(
+                Notice(
+                    Diagnostic(
+                        "limits.buffered-bytes",
+                        f"all connections held {total + held[connection]} bytes, past max_buffered_bytes ({limit}); "
+                        f"this one, holding {held[connection]}, was evicted",
+                        "warning",
+                    ),
+                    connection.info,
+                    ts,
+                    0,
+                )
+            )
+            self.counters.evicted_connections += 1
+            self._close(connection, "evicted", ts)
+
     def _close(self, connection: Connection, ended: str, ts: int) -> None:
         connection.close(ended, ts)  # type: ignore[arg-type]
         if connection.ignored:
             self.counters.ignored_connections += 1
+        elif connection.empty:
+            self.counters.empty_connections += 1
         else:
             self.counters.kafka_connections += 1
 

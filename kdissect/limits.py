@@ -16,12 +16,18 @@ class Limits:
     """A size prefix above this is a diagnostic on its stream, never an allocation."""
     max_stream_buffer: int = 16 * MiB
     """Out-of-order bytes held per stream direction while waiting for a hole to fill; past it, a gap."""
-    max_pending_frame: int = 128 * MiB
-    """Bytes of one frame held while its remaining segments arrive."""
     max_outstanding_requests: int = 4096
     """Requests per connection waiting for a response; the oldest is reported unanswered past it."""
+    max_outstanding_acks_zero: int = 64
+    """acks=0 Produce requests per connection kept in case the broker answers them anyway (tansu does); past it
+    the oldest is reported as expecting no response. Apache Kafka never answers them: without this bound a
+    producer's acks=0 requests would wait, bodies and all, until `max_outstanding_requests`."""
     max_connections: int = 65536
     """Concurrent connections tracked; the least recently active one is evicted past it."""
+    max_buffered_bytes: int = 1024 * MiB
+    """Bytes held across all connections: frames being assembled, segments waiting for holes, undecided probes.
+    Each of these is bounded per stream; this bounds their sum. Past it the connections holding the most are
+    evicted until half of it is free."""
     max_decompressed_batch: int = 64 * MiB
     """Decompressed bytes of one record batch (or legacy wrapper message); a bomb stops here."""
     max_decompressed_exchange: int = 512 * MiB

@@ -51,6 +51,8 @@ def test_help_explains_every_command(command):
     (("show", str(CAPTURE), "-e", "99999"), "no exchange in the capture matches"),
     (("bogus",), "No such command 'bogus'"),
     (("schema", "--source", "Fetch:99"), "give API[:VERSION"),
+    (("read", str(CAPTURE), "--limit", "no_such_bound=3"), "give NAME=VALUE"),
+    (("read", str(CAPTURE), "--limit", "max_frame_size=big"), "give NAME=VALUE"),
 ])
 def test_mistakes_end_in_one_line_and_status_2(args, says):
     assert says in one_error_line(kdissect(*args))
@@ -139,3 +141,11 @@ def test_schema_lists_every_api_key():
     source = kdissect("schema", "--source", "Fetch:13:response").stdout.decode()
     assert source.startswith("def _s") and "_records(buf, pos, e)" in source
     compile(source, "generated", "exec")
+
+
+def test_limits_are_configurable_from_the_command_line():
+    """A frame-size bound below the capture's frames turns them into diagnostics instead of exchanges."""
+    small = [json.loads(line) for line in kdissect("read", CAPTURE, "--json", "--all-events", "--limit", "max_frame_size=100").stdout.splitlines()]
+    notices = [o["diagnostic"]["code"] for o in small if o["type"] == "notice"]
+    assert "frame.bad-size" in notices
+    assert len([o for o in small if o["type"] == "exchange"]) < len(kdissect("read", CAPTURE, "--json").stdout.splitlines())

@@ -474,12 +474,12 @@ def test_rst_ends_the_connection() -> None:
 
 
 def test_refused_connection_ends_at_the_reset() -> None:
+    """It carried no data: counted at the reset, not told as a connection of its own."""
     conv = craft.Conversation()
     dissector = Dissector()
     assert dissector.feed(conv.segment(CLIENT, flags=SYN)) == []
-    evs = dissector.feed(conv.segment(SERVER, flags=RST | ACK, seq=0))
-    assert [e.ended for e in ends(evs)] == ["reset"]
-    assert ends(evs)[0].mid_stream is False
+    assert dissector.feed(conv.segment(SERVER, flags=RST | ACK, seq=0)) == []
+    assert (dissector.counters.empty_connections, dissector.counters.kafka_connections) == (1, 0)
 
 
 def test_four_tuple_reused_after_close() -> None:

@@ -47,7 +47,7 @@ def _interface(body: bytes, order: str) -> Interface:
         value = body[pos + 4 : pos + 4 + length]
         if code == OPT_END:
             break
-        if code == OPT_IF_TSRESOL and length >= 1:
+        if code == OPT_IF_TSRESOL and value:  # lengths are checked against the bytes present, not as claimed
             exp = value[0] & 0x7F
             if value[0] & 0x80:
                 mul, div = 1_000_000_000, 1 << exp
@@ -55,7 +55,7 @@ def _interface(body: bytes, order: str) -> Interface:
                 mul, div = 10 ** (9 - exp), 1
             else:
                 mul, div = 1, 10 ** (exp - 9)
-        elif code == OPT_IF_TSOFFSET and length >= 8:
+        elif code == OPT_IF_TSOFFSET and len(value) >= 8:
             offset = struct.unpack_from(order + "q", value)[0] * 1_000_000_000
         pos += 4 + ((length + 3) & ~3)
     return Interface(linktype, snaplen, mul, div, offset)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from typing import BinaryIO, Iterator
 
 from kdissect.capture.chunked import ChunkedInput
@@ -31,17 +32,65 @@ STREAM_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError)
 def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None, tuple[type[Exception], ...]]:
     """The stream to read, the compression's name, and the exceptions that mean its data is bad."""
     if head.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip", STREAM_ERRORS
+        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip", (*STREAM_ERRORS, zlib.error)
     if head.startswith(ZSTD_MAGIC):
         import zstandard
 
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return reader, "zstd", (*STREAM_ERRORS, zstandard.ZstdError)
+        return ZstdStream(raw), "zstd", (*STREAM_ERRORS, zstandard.ZstdError)
     if head.startswith(LZ4_MAGIC):
         import lz4.frame
 
-        return lz4.frame.LZ4FrameFile(raw, mode="rb"), "lz4", STREAM_ERRORS
+        return lz4.frame.LZ4FrameFile(raw, mode="rb"), "lz4", (*STREAM_ERRORS, RuntimeError)
     return raw, None, STREAM_ERRORS
+
+
+ZSTD_STEP = 4096
+"""Compressed bytes decompressed at a time: zstd expands at most 32768-fold, so one step yields at most 128 MiB."""
+
+
+class ZstdStream:
+    """zstd frames one after another, read so that a stream cut short says so.
+
+    zstandard's own stream reader ends quietly wherever its input does, even mid-frame, and its `read1`
+    drops a decoded block when the cut falls on a block boundary; `decompressobj` knows whether a frame ended.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        import zstandard
+
+        self._raw = raw
+        self._new = zstandard.ZstdDecompressor().decompressobj
+        self._frame = self._new()
+        self._in_frame = False
+        self._out = b""
+        self._pos = 0
+
+    def read(self, n: int) -> bytes:
+        if self._pos == len(self._out):
+            self._out, self._pos = self._decompress(), 0
+        out = self._out[self._pos : self._pos + n]
+        self._pos += len(out)
+        return out
+
+    def _decompress(self) -> bytes:
+        """The next decompressed bytes; b"" at the end of the stream, EOFError if that is inside a frame."""
+        parts: list[bytes] = []
+        while not parts:
+            data = self._raw.read(ZSTD_STEP)
+            if not data:
+                if self._in_frame:
+                    raise EOFError("cut inside a frame")
+                return b""
+            while data:
+                self._in_frame = True
+                parts.append(self._frame.decompress(data))
+                data = b""
+                if self._frame.eof:
+                    data = self._frame.unused_data
+                    self._frame = self._new()
+                    self._in_frame = False
+            parts = [part for part in parts if part]
+        return b"".join(parts)
 
 
 class CaptureFile:

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect.commands.options import (
-    DEFAULT_MAX_FRAME, ApiOpt, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, MaxFrameOpt, MinLatencyOpt,
+    ApiOpt, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, LimitOpt, MinLatencyOpt,
     NoDecodeOpt, NoReorderOpt, OutputOpt, PipeClosed, SecretsOpt, TopicOpt, UserError, VersionOpt, make_filter,
     make_options, open_output,
 )
@@ -60,7 +60,7 @@ def run_live(
     all_events: Annotated[bool, typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.")] = False,
     headers_only: NoDecodeOpt = False,
     no_reorder: NoReorderOpt = False,
-    max_frame_size: MaxFrameOpt = DEFAULT_MAX_FRAME,
+    limit: LimitOpt = None,
     show_secrets: SecretsOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -71,7 +71,7 @@ def run_live(
     if not interface:
         known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
         raise UserError(f"say which interface to capture on: -i IFACE ({known})")
-    options = make_options(port, headers_only, no_reorder, max_frame_size, show_secrets)
+    options = make_options(port, headers_only, no_reorder, limit, show_secrets)
     wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
     expression = capture_filter(options.ports, bpf)
 

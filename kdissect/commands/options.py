@@ -29,7 +29,22 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 NoDecodeOpt = Annotated[bool, typer.Option("--headers-only", help="Read headers only: pair and time exchanges without decoding bodies (faster).")]
 NoReorderOpt = Annotated[bool, typer.Option("--no-reorder", help="Do not hold out-of-order TCP segments: any hole becomes a gap at once.")]
-MaxFrameOpt = Annotated[int, typer.Option("--max-frame-size", help="Largest frame believed, in bytes; a bigger size prefix is a diagnostic.", min=8)]
+def _limit_names() -> str:
+    from dataclasses import fields
+
+    from kdissect.limits import Limits
+
+    return ", ".join(f"{f.name} ({f.default})" for f in fields(Limits))
+
+
+LimitOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--limit",
+        help="Change a resource bound, NAME=VALUE (repeatable; VALUE may end in KiB, MiB or GiB), e.g. "
+        f"max_frame_size=1GiB. Bounds and defaults: {_limit_names()}.",
+    ),
+]
 SecretsOpt = Annotated[bool, typer.Option("--show-secrets", help="Show SASL passwords, proofs and tokens instead of redacting them.")]
 ApiOpt = Annotated[Optional[str], typer.Option("--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).")]
 VersionOpt = Annotated[Optional[str], typer.Option("--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.")]
@@ -40,17 +55,37 @@ ErrorsOpt = Annotated[bool, typer.Option("--errors", help="Only exchanges with a
 ConnectionOpt = Annotated[Optional[str], typer.Option("--connection", help="Only these connections: ids as listed in the flows table, comma-separated.")]
 MinLatencyOpt = Annotated[Optional[float], typer.Option("--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0)]
 
-DEFAULT_MAX_FRAME = 100 << 20
+UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
-def make_options(ports: list[int] | None, headers_only: bool, no_reorder: bool, max_frame_size: int, show_secrets: bool, spans: bool = False):
+def make_limits(settings: list[str] | None):
+    """`Limits` with the user's NAME=VALUE settings applied; a wrong name or value is a UserError."""
+    from dataclasses import fields, replace
+
+    from kdissect.limits import DEFAULT_LIMITS
+
+    changes = {}
+    known = {f.name for f in fields(DEFAULT_LIMITS)}
+    for setting in settings or ():
+        name, _, text = setting.partition("=")
+        unit = next((u for u in UNITS if text.endswith(u)), None)
+        try:
+            value = int(text[: -len(unit)] if unit else text) * (UNITS[unit] if unit else 1)
+        except ValueError:
+            value = -1
+        if name not in known or value < 1:
+            raise UserError(f"--limit {setting}: give NAME=VALUE with a positive VALUE and NAME one of {', '.join(sorted(known))}")
+        changes[name] = value
+    return replace(DEFAULT_LIMITS, **changes)
+
+
+def make_options(ports: list[int] | None, headers_only: bool, no_reorder: bool, limits: list[str] | None, show_secrets: bool, spans: bool = False):
     from kdissect.dissect import Options
     from kdissect.dissector import DEFAULT_PORTS
-    from kdissect.limits import Limits
 
     return Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
-        limits=Limits(max_frame_size=max_frame_size),
+        limits=make_limits(limits),
         reorder=not no_reorder,
         decode=not headers_only,
         show_secrets=show_secrets,

@@ -97,13 +97,15 @@ class Connection:
         self.info: ConnectionInfo | None = None
         self.closed = False
         self.ignored = False
+        self.empty = False
+        """Closed without a byte of data either way."""
         self.ending = False
         """A FIN or RST was seen: from then on the dissector checks after each packet whether it is over."""
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
         self.requests = self.responses = self.unanswered = 0
-        self.pairing = Pairing(shared.limits.max_outstanding_requests)
+        self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
         self.session = Session()
         self.streams = (
             Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
@@ -248,6 +250,14 @@ class Connection:
             if isinstance(stream.sink, Probe):
                 stream.sink.items.clear()
 
+    def buffered(self) -> int:
+        """Bytes this connection holds in its buffers: what the dissector's global bound counts."""
+        total = 0
+        for stream in self.streams:
+            sink = stream.sink
+            total += stream.pending_bytes + (len(sink.buf) if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
+        return total
+
     @property
     def finished(self) -> bool:
         return (self.streams[0].finished and self.streams[1].finished) or self.streams[0].reset or self.streams[1].reset
@@ -274,6 +284,9 @@ class Connection:
         self._release()
         c, b = self.client_dir, 1 - self.client_dir
         client, broker = self.streams[c], self.streams[b]
+        if not (client.bytes or broker.bytes or client.gaps or broker.gaps):
+            self.empty = True  # a SYN flood or a port scan: counted, not told one by one
+            return
         assert self.info is not None
         self.shared.emit(
             ConnectionEnd(

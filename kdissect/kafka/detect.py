@@ -9,16 +9,23 @@ a correlation id that an outstanding request is waiting for.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import struct
-from typing import Collection
+from typing import Collection, Iterator
 
 from kdissect.schema import APIS
 
 _REQUEST = struct.Struct(">ihhih")
 _RESPONSE = struct.Struct(">ii")
+_SIZE = struct.Struct(">i").unpack_from
 REQUEST_PROBE = 14
 """Bytes needed to judge a request header: size, key, version, correlation id, client id length."""
+FEW_IDS = 16
+_PLAUSIBLE_SIZE = re.compile(rb"(?=[\x00-\x7f].......)", re.S)
+CHECKED_RESPONSE = 256 << 10
+"""Responses up to this size are checked for a plausible frame after them before resync trusts them; a larger
+one is taken on its correlation id alone, since waiting for its end would hold too much out of sync."""
 
 MAX_VERSION = [-1] * (max(APIS) + 1)
 for _key, _api in APIS.items():
@@ -84,19 +91,50 @@ def frames_fill(buf: bytes | bytearray, max_size: int, min_size: int = 4) -> boo
     return pos == len(buf) > 0
 
 
+def _candidates(buf: bytes | bytearray, start: int, correlations: Collection[int]) -> Iterator[int]:
+    """Positions from `start` where an outstanding correlation id follows a size prefix below 2**31.
+
+    A few ids make one regex, compiled once per set. Thousands would make an alternation the regex engine tries
+    one by one at every byte (seconds per MiB while out of sync): then each plausible position is checked
+    against a set instead.
+    """
+    if len(correlations) <= FEW_IDS:
+        yield from (match.start() for match in _ids_pattern(tuple(correlations)).finditer(buf, start))
+        return
+    ids = set(correlations)
+    for match in _PLAUSIBLE_SIZE.finditer(buf, start):
+        if _SIZE(buf, match.start() + 4)[0] in ids:
+            yield match.start()
+
+
+@functools.lru_cache(maxsize=256)
+def _ids_pattern(correlations: tuple[int, ...]) -> re.Pattern[bytes]:
+    ids = b"|".join(re.escape(c.to_bytes(4, "big", signed=True)) for c in correlations)
+    return re.compile(rb"(?=[\x00-\x7f]...(?:" + ids + rb"))", re.S)
+
+
 def find_response(
     buf: bytes | bytearray, start: int, max_size: int, correlations: Collection[int]
 ) -> tuple[int | None, int]:
     """Like `find_request`, for a response: one whose correlation id is one of `correlations`, or a run of
-    whole frames from the start of the buffer (`frames_fill`)."""
+    whole frames from the start of the buffer (`frames_fill`).
+
+    Eight bytes are weak evidence: small ids are common inside zero-heavy record data. So a candidate of up to
+    `CHECKED_RESPONSE` bytes must also end where the data ends or where another plausible size prefix starts.
+    """
     if frames_fill(buf, max_size):
         return 0, 0
     if not correlations:
         return None, max(start, len(buf) - 7)
-    ids = b"|".join(re.escape(c.to_bytes(4, "big", signed=True)) for c in correlations)
-    for match in re.compile(rb"(?=[\x00-\x7f]...(?:" + ids + rb"))", re.S).finditer(buf, start):
-        pos = match.start()
+    for pos in _candidates(buf, start, correlations):
         size = _RESPONSE.unpack_from(buf, pos)[0]
-        if 4 <= size <= max_size:
+        if not 4 <= size <= max_size:
+            continue
+        end = pos + 4 + size
+        if size > CHECKED_RESPONSE or end == len(buf):
+            return pos, pos
+        if end + 4 > len(buf):
+            return None, pos  # what follows it has not arrived yet
+        if 4 <= _SIZE(buf, end)[0] <= max_size:
             return pos, pos
     return None, max(start, len(buf) - 7)

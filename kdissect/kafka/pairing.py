@@ -44,33 +44,50 @@ NOTHING: list = []
 class Pairing:
     """Requests of one connection waiting for their responses, oldest first."""
 
-    __slots__ = ("outstanding", "_ids", "max_outstanding")
+    __slots__ = ("outstanding", "_ids", "max_outstanding", "max_silent", "silent")
 
-    def __init__(self, max_outstanding: int) -> None:
+    def __init__(self, max_outstanding: int, max_silent: int) -> None:
         self.outstanding: deque[tuple[Message, bool]] = deque()
         """(request, whether it expects a response)."""
         self._ids: dict[int, int] = {}
         """Correlation id -> how many outstanding requests carry it (clients reuse ids after a wrap)."""
         self.max_outstanding = max_outstanding
+        self.max_silent = max_silent
+        self.silent = 0
+        """Outstanding requests that expect no response (acks=0 Produce)."""
 
     def add(self, request: Message, correlation_id: int, expects: bool) -> tuple[Message, bool] | None:
-        """Register a request; returns the oldest one, pushed out, when the bound is reached."""
+        """Register a request; returns the oldest one, pushed out, when a bound is reached."""
         self.outstanding.append((request, expects))
         ids = self._ids
         ids[correlation_id] = ids.get(correlation_id, 0) + 1
+        if not expects:
+            self.silent += 1
+            if self.silent > self.max_silent:
+                return self._pop_silent()
         if len(self.outstanding) > self.max_outstanding:
             return self._pop()
         return None
 
-    def _pop(self) -> tuple[Message, bool]:
-        entry = self.outstanding.popleft()
+    def _forget(self, entry: tuple[Message, bool]) -> tuple[Message, bool]:
         correlation = entry[0].header.correlation_id  # type: ignore[union-attr]
         left = self._ids[correlation] - 1
         if left:
             self._ids[correlation] = left
         else:
             del self._ids[correlation]
+        self.silent -= not entry[1]
         return entry
+
+    def _pop(self) -> tuple[Message, bool]:
+        return self._forget(self.outstanding.popleft())
+
+    def _pop_silent(self) -> tuple[Message, bool]:
+        """The oldest request that expects no response, wherever it waits (usually first)."""
+        i = next(i for i, (_, expects) in enumerate(self.outstanding) if not expects)
+        entry = self.outstanding[i]
+        del self.outstanding[i]
+        return self._forget(entry)
 
     def match(self, correlation_id: int) -> tuple[Message | None, list[tuple[Message, bool]]]:
         """(the request this response answers, or None for an orphan; the older requests it settles)."""
@@ -91,4 +108,5 @@ class Pairing:
         out = list(self.outstanding)
         self.outstanding.clear()
         self._ids.clear()
+        self.silent = 0
         return out

@@ -88,6 +88,7 @@ class Reassembler:
                     self.reset = True
                 return
             self.next_seq = seq
+            self.isn = (seq - 1) & MOD  # a SYN reordered behind this first byte is then its own, not a new connection
             self.started = True
             self.mid_stream = True
             self.sink.start(True)

@@ -52,9 +52,12 @@ def decode_bytes(value: str | dict[str, str] | None) -> bytes | None:
 
 
 def time_text(ts_ns: int) -> str:
-    """ISO-8601 UTC with microseconds."""
+    """ISO-8601 UTC with microseconds; a pcapng timestamp past year 9999 (or before 1) says so instead."""
     seconds, ns = divmod(ts_ns, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ns // 1000:06d}Z"
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ns // 1000:06d}Z"
+    except (OverflowError, ValueError, OSError):
+        return f"{ts_ns} ns (out of range)"
 
 
 def value_json(value: Any) -> Any:

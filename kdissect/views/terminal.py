@@ -26,15 +26,22 @@ COLUMNS = (("#", 6, "right"), ("time (UTC)", 15, "left"), ("conn", 4, "right"), 
 
 
 def clock(ts_ns: int) -> str:
-    seconds, ns = divmod(ts_ns, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%H:%M:%S.") + f"{ns // 1000:06d}"
+    return _utc(ts_ns, "%H:%M:%S.")
 
 
 def stamp(ts_ns: int | None) -> str:
     if ts_ns is None:
         return "-"
+    return _utc(ts_ns, "%Y-%m-%d %H:%M:%S.")
+
+
+def _utc(ts_ns: int, layout: str) -> str:
+    """A capture time with microseconds; pcapng can state times no calendar holds, which say so instead."""
     seconds, ns = divmod(ts_ns, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.") + f"{ns // 1000:06d}"
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).strftime(layout) + f"{ns // 1000:06d}"
+    except (OverflowError, ValueError, OSError):
+        return "out of range"
 
 
 def duration(ns: int | None) -> str:
@@ -137,7 +144,7 @@ class ReadView:
         statuses = ", ".join(f"{n} {s}" for s, n in summary.statuses.most_common())
         table.add_row("time", span)
         table.add_row("packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}")
-        table.add_row("connections", f"{counters.kafka_connections} Kafka" + (f", {counters.ignored_connections} other" if counters.ignored_connections else "") + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""))
+        table.add_row("connections", f"{counters.kafka_connections} Kafka" + (f", {counters.ignored_connections} other" if counters.ignored_connections else "") + (f", {counters.empty_connections} without data" if counters.empty_connections else "") + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""))
         table.add_row("exchanges", f"{summary.exchanges}" + (f" ({statuses})" if statuses else "") + (f", {summary.shown} shown" if summary.shown != summary.exchanges else ""))
         return table
 

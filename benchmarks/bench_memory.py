@@ -1,0 +1,213 @@
+"""Peak memory of `kdissect read --json -o /dev/null` on a synthetic ~1 GB capture and on a capture of hostile
+size prefixes, each run in its own process and measured by its peak RSS. A benchmark, not a unit test.
+
+    python benchmarks/bench_memory.py                  # both captures, 1 GB of traffic (a few minutes)
+    python benchmarks/bench_memory.py --gb 0.1         # a quicker look
+    python benchmarks/bench_memory.py --keep DIR       # keep the generated captures in DIR
+
+The traffic capture: `--connections` connections interleaved, each repeating a Produce v3 request with one
+record batch per partition (codecs rotating through none, gzip, lz4, zstd, snappy) and its response, then a
+Fetch v4 request and a response carrying the same batches, every frame cut into 1448-byte segments with
+ACKs. Frames are encoded once per connection and replayed with new correlation ids, so writing 1 GB takes
+about a minute. The hostile capture: thousands of connections, each sending one of: a 2 GiB size prefix, a
+negative one, a size prefix of 100 MB (the largest believed) followed by 64 KB and a FIN, an array count of
+2**31 - 1, a string length of 2**31 - 1, a record whose varints claim 2**31 bytes, two zstd batches that
+each decompress to 1 GiB (cut at 64 MiB, each costing that much decompression), and SYNs alone. Both are streamed to disk, never held in memory, and never committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from kdissect.capture import craft  # noqa: E402
+from kdissect.capture.craft import CLIENT, SERVER, Clock, Conversation  # noqa: E402
+from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
+from kdissect.capture.writer import PcapWriter  # noqa: E402
+from kdissect.net.tcp import SYN  # noqa: E402
+from kdissect.records.encode import Draft, encode_batch  # noqa: E402
+from kdissect.records.varint import encode_varint  # noqa: E402
+
+BOUND_MB = 400
+"""The bound this benchmark holds kdissect to, for either capture at its default size, with the default limits.
+
+The traffic capture needs about 65 MB whatever its size. The hostile one needs about 190 MB plus some 20 MB per
+thousand connections: one zstd bomb batch at a time costs 128 MiB while it is cut at 64 MiB (its chunks and
+their join), and every connection stays tracked (and its open 100 MB frame held) until `max_connections`
+evicts it."""
+MSS = 1448
+CODECS = ("none", "gzip", "lz4", "zstd", "snappy")
+
+
+def _string(text: bytes) -> bytes:
+    return struct.pack(">h", len(text)) + text
+
+
+def produce_request(batches: list[bytes]) -> bytes:
+    partitions = b"".join(struct.pack(">ii", i, len(b)) + b for i, b in enumerate(batches))
+    return struct.pack(">hhii", -1, 1, 30000, 1) + _string(b"bench") + struct.pack(">i", len(batches)) + partitions
+
+
+def produce_response(partitions: int) -> bytes:
+    each = b"".join(struct.pack(">ihqq", i, 0, 0, -1) for i in range(partitions))
+    return struct.pack(">i", 1) + _string(b"bench") + struct.pack(">i", partitions) + each + struct.pack(">i", 0)
+
+
+def fetch_request(partitions: int) -> bytes:
+    each = b"".join(struct.pack(">iqi", i, 0, 1 << 20) for i in range(partitions))
+    return struct.pack(">iiiib", -1, 500, 1, 50 << 20, 0) + struct.pack(">i", 1) + _string(b"bench") + struct.pack(">i", partitions) + each
+
+
+def fetch_response(batches: list[bytes]) -> bytes:
+    each = b"".join(struct.pack(">ihqqi", i, 0, 100, 100, 0) + struct.pack(">i", len(b)) + b for i, b in enumerate(batches))
+    return struct.pack(">ii", 0, 1) + _string(b"bench") + struct.pack(">i", len(batches)) + each
+
+
+def _with_id(frame: bytes, at: int, correlation: int) -> bytes:
+    return frame[:at] + struct.pack(">i", correlation) + frame[at + 4 :]
+
+
+def traffic(path: str, size: int, connections: int, partitions: int, records: int, value_size: int) -> int:
+    """Write the traffic capture; returns its number of exchanges."""
+    clock = Clock(step=20_000)
+    convs = []
+    for i in range(connections):
+        conv = Conversation(client=f"10.1.{i // 250}.{i % 250 + 1}", server="10.0.0.9", client_port=40000 + i, clock=clock)
+        codecs = itertools.cycle(CODECS[i % len(CODECS) :] + CODECS[: i % len(CODECS)])
+        batches = [
+            encode_batch([Draft(f"k{n}".encode(), os.urandom(value_size // 8) * 8, ((b"h", b"v"),), n) for n in range(records)], codec=next(codecs))
+            for _ in range(partitions)
+        ]
+        frames = (
+            craft.request(0, 3, 0, produce_request(batches), client_id="bench"),
+            craft.response(0, produce_response(partitions)),
+            craft.request(1, 4, 0, fetch_request(partitions), client_id="bench"),
+            craft.response(0, fetch_response(batches)),
+        )
+        convs.append((conv, frames))
+    exchanges = 0
+    with open(path, "wb") as out:
+        writer = PcapWriter(out, LINKTYPE_ETHERNET)
+        for conv, _ in convs:
+            writer.write_all(conv.handshake())
+        correlation = 0
+        while out.tell() < size:
+            correlation += 1
+            for conv, (produce, produced, fetch, fetched) in convs:
+                writer.write_all(conv.send(CLIENT, _with_id(produce, 8, 2 * correlation), MSS))
+                writer.write_all(conv.send(SERVER, _with_id(produced, 4, 2 * correlation), MSS) + [conv.ack(CLIENT)])
+                writer.write_all(conv.send(CLIENT, _with_id(fetch, 8, 2 * correlation + 1), MSS))
+                writer.write_all(conv.send(SERVER, _with_id(fetched, 4, 2 * correlation + 1), MSS) + [conv.ack(CLIENT)])
+                exchanges += 2
+        for conv, _ in convs:
+            writer.write_all(conv.close())
+    return exchanges
+
+
+def hostile(path: str, connections: int) -> int:
+    """Write the hostile capture; returns its number of connections."""
+    clock = Clock()
+    record = b"\0" + encode_varint(0) + encode_varint(0) + encode_varint(2**31 - 1) + b"\0\0"
+    liar = bytearray(encode_batch([Draft(b"k", b"v")]))
+    liar[61:] = encode_varint(len(record)) + record
+    struct.pack_into(">i", liar, 8, len(liar) - 12)
+    bomb = encode_batch([Draft(None, b"\0" * (1 << 30))], codec="zstd")
+    cases = [
+        struct.pack(">i", 2**31 - 1) + b"\xee" * 1000,
+        struct.pack(">i", -(2**31)) + b"\xee" * 1000,
+        struct.pack(">i", 100 << 20) + b"\0" * (64 << 10),
+        craft.request(0, 3, 1, struct.pack(">hhii", -1, 1, 1000, 2**31 - 1)),
+        craft.request(3, 1, 1, struct.pack(">ih", 1, 2**15 - 1)) + craft.request(0, 3, 2, struct.pack(">hhi", 2**15 - 1, 1, 1000)),
+        craft.request(0, 3, 1, produce_request([bytes(liar)])),
+        craft.request(0, 3, 1, produce_request([bomb, bomb])),
+    ]
+    with open(path, "wb") as out:
+        writer = PcapWriter(out, LINKTYPE_ETHERNET)
+        for i in range(connections):
+            conv = Conversation(client=f"10.2.{i // 250 % 250}.{i % 250 + 1}", server="10.0.0.9", client_port=1024 + i % 60000, clock=clock)
+            case = i % (len(cases) + 1)
+            if case == len(cases):
+                writer.write(conv.segment(CLIENT, flags=SYN))
+                continue
+            writer.write_all(conv.handshake() + conv.send(CLIENT, cases[case], MSS))
+            if case != 2:  # the 100 MB frame stays open: the framer holds what came of it until the capture ends
+                writer.write_all(conv.close())
+    return connections
+
+
+RUN = """
+import sys
+from kdissect.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+with open("/proc/self/status") as status:
+    sys.stderr.write("\\n" + next(line for line in status if line.startswith("VmHWM")))
+"""
+"""The child's own peak: ru_maxrss would carry over the peak of the process that started it, across exec."""
+
+
+def measure(path: str) -> tuple[float, float]:
+    """(peak RSS in MB, seconds) of `kdissect read --json -o /dev/null PATH` in a process of its own."""
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", RUN, "read", "--json", "--quiet", "-o", os.devnull, path], capture_output=True, text=True
+    )
+    took = time.perf_counter() - started
+    if result.returncode:
+        raise SystemExit(f"kdissect failed on {path}:\n{result.stderr}")
+    rss_kb = int(result.stderr.rsplit("VmHWM:", 1)[1].split()[0])
+    return rss_kb / 1024, took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gb", type=float, default=1.0, help="size of the traffic capture (default 1)")
+    parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--records", type=int, default=50)
+    parser.add_argument("--value-size", type=int, default=512)
+    parser.add_argument("--hostile-connections", type=int, default=8000)
+    parser.add_argument("--keep", metavar="DIR", help="write the captures here and keep them")
+    args = parser.parse_args()
+    folder = args.keep or tempfile.mkdtemp(prefix="kdissect-bench-memory-")
+    os.makedirs(folder, exist_ok=True)
+    rows = []
+    try:
+        path = os.path.join(folder, "traffic.pcap")
+        started = time.perf_counter()
+        exchanges = traffic(path, int(args.gb * 1e9), args.connections, args.partitions, args.records, args.value_size)
+        written = time.perf_counter() - started
+        rss, took = measure(path)
+        rows.append(("traffic", os.path.getsize(path), f"{args.connections} connections, {exchanges} exchanges", rss, took, written))
+        path = os.path.join(folder, "hostile.pcap")
+        started = time.perf_counter()
+        hostile(path, args.hostile_connections)
+        written = time.perf_counter() - started
+        rss, took = measure(path)
+        rows.append(("hostile", os.path.getsize(path), f"{args.hostile_connections} connections", rss, took, written))
+    finally:
+        if not args.keep:
+            for name in ("traffic.pcap", "hostile.pcap"):
+                if os.path.exists(os.path.join(folder, name)):
+                    os.remove(os.path.join(folder, name))
+            os.rmdir(folder)
+    print(f"kdissect read --json -o /dev/null, peak RSS per capture (bound: {BOUND_MB} MB)")
+    print("| capture | size MB | content | peak RSS MB | read s | written in s | within bound |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    for name, size, content, rss, took, written in rows:
+        print(f"| {name} | {size / 1e6:.0f} | {content} | {rss:.0f} | {took:.0f} | {written:.0f} | {'yes' if rss < BOUND_MB else 'NO'} |")
+    sys.exit(0 if all(row[3] < BOUND_MB for row in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""What every harness shares: atheris when it is there, the small limits fuzzing runs under, the checks.
+
+This module imports nothing from kdissect at import time: a harness must enter `instrumented()` before
+kdissect is imported, or atheris sees no coverage in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Callable, Iterable
+
+try:
+    import atheris
+except ImportError:  # Python 3.12+ has no atheris wheel: fuzz.run falls back to hypothesis
+    atheris = None
+
+KiB = 1 << 10
+MiB = 1 << 20
+
+
+def instrumented() -> contextlib.AbstractContextManager:
+    """Imports inside this block are coverage-instrumented when atheris runs the harness (`python -m fuzz.NAME`),
+    and left alone when tests or the hypothesis fallback import it."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if atheris is None or spec is None or not spec.name.startswith("fuzz.") or spec.name == "fuzz.run":
+        return contextlib.nullcontext()
+    return atheris.instrument_imports(include=["kdissect"])
+
+
+def fuzz_limits() -> Any:
+    """Limits small enough that fuzzed inputs of a few KiB reach every bound."""
+    from kdissect.limits import Limits
+
+    return Limits(
+        max_frame_size=64 * KiB,
+        max_stream_buffer=8 * KiB,
+        max_outstanding_requests=8,
+        max_outstanding_acks_zero=2,
+        max_connections=4,
+        max_buffered_bytes=64 * KiB,
+        max_decompressed_batch=256 * KiB,
+        max_decompressed_exchange=1 * MiB,
+        max_nesting=3,
+        max_fragment_bytes=16 * KiB,
+    )
+
+
+class Broken(AssertionError):
+    """A harness invariant failed: a crash for the fuzzer."""
+
+
+def check_diagnostics(diagnostics: Iterable[Any], where: str) -> None:
+    """Every diagnostic is named and located, and none is an internal error (a bug caught by a safety net)."""
+    for d in diagnostics:
+        if d.code.endswith("internal-error"):
+            raise Broken(f"{where}: {d.code}: {d.message}")
+        if not d.code or "." not in d.code:
+            raise Broken(f"{where}: unnamed diagnostic {d!r}")
+
+
+def main(one_input: Callable[[bytes], None]) -> None:
+    """Run `one_input` under libFuzzer (atheris); arguments are libFuzzer's (corpus dirs, -max_total_time=...)."""
+    if atheris is None:
+        sys.exit("atheris is not installed (it has wheels for Python < 3.12): use `python -m fuzz.run`, which falls back to hypothesis")
+    atheris.Setup(sys.argv, one_input)
+    atheris.Fuzz()

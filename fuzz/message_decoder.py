@@ -1,0 +1,57 @@
+"""Layer 4, message bodies: any bytes decoded as the body of any API key and version, request or response.
+
+The input is a direction byte, the API key and version (int16 each), then the body. Contract: the decoder
+never raises and never reports an internal error; its diagnostics are located in the frame; what it returns
+renders as JSON.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from fuzz.common import Broken, check_diagnostics, fuzz_limits, instrumented, main
+
+with instrumented():
+    from kdissect.capture import craft
+    from kdissect.decode.decoder import Decoder
+    from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Exchange, Message
+    from kdissect.kafka.frame import Frame
+    from kdissect.kafka.headers import parse_request_header, parse_response_header
+    from kdissect.kafka.session import Session
+    from kdissect.schema import response_header_version
+    from kdissect.views.json_lines import exchange_json
+
+DECODER = Decoder(fuzz_limits())
+CONNECTION = ConnectionInfo(1, Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 9092))
+SESSION = Session()
+
+
+def _frame(data: bytes) -> Frame:
+    return Frame(data, len(data), 0, 0, 0, 1, 1)
+
+
+def one_input(data: bytes) -> None:
+    if len(data) < 5:
+        return
+    response, (api_key, version) = data[0] & 1, struct.unpack_from(">hh", data, 1)
+    body = data[5:]
+    request_frame = craft.request(api_key, version, 7, b"" if response else body)[4:]
+    request = Message(_frame(request_frame), parse_request_header(request_frame))
+    if not response:
+        decoded = DECODER.request(request, SESSION)
+        exchange = Exchange(1, CONNECTION, "unanswered", decoded, None)
+    else:
+        header_version = response_header_version(api_key, version) if api_key >= 0 else 0
+        response_frame = craft.response(7, body, header_version)[4:]
+        header = parse_response_header(response_frame, api_key, version)
+        decoded = DECODER.response(Message(_frame(response_frame), header), request, SESSION)
+        exchange = Exchange(1, CONNECTION, "ok", request, decoded)
+    check_diagnostics(decoded.diagnostics, "body")
+    for d in decoded.diagnostics:
+        if d.offset is None or d.scope not in ("frame", "record"):
+            raise Broken(f"a body diagnostic without a frame offset: {d!r}")
+    exchange_json(exchange)
+
+
+if __name__ == "__main__":
+    main(one_input)
