@@ -23,7 +23,8 @@ from typing import BinaryIO, Callable
 from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
 from kdissect.capture.pcap import MAX_RECORD
 from kdissect.pipeline import sync
-from kdissect.pipeline.sync import EPB, IDB, MIN_LENGTH, PB, SHB, SPB, PcapRules
+from kdissect.capture.pcapng import EPB, IDB, MIN_LENGTH, PB, SHB, SPB
+from kdissect.pipeline.sync import PcapRules
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

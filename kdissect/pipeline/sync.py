@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from kdissect.capture.pcapng import EPB, IDB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, PB, SHB, SPB
+
 PCAP_HEADER = 16
 CHAIN = 4
 """Consecutive plausible headers a split's first record needs (fewer only where the data ends)."""
@@ -109,22 +111,13 @@ def find_pcap_sync(
 
 # pcapng
 
-SHB = 0x0A0D0D0A
-IDB = 0x00000001
-PB = 0x00000002
-SPB = 0x00000003
-EPB = 0x00000006
-OTHER_BLOCKS = frozenset({0x4, 0x5, 0x7, 0x8, 0x9, 0xA, 0xB, 0xBAD, 0x40000BAD})
-MAX_BLOCK = 64 << 20
-MIN_LENGTH = {SHB: 28, IDB: 20, PB: 32, SPB: 16, EPB: 32}
-
 
 def pcapng_plausible(order: str, buf: bytes | memoryview, pos: int) -> int | None:
     """The length of a plausible block at `pos` (whole, with a matching trailing length), else None."""
     if pos + 12 > len(buf):
         return None
     block_type, length = struct.unpack_from(order + "II", buf, pos)
-    if block_type not in MIN_LENGTH and block_type not in OTHER_BLOCKS:
+    if block_type not in MIN_LENGTH and block_type not in KNOWN_SKIPPED:
         return None
     if length < MIN_LENGTH.get(block_type, 12) or length % 4 or length > MAX_BLOCK or pos + length > len(buf):
         return None
