@@ -11,15 +11,14 @@ _V6_FRAGMENT = struct.Struct("!HI").unpack_from
 
 IPPROTO_FRAGMENT = 44
 IPPROTO_AH = 51
+IPHeader = tuple[bytes, bytes, int, int, int, int, tuple[int, int, bool] | None]
+"""(src, dst, protocol, payload start, payload end, bytes the capture cut, fragment or None)."""
 IPV6_EXTENSIONS = frozenset({0, 43, 60, 135, 139, 140, 253, 254})
 """Hop-by-hop, routing, destination options, mobility, HIP, shim6, experiments: all length in 8-octet units."""
 
 
-def ipv4(data: bytes, off: int) -> tuple[bytes, bytes, int, int, int, int, tuple[int, int, bool] | None]:
-    """(src, dst, protocol, payload start, payload end, bytes the capture cut, fragment or None).
-
-    A fragment is (datagram id, byte offset, more fragments).
-    """
+def ipv4(data: bytes, off: int) -> IPHeader:
+    """An `IPHeader`; a fragment is (datagram id, byte offset, more fragments)."""
     first = data[off]
     ihl = (first & 15) * 4
     if first >> 4 != 4 or ihl < 20:
@@ -42,7 +41,7 @@ def ipv4(data: bytes, off: int) -> tuple[bytes, bytes, int, int, int, int, tuple
     return data[off + 12 : off + 16], data[off + 16 : off + 20], proto, start, end, missing, fragment
 
 
-def ipv6(data: bytes, off: int) -> tuple[bytes, bytes, int, int, int, int, tuple[int, int, bool] | None]:
+def ipv6(data: bytes, off: int) -> IPHeader:
     """Same shape as `ipv4`; extension headers are walked to the transport header."""
     if data[off] >> 4 != 6:
         raise Malformed("ip.bad-header", f"IPv6 header with version {data[off] >> 4}")
@@ -57,6 +56,15 @@ def ipv6(data: bytes, off: int) -> tuple[bytes, bytes, int, int, int, int, tuple
         missing = 0
     proto, start, fragment = ipv6_extensions(data, proto, start, end)
     return data[off + 8 : off + 24], data[off + 24 : off + 40], proto, start, end, missing, fragment
+
+
+def ip_header(data: bytes, version: int, off: int) -> IPHeader | None:
+    """`ipv4` or `ipv6` by the version the link layer named; None when the link layer carries no IP."""
+    if version == 4:
+        return ipv4(data, off)
+    if version == 6:
+        return ipv6(data, off)
+    return None
 
 
 def ipv6_extensions(data: bytes, proto: int, start: int, end: int) -> tuple[int, int, tuple[int, int, bool] | None]:

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from kdissect.capture.linklayer import DECODERS, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
 from kdissect.capture.packet import Packet
 from kdissect.net.fragments import FragmentTable
-from kdissect.net.ip import ipv4, ipv6, ipv6_extensions
+from kdissect.net.ip import ip_header, ipv6_extensions
 from kdissect.net.malformed import Malformed
 from kdissect.net.tcp import tcp
 
@@ -74,13 +74,11 @@ class SegmentDecoder:
             return None
         try:
             version, off = decoder(data)
-            if version == 4:
-                src, dst, proto, start, end, missing, fragment = ipv4(data, off)
-            elif version == 6:
-                src, dst, proto, start, end, missing, fragment = ipv6(data, off)
-            else:
+            header = ip_header(data, version, off)
+            if header is None:
                 self.not_ip += 1
                 return None
+            src, dst, proto, start, end, missing, fragment = header
             if fragment is not None:
                 key = (src, dst, proto, fragment[0])
                 whole = self.fragments.add(key, fragment[1], fragment[2], data[start:end], missing > 0, packet.ts)

@@ -18,15 +18,13 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from kdissect.capture.linklayer import DECODERS, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
+from kdissect.capture.linklayer import DECODERS
 from kdissect.capture.packet import Packet
-from kdissect.net.ip import ipv4, ipv6
+from kdissect.net.ip import ip_header
 from kdissect.net.malformed import Malformed
+from kdissect.net.segments import FIXED_LINK_HEADERS, IPPROTO_TCP as TCP
 
-TCP = 6
 MALFORMED = b"M"
-FIXED = {LINKTYPE_ETHERNET: (14, 12), LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
-"""Link types with a fixed-size header: (IP offset, ethertype offset), as in net/segments.py."""
 
 
 def _ends(a: bytes, b: bytes) -> bytes:
@@ -35,7 +33,7 @@ def _ends(a: bytes, b: bytes) -> bytes:
 
 def flow_key(linktype: int, data: bytes) -> bytes | None:
     """The shuffle key of a packet (see the module's docstring); None for packets the core ignores."""
-    fixed = FIXED.get(linktype)
+    fixed = FIXED_LINK_HEADERS.get(linktype)
     if fixed is not None:
         off, eth = fixed
         if len(data) >= off + 24 and data[eth] == 8 and data[eth + 1] == 0 and data[off] == 0x45 and data[off + 9] == TCP:
@@ -45,13 +43,10 @@ def flow_key(linktype: int, data: bytes) -> bytes | None:
     if decoder is None:
         return None
     try:
-        version, off = decoder(data)
-        if version == 4:
-            src, dst, proto, start, end, _missing, fragment = ipv4(data, off)
-        elif version == 6:
-            src, dst, proto, start, end, _missing, fragment = ipv6(data, off)
-        else:
+        header = ip_header(data, *decoder(data))
+        if header is None:
             return None
+        src, dst, proto, start, end, _missing, fragment = header
     except (IndexError, struct.error, Malformed):
         return MALFORMED
     if fragment is not None:

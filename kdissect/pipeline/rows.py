@@ -90,8 +90,9 @@ def _endpoints(connection: ConnectionInfo | None) -> dict[str, Any]:
     }
 
 
-def _diagnostic(side: str, d: Diagnostic) -> dict[str, Any]:
-    return {"side": side, "code": d.code, "severity": d.severity, "message": d.message, "scope": d.scope, "offset": d.offset, "path": d.path}
+def _diagnostic(d: Diagnostic) -> dict[str, Any]:
+    """The columns every diagnostic has, in tables.DIAGNOSTIC's order."""
+    return {"code": d.code, "severity": d.severity, "message": d.message, "scope": d.scope, "offset": d.offset, "path": d.path}
 
 
 def _bodies(exchange: Exchange) -> list[tuple[str, Body]]:
@@ -155,7 +156,7 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
     diagnostics = []
     for side, message in (("request", request), ("response", response)):
         if message is not None:
-            diagnostics.extend(_diagnostic(side, d) for d in message.diagnostics)
+            diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)
     records = sum(sum(1 for _ in placed.records.records()) for _, b in bodies for placed in b.records)
     document = exchange_json(exchange)
     document["id"] = xid
@@ -287,12 +288,7 @@ def exchange_diagnostic_rows(exchange: Exchange, capture: str, xid: int, cid: in
                 "packet": message.frame.first_packet,
                 "time": message.ts // 1000,
                 "ts_ns": message.ts,
-                "code": d.code,
-                "severity": d.severity,
-                "message": d.message,
-                "scope": d.scope,
-                "offset": d.offset,
-                "path": d.path,
+                **_diagnostic(d),
             }
 
 
@@ -306,12 +302,7 @@ def notice_row(notice: Notice, capture: str, cid: int | None) -> dict[str, Any]:
         "packet": notice.packet or None,
         "time": notice.ts // 1000 if notice.ts else None,
         "ts_ns": notice.ts or None,
-        "code": d.code,
-        "severity": d.severity,
-        "message": d.message,
-        "scope": d.scope,
-        "offset": d.offset,
-        "path": d.path,
+        **_diagnostic(d),
     }
 
 
@@ -319,12 +310,7 @@ def file_row(d: Diagnostic, capture: str) -> dict[str, Any]:
     return {
         "capture": capture,
         "source": "file",
-        "code": d.code,
-        "severity": d.severity,
-        "message": d.message,
-        "scope": d.scope,
-        "offset": d.offset,
-        "path": d.path,
+        **_diagnostic(d),
     }
 
 

@@ -17,17 +17,15 @@ CONNECTION = [
 ]
 
 ERROR = pa.struct([("side", pa.string()), ("path", pa.string()), ("code", pa.int32()), ("name", pa.string())])
-EXCHANGE_DIAGNOSTIC = pa.struct(
-    [
-        ("side", pa.string()),
-        ("code", pa.string()),
-        ("severity", pa.string()),
-        ("message", pa.string()),
-        ("scope", pa.string()),
-        ("offset", pa.int64()),
-        ("path", pa.string()),
-    ]
-)
+DIAGNOSTIC = [
+    ("code", pa.string()),
+    ("severity", pa.string()),
+    ("message", pa.string()),
+    ("scope", pa.string()),
+    ("offset", pa.int64()),
+    ("path", pa.string()),
+]
+EXCHANGE_DIAGNOSTIC = pa.struct([("side", pa.string()), *DIAGNOSTIC])
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 
 EXCHANGES = pa.schema(
@@ -105,12 +103,7 @@ DIAGNOSTICS = pa.schema(
         ("packet", pa.int64()),
         ("time", TIME),
         ("ts_ns", pa.int64()),
-        ("code", pa.string()),
-        ("severity", pa.string()),
-        ("message", pa.string()),
-        ("scope", pa.string()),
-        ("offset", pa.int64()),
-        ("path", pa.string()),
+        *DIAGNOSTIC,
     ]
 )
 
