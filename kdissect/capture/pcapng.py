@@ -15,7 +15,8 @@ IDB = 0x00000001
 PB = 0x00000002
 SPB = 0x00000003
 EPB = 0x00000006
-BYTE_ORDER_MAGIC = 0x1A2B3C4D
+SECTION_BYTE_ORDER = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}
+"""A section header's byte-order magic as it reads on disk, and the struct byte order it means."""
 KNOWN_SKIPPED = frozenset({0x4, 0x5, 0x7, 0x8, 0x9, 0xA, 0xB, 0xBAD, 0x40000BAD})
 """Name resolution, statistics, IRIG, ARINC, journal, decryption secrets, custom: nothing for us in them."""
 
@@ -80,12 +81,8 @@ class PcapngReader:
         if not inp.fill(12):
             self._odd.add("pcapng.truncated", "the file ends inside a section header", offset, "error")
             return None
-        magic = bytes(inp.buf[inp.pos + 8 : inp.pos + 12])
-        if magic == b"\x4d\x3c\x2b\x1a":
-            order = "<"
-        elif magic == b"\x1a\x2b\x3c\x4d":
-            order = ">"
-        else:
+        order = SECTION_BYTE_ORDER.get(bytes(inp.buf[inp.pos + 8 : inp.pos + 12]))
+        if order is None:
             self._odd.add("pcapng.bad-section", "a section header has no valid byte-order magic", offset, "error")
             return None
         self.sections += 1

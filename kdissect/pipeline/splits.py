@@ -23,7 +23,7 @@ from typing import BinaryIO, Callable
 from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
 from kdissect.capture.pcap import MAX_RECORD
 from kdissect.pipeline import sync
-from kdissect.capture.pcapng import EPB, IDB, MIN_LENGTH, PB, SHB, SPB
+from kdissect.capture.pcapng import EPB, IDB, MIN_LENGTH, PB, SECTION_BYTE_ORDER, SHB, SPB
 from kdissect.pipeline.sync import PcapRules
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -109,7 +109,7 @@ def probe(file_id: int, path: str, raw: BinaryIO, size: int, split_size: int = D
         kind = "pcap" if size > split_size else "whole"
         return CaptureInfo(file_id, path, size, kind, head[:24], order, rules)
     if magic == PCAPNG_MAGIC and len(head) >= 12:
-        order = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+        order = SECTION_BYTE_ORDER.get(head[8:12], ">")
         return CaptureInfo(file_id, path, size, "pcapng" if size > split_size else "whole", b"", order)
     if not magic:
         return CaptureInfo(file_id, path, size, "skip")
@@ -143,6 +143,14 @@ class _Window:
             if not more:
                 self.eof = True
             self.buf += more
+
+    def forget_before(self, pos: int) -> None:
+        """Keep the window small while a walk moves on: drop what lies more than LOOKAHEAD before `pos`,
+        8 MiB at a time so that the copy stays rare."""
+        if pos - self.base > (8 << 20) + LOOKAHEAD:
+            drop = pos - self.base - LOOKAHEAD
+            del self.buf[:drop]
+            self.base += drop
 
 
 def index_range(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
@@ -195,10 +203,7 @@ def _index_pcap(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
             break
         count += 1
         pos += 16 + incl
-        if pos - window.base > (8 << 20) + LOOKAHEAD:  # keep the window small while walking
-            drop = pos - window.base - LOOKAHEAD
-            del window.buf[:drop]
-            window.base += drop
+        window.forget_before(pos)
     return RangeIndex(first, pos, stopped, [count])
 
 
@@ -228,11 +233,11 @@ def _index_pcapng(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
             break
         block_type = struct.unpack_from("<I", window.buf, rel)[0]
         if block_type == SHB and rel + 12 <= len(window.buf):
-            magic = bytes(window.buf[rel + 8 : rel + 12])
-            if magic not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+            section_order = SECTION_BYTE_ORDER.get(bytes(window.buf[rel + 8 : rel + 12]))
+            if section_order is None:
                 stopped = "corrupt"
                 break
-            order = "<" if magic == b"\x4d\x3c\x2b\x1a" else ">"
+            order = section_order
             header = struct.Struct(order + "II")
         block_type, length = header.unpack_from(window.buf, rel)
         if length < 12 or length % 4 or length > sync.MAX_BLOCK:
@@ -256,10 +261,7 @@ def _index_pcapng(info: CaptureInfo, split: Split, raw: BinaryIO) -> RangeIndex:
                 iface = 0
             counts[iface] = counts.get(iface, 0) + 1
         pos += length
-        if pos - window.base > (8 << 20) + LOOKAHEAD:
-            drop = pos - window.base - LOOKAHEAD
-            del window.buf[:drop]
-            window.base += drop
+        window.forget_before(pos)
     if counts:
         events.append(("packets", counts))
     return RangeIndex(first, pos, stopped, events)

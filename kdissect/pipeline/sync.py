@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kdissect.capture.pcapng import EPB, IDB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, PB, SHB, SPB
+from kdissect.capture.pcapng import EPB, IDB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, PB, SECTION_BYTE_ORDER, SHB, SPB
 
 PCAP_HEADER = 16
 CHAIN = 4
@@ -127,7 +127,7 @@ def pcapng_plausible(order: str, buf: bytes | memoryview, pos: int) -> int | Non
         caplen = struct.unpack_from(order + "I", buf, pos + 20)[0]
         if caplen > length - 32:
             return None
-    elif block_type == SHB and bytes(buf[pos + 8 : pos + 12]) not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+    elif block_type == SHB and bytes(buf[pos + 8 : pos + 12]) not in SECTION_BYTE_ORDER:
         return None
     return length
 
