@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 from kdissect.capture import open_capture  # noqa: E402
-from kdissect.dissect import Options, make_dissector  # noqa: E402
+from kdissect.dissector import Options, make_dissector
 
 
 def run_core(path: str, decode: bool) -> tuple[float, int, int]:

@@ -26,6 +26,11 @@ import time
 import uuid
 from typing import Any, Callable
 
+import kafka.protocol.consumer.fetch as kp_fetch
+import kafka.protocol.consumer.group as kp_group
+import kafka.protocol.metadata.api_versions as kp_api_versions
+import kafka.protocol.metadata.metadata as kp_metadata
+import kafka.protocol.producer.produce as kp_produce
 from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.response import FetchableTopicResponse, FetchResponse, PartitionData
@@ -36,21 +41,14 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records
 
-import kafka.protocol.consumer.fetch as kp_fetch
-import kafka.protocol.consumer.group as kp_group
-import kafka.protocol.metadata.api_versions as kp_api_versions
-import kafka.protocol.metadata.metadata as kp_metadata
-import kafka.protocol.producer.produce as kp_produce
-
 from kdissect.decode.body import BodyDecoder
 from kdissect.decode.decoder import Decoder
-from kdissect.kafka.exchange import Message
-from kdissect.kafka.frame import Frame
+from kdissect.decode.session import Session
+from kdissect.events import Frame, Message
 from kdissect.kafka.headers import parse_request_header, parse_response_header
-from kdissect.kafka.session import Session
 from kdissect.records import decode_records
-from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import APIS, request_header_version, response_header_version
+from kdissect.testing.record_encoder import Draft, encode_batch
 
 NO_TIME = datetime.timedelta(0)
 NOW = 1_700_000_000_000

@@ -28,13 +28,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from kdissect.capture import craft  # noqa: E402
-from kdissect.capture.craft import CLIENT, SERVER, Clock, Conversation  # noqa: E402
-from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
-from kdissect.capture.writer import PcapWriter  # noqa: E402
-from kdissect.net.tcp import SYN  # noqa: E402
-from kdissect.records.encode import Draft, encode_batch  # noqa: E402
-from kdissect.records.varint import encode_varint  # noqa: E402
+from kdissect.capture.writer import PcapWriter
+from kdissect.net.linklayer import LINKTYPE_ETHERNET
+from kdissect.net.tcp import SYN
+from kdissect.testing import craft
+from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
+from kdissect.testing.record_encoder import Draft, encode_batch
+from kdissect.wire import write_varint
 
 BOUND_MB = 400
 """The bound this benchmark holds kdissect to, for either capture at its default size, with the default limits.
@@ -115,9 +115,9 @@ def traffic(path: str, size: int, connections: int, partitions: int, records: in
 def hostile(path: str, connections: int) -> int:
     """Write the hostile capture; returns its number of connections."""
     clock = Clock()
-    record = b"\0" + encode_varint(0) + encode_varint(0) + encode_varint(2**31 - 1) + b"\0\0"
+    record = b"\0" + write_varint(0) + write_varint(0) + write_varint(2**31 - 1) + b"\0\0"
     liar = bytearray(encode_batch([Draft(b"k", b"v")]))
-    liar[61:] = encode_varint(len(record)) + record
+    liar[61:] = write_varint(len(record)) + record
     struct.pack_into(">i", liar, 8, len(liar) - 12)
     bomb = encode_batch([Draft(None, b"\0" * (1 << 30))], codec="zstd")
     cases = [

@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 from kdissect.capture import open_capture  # noqa: E402
 from kdissect.decode.body import Body  # noqa: E402
-from kdissect.dissect import Options, make_dissector  # noqa: E402
-from kdissect.kafka.exchange import Exchange  # noqa: E402
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import Exchange
 
 CASES = [
     ("none", ["none"], 20),

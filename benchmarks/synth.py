@@ -15,16 +15,15 @@ import itertools
 import os
 import random
 import sys
-from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from kdissect.capture.craft import CLIENT, SERVER, Clock, Conversation, request, response  # noqa: E402
-from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
-from kdissect.capture.writer import PcapWriter  # noqa: E402
-from kdissect.decode.encode import encode_body  # noqa: E402
-from kdissect.records.encode import Draft, encode_batch  # noqa: E402
-from kdissect.schema import is_flexible  # noqa: E402
+from kdissect.capture.writer import PcapWriter
+from kdissect.net.linklayer import LINKTYPE_ETHERNET
+from kdissect.schema import is_flexible
+from kdissect.testing.body_encoder import encode_body
+from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
+from kdissect.testing.record_encoder import Draft, encode_batch
 
 PRODUCE, FETCH = 0, 1
 def batches(rng: random.Random, codecs: list[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:

@@ -13,7 +13,7 @@ from fuzz.common import check_diagnostics, fuzz_limits, instrumented, main
 
 with instrumented():
     from kdissect.capture.source import CaptureError, CaptureFile
-    from kdissect.dissect import Options, make_dissector
+    from kdissect.dissector import Options, make_dissector
     from kdissect.events import ConnectionEnd, Notice
     from kdissect.views import json_lines
     from kdissect.views.summary import Summary

@@ -13,9 +13,8 @@ from fuzz.common import Broken, check_diagnostics, fuzz_limits, instrumented, ma
 with instrumented():
     from fuzz.packets import packets
     from kdissect.dissector import Dissector
-    from kdissect.events import Notice
+    from kdissect.events import Exchange, Notice
     from kdissect.kafka.connection import PROBE_LIMIT, Probe
-    from kdissect.kafka.exchange import Exchange
     from kdissect.kafka.framing import RESYNC_WINDOW, Framer
 
 LIMITS = fuzz_limits()

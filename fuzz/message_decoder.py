@@ -12,13 +12,12 @@ import struct
 from fuzz.common import Broken, check_diagnostics, fuzz_limits, instrumented, main
 
 with instrumented():
-    from kdissect.capture import craft
     from kdissect.decode.decoder import Decoder
-    from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Exchange, Message
-    from kdissect.kafka.frame import Frame
+    from kdissect.decode.session import Session
+    from kdissect.events import ConnectionInfo, Endpoint, Exchange, Frame, Message
     from kdissect.kafka.headers import parse_request_header, parse_response_header
-    from kdissect.kafka.session import Session
     from kdissect.schema import response_header_version
+    from kdissect.testing import craft
     from kdissect.views.json_lines import exchange_json
 
 DECODER = Decoder(fuzz_limits())

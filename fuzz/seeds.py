@@ -24,12 +24,12 @@ from kdissect.capture.pcapng import EPB
 from kdissect.capture.source import open_capture
 from kdissect.capture.writer import PcapngWriter, PcapWriter
 from kdissect.decode.decoder import Decoder
-from kdissect.dissect import Options, make_dissector
-from kdissect.kafka.exchange import Exchange
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.records import encode as records_encode
-from kdissect.records.codecs import GZIP, compress
-from kdissect.records.encode import Draft, encode_batch, encode_message, encode_message_set
+from kdissect.records.codecs import GZIP
+from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(

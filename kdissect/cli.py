@@ -14,9 +14,30 @@ import typer
 
 from kdissect import __version__
 from kdissect.commands.options import (
-    ApiOpt, CaptureArg, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, LimitOpt,
-    MinLatencyOpt, NoDecodeOpt, NoReorderOpt, OutputOpt, PipeClosed, PortOpt, QuietOpt, SecretsOpt, TopicOpt,
-    UserError, VersionOpt, make_filter, make_options, open_output, open_source, packets,
+    ApiOpt,
+    CaptureArg,
+    ClientIdOpt,
+    ConnectionOpt,
+    ErrorsOpt,
+    GroupOpt,
+    JsonOpt,
+    LimitOpt,
+    MinLatencyOpt,
+    NoDecodeOpt,
+    NoReorderOpt,
+    OutputOpt,
+    PipeClosed,
+    PortOpt,
+    QuietOpt,
+    SecretsOpt,
+    TopicOpt,
+    UserError,
+    VersionOpt,
+    make_filter,
+    make_options,
+    open_output,
+    open_source,
+    packets,
 )
 
 app = typer.Typer(
@@ -68,7 +89,7 @@ def read(
     quiet: QuietOpt = False,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
-    from kdissect.dissect import make_dissector
+    from kdissect.dissector import make_dissector
     from kdissect.views.sink import EventSink
 
     options = make_options(port, headers_only, no_reorder, limit, show_secrets)
@@ -116,8 +137,8 @@ def show(
     quiet: QuietOpt = False,
 ) -> None:
     """Show exchanges in full: every field of request and response, record batches and records included."""
-    from kdissect.dissect import make_dissector
-    from kdissect.kafka.exchange import Exchange
+    from kdissect.dissector import make_dissector
+    from kdissect.events import Exchange
 
     options = make_options(port, False, no_reorder, limit, show_secrets, spans=hexdump)
     wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
@@ -131,13 +152,13 @@ def show(
             from kdissect.views.json_lines import JsonLinesWriter, exchange_json
 
             writer = JsonLinesWriter(stream)
-            emit = lambda ex: writer.write(exchange_json(ex))  # noqa: E731
+            emit = lambda ex: writer.write(exchange_json(ex))
         else:
             from kdissect.views.console import make_console
             from kdissect.views.detail import DetailView
 
             console, view = make_console(stream), DetailView(hexdump)
-            emit = lambda ex: console.print(view.render(ex))  # noqa: E731
+            emit = lambda ex: console.print(view.render(ex))
         for event in make_dissector(options).run(packets(source, quiet)):
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
@@ -180,8 +201,8 @@ def stats(
 ) -> None:
     """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
     and consumer groups with their rebalances and offset commits."""
-    from kdissect.dissect import make_dissector
-    from kdissect.kafka.exchange import Exchange
+    from kdissect.dissector import make_dissector
+    from kdissect.events import Exchange
     from kdissect.views.stats import Stats, print_stats
 
     options = make_options(port, False, no_reorder, limit, False)

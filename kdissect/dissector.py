@@ -2,21 +2,20 @@
 
 `Dissector` knows nothing of files, sockets or Spark. A driver hands it packets in capture order and receives
 the events each packet completes (exchanges, notices, connection summaries); `finish()` settles the rest.
-The pcap reader, the live sniffer and the Spark job are three such drivers.
+The pcap reader, the live sniffer and the Spark job are three such drivers, and all three build it the one
+way: `make_dissector(Options(...))`.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Protocol
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
 from kdissect.capture.packet import Packet
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Event, Notice
 from kdissect.kafka.connection import Connection
-from kdissect.kafka.exchange import Message
-from kdissect.kafka.session import Session
+from kdissect.kafka.shared import BodyDecoder, Shared
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
@@ -27,74 +26,6 @@ EVICT_FRACTION = 8
 """When the connection table is full, the least recently active eighth goes at once, so eviction stays rare."""
 HELD_CHECKS = 16
 """The global buffer bound is checked each time a sixteenth of it has been read from the capture."""
-
-log = logging.getLogger(__name__)
-
-
-class BodyDecoder(Protocol):
-    """Decodes message bodies; returns the message with `body` and its diagnostics filled in. Never raises."""
-
-    def request(self, message: Message, session: Session) -> Message: ...
-
-    def response(self, message: Message, request: Message, session: Session) -> Message: ...
-
-
-@dataclass
-class Counters:
-    """Totals over the whole capture, for summaries."""
-
-    packets: int = 0
-    bytes: int = 0
-    first_ts: int | None = None
-    last_ts: int | None = None
-    tcp_segments: int = 0
-    malformed: int = 0
-    connections: int = 0
-    kafka_connections: int = 0
-    ignored_connections: int = 0
-    """Connections on other ports that never showed a Kafka request."""
-    evicted_connections: int = 0
-    empty_connections: int = 0
-    """Connections on a Kafka port that carried no data (SYN floods, port scans, refused connects)."""
-    exchanges: int = 0
-    malformed_codes: dict[str, int] = field(default_factory=dict)
-
-
-class Shared:
-    """What every connection of one dissector shares: settings, the output queue, counters."""
-
-    def __init__(self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None) -> None:
-        self.ports = ports
-        self.limits = limits
-        self.reorder = reorder
-        self.decoder = decoder
-        self.events: list[Event] = []
-        self.counters = Counters()
-
-    def emit(self, event: Event) -> None:
-        self.events.append(event)
-
-    def decode_request(self, message: Message, session: Session) -> Message:
-        if self.decoder is None:
-            return message
-        try:
-            return self.decoder.request(message, session)
-        except Exception as exc:  # a decoder bug must cost one body, never the pairing or the run
-            return _decoder_failed(message, exc)
-
-    def decode_response(self, message: Message, request: Message, session: Session) -> Message:
-        if self.decoder is None:
-            return message
-        try:
-            return self.decoder.response(message, request, session)
-        except Exception as exc:  # as above
-            return _decoder_failed(message, exc)
-
-
-def _decoder_failed(message: Message, exc: Exception) -> Message:
-    log.debug("decoder failure", exc_info=exc)
-    diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
-    return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))
 
 
 class Dissector:
@@ -269,3 +200,35 @@ class Dissector:
             if events:
                 yield from events
         yield from self.finish()
+
+
+MAKE = object()
+"""`make_dissector`'s default: make the decoder the options ask for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    ports: frozenset[int] = DEFAULT_PORTS
+    limits: Limits = DEFAULT_LIMITS
+    reorder: bool = True
+    decode: bool = True
+    """Decode bodies and records; without it only headers are read (pairing and latency still work)."""
+    show_secrets: bool = False
+    spans: bool = False
+    """Record every field's byte span (for the hex view); costs decoding time."""
+
+
+def make_decoder(options: Options):
+    """The body decoder the options ask for, or None. Its compiled decoders are kept: share it to reuse them."""
+    if not options.decode:
+        return None
+    from kdissect.decode.decoder import Decoder  # decoding is optional: --headers-only never loads it
+
+    return Decoder(options.limits, spans=options.spans, show_secrets=options.show_secrets)
+
+
+def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
+    """A dissector for the options; pass a decoder (from `make_decoder`) to share one across dissectors."""
+    if decoder is MAKE:
+        decoder = make_decoder(options)
+    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder)

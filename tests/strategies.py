@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import struct
 import sys
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
 
-from kdissect.decode.tree import Struct, UnknownTag
 from kdissect.records import RecordSet, decode_records
-from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import APIS, Field, Message, pick
+from kdissect.schema.tree import Struct, UnknownTag
+from kdissect.testing.record_encoder import Draft, encode_batch
 
 DIRECTIONS = ("request", "response")
 TRIPLES: tuple[tuple[int, int, str], ...] = tuple(
@@ -112,7 +112,7 @@ def field_value(f: Field, version: int, flex: bool) -> st.SearchStrategy[Any]:
 ABSENT = object()
 
 
-@lru_cache(maxsize=None)
+@cache
 def struct_of(fields: tuple[Field, ...], version: int, flex: bool) -> st.SearchStrategy[Struct]:
     """A Struct for `fields` at `version`, named and ordered as the decoder names and orders them."""
     present = [f for f in fields if version in f.versions]
@@ -142,7 +142,7 @@ def struct_of(fields: tuple[Field, ...], version: int, flex: bool) -> st.SearchS
     return st.tuples(regular_values, tagged_values, unknown).map(build)
 
 
-@lru_cache(maxsize=None)
+@cache
 def body(api_key: int, version: int, direction: str) -> st.SearchStrategy[Struct]:
     """A random valid body for (api_key, version, direction)."""
     message = definition(api_key, version, direction)

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 from kdissect.capture import open_capture
 from kdissect.decode.body import Body
-from kdissect.dissect import Options, make_dissector
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import Exchange
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.records.values import Message as LegacyMessage
 from kdissect.views.json_lines import decode_bytes
 
@@ -32,7 +31,7 @@ TRUE_DIAGNOSTICS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def dissect(path: Path) -> tuple[list[Exchange], list[Notice], list[ConnectionEnd]]:
     exchanges, notices, ends = [], [], []
     with open_capture(path) as capture:

@@ -32,15 +32,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import ZERO_UUID, definition, raw_records_hook
 
 from kdissect.decode.body import BodyDecoder
-from kdissect.decode.data import read_versioned
 from kdissect.decode.meaning import PARTITION_FIELDS
-from kdissect.decode.tree import Struct
-from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import APIS, DATA_SCHEMAS, Field, pick
-
-from strategies import ZERO_UUID, definition, raw_records_hook
+from kdissect.schema.tree import Struct
+from kdissect.schema.versioned import read_versioned
+from kdissect.testing.record_encoder import Draft, encode_batch
 
 DECODER = BodyDecoder(raw_records_hook)
 
@@ -539,8 +538,8 @@ def facts(body: Any, api_key: int, direction: str) -> dict[str, list]:
 
 def kdissect_messages(path: Path) -> dict[tuple[int, int, str], tuple[Any, Any]]:
     from kdissect.capture import open_capture
-    from kdissect.dissect import Options, make_dissector
-    from kdissect.kafka.exchange import Exchange
+    from kdissect.dissector import Options, make_dissector
+    from kdissect.events import Exchange
 
     dissector = make_dissector(Options(ports=frozenset({9092, 36333})))
     out = {}

@@ -14,14 +14,14 @@ import tracemalloc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import TRIPLES, body, definition, filled, filled_struct, flexible, normal, records_hook
 
 from kdissect.decode.body import BodyDecoder
-from kdissect.decode.data import read_versioned
-from kdissect.decode.encode import Encoder, uvarint
-from kdissect.decode.tree import Struct, UnknownTag
 from kdissect.schema import APIS, DATA_SCHEMAS, Field, pick
-
-from strategies import TRIPLES, body, definition, filled, filled_struct, flexible, normal, records_hook
+from kdissect.schema.tree import Struct, UnknownTag
+from kdissect.schema.versioned import read_versioned
+from kdissect.testing.body_encoder import Encoder
+from kdissect.wire import write_uvarint
 
 DECODER = BodyDecoder(records_hook)
 ENCODER = Encoder()
@@ -151,9 +151,9 @@ LYING = [
      + struct.pack(">h", 1) + b"t" + struct.pack(">i", 1) + struct.pack(">hii", 0, 0, 0) + struct.pack(">i", 2**31 - 1) + bytes(4),
      "Topics[0].Partitions[0].ReplicaNodes"),
     ("int32 count of strings", 15, 0, "request", struct.pack(">i", 2**31 - 1), "Groups"),
-    ("compact count of structs", 3, 12, "response", struct.pack(">i", 0) + uvarint(2**31), "Brokers"),
+    ("compact count of structs", 3, 12, "response", struct.pack(">i", 0) + write_uvarint(2**31), "Brokers"),
     ("compact count of uuids in a tagged field", 63, 1, "request",
-     struct.pack(">iqq??", 1, 2, 3, False, False) + uvarint(1) + uvarint(0) + uvarint(9) + uvarint(2**31 - 1) + bytes(4),
+     struct.pack(">iqq??", 1, 2, 3, False, False) + write_uvarint(1) + write_uvarint(0) + write_uvarint(9) + write_uvarint(2**31 - 1) + bytes(4),
      "OfflineLogDirs"),
 ]
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import random
 
-from kdissect.capture import Packet, craft
-from kdissect.capture.craft import CLIENT, SERVER
+from kdissect.capture import Packet
 from kdissect.dissector import Dissector
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import Exchange, Message
+from kdissect.events import ConnectionEnd, Exchange, Message, Notice
 from kdissect.limits import Limits
 from kdissect.net.tcp import SYN
+from kdissect.testing import craft
+from kdissect.testing.craft import CLIENT, SERVER
 
 
 def req(correlation: int, size: int = 4) -> bytes:
@@ -183,6 +183,9 @@ def test_syn_flood_on_another_port_is_ignored() -> None:
 
 class Exploding:
     """A body decoder with a bug: the core must keep pairing and report it on the message."""
+
+    def new_session(self) -> None:
+        return None
 
     def request(self, message: Message, *session) -> Message:
         raise RuntimeError("boom")

@@ -12,12 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.capture import craft
-from kdissect.capture.craft import CLIENT, SERVER
 from kdissect.dissector import Dissector
-from kdissect.events import ConnectionEnd, Notice
+from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.kafka.detect import find_request, find_response, plausible_request
-from kdissect.kafka.exchange import Exchange
 from kdissect.kafka.framing import RESYNC_WINDOW, Framer
 from kdissect.kafka.headers import (
     HeaderError,
@@ -25,6 +22,8 @@ from kdissect.kafka.headers import (
     parse_response_header,
 )
 from kdissect.limits import Limits
+from kdissect.testing import craft
+from kdissect.testing.craft import CLIENT, SERVER
 
 MAX = 1 << 20
 

@@ -12,22 +12,21 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from kdissect.capture import Packet, craft
-from kdissect.capture.craft import CLIENT, SERVER
+from kdissect.capture import Packet
 from kdissect.capture.pcapng import EPB
 from kdissect.capture.source import CaptureError, CaptureFile
 from kdissect.capture.writer import PcapngWriter, pcap_bytes
-from kdissect.dissect import Options, make_dissector
-from kdissect.dissector import Dissector
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import Exchange
+from kdissect.dissector import Dissector, Options, make_dissector
+from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.limits import Limits
 from kdissect.net.tcp import SYN
 from kdissect.records import decode_records
-from kdissect.records.codecs import GZIP, compress
-from kdissect.records.encode import Draft, encode_batch, encode_message
-from kdissect.records.varint import encode_varint
+from kdissect.records.codecs import GZIP
+from kdissect.testing import craft
+from kdissect.testing.craft import CLIENT, SERVER
+from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message
 from kdissect.views.json_lines import exchange_json, time_text
+from kdissect.wire import write_varint
 
 ETHERNET = 1
 FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
@@ -546,8 +545,8 @@ def test_record_lengths_past_their_record_copy_nothing_more() -> None:
     """Regression: a record whose key length points far past its own end used to copy the rest of the batch into
     its key, for every record: 270 KB of records made 2 GB of keys. Now each record holds at most its own bytes."""
     n = 16000
-    inner = b"\0" + encode_varint(0) + encode_varint(0) + encode_varint(n * 8) + b"\0\0"
-    body = (encode_varint(len(inner)) + inner) * n + b"\0" * (n * 8 + 16)
+    inner = b"\0" + write_varint(0) + write_varint(0) + write_varint(n * 8) + b"\0\0"
+    body = (write_varint(len(inner)) + inner) * n + b"\0" * (n * 8 + 16)
     batch = bytearray(encode_batch([]))
     batch[57:61] = struct.pack(">i", n)
     blob = bytes(batch) + body

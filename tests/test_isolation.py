@@ -29,7 +29,7 @@ What each mutation touches:
 from __future__ import annotations
 
 import io
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,8 @@ from hypothesis import strategies as st
 from kdissect.capture import Packet, open_capture
 from kdissect.capture.source import CaptureFile
 from kdissect.capture.writer import pcap_bytes
-from kdissect.dissect import Options, make_dissector
-from kdissect.kafka.exchange import Endpoint, Exchange
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import Endpoint, Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import SYN
 from kdissect.views.json_lines import exchange_json
@@ -152,7 +152,7 @@ class Baseline:
         return touched
 
 
-@lru_cache(maxsize=None)
+@cache
 def baseline(name: str) -> Baseline:
     return Baseline(name)
 

@@ -21,9 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kdissect.capture import open_capture  # noqa: E402
-from kdissect.dissect import Options, make_dissector  # noqa: E402
-from kdissect.events import ConnectionEnd, Notice  # noqa: E402
-from kdissect.kafka.exchange import Exchange  # noqa: E402
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import ConnectionEnd, Exchange, Notice  # noqa: E402
 from kdissect.views import json_lines  # noqa: E402
 from kdissect.views.stats import Stats  # noqa: E402
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.capture import Packet, craft
-from kdissect.capture.craft import AH, CLIENT, DEST_OPTIONS, HOP_BY_HOP, ROUTING, SERVER
-from kdissect.capture.linklayer import (
+from kdissect.capture import Packet
+from kdissect.dissector import Dissector
+from kdissect.events import Exchange, Notice
+from kdissect.net.linklayer import (
     LINKTYPE_ETHERNET,
     LINKTYPE_IPV4,
     LINKTYPE_IPV6,
@@ -22,12 +23,11 @@ from kdissect.capture.linklayer import (
     LINKTYPE_NULL,
     LINKTYPE_RAW,
 )
-from kdissect.dissector import Dissector
-from kdissect.events import Notice
-from kdissect.kafka.exchange import Exchange
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, PSH
+from kdissect.testing import craft
+from kdissect.testing.craft import AH, CLIENT, DEST_OPTIONS, HOP_BY_HOP, ROUTING, SERVER
 
 V4 = ("10.1.2.3", "10.9.8.7")
 V6 = ("fd00::1", "fd00::2:3")

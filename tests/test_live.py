@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from kdissect.capture import open_capture
-from kdissect.capture.linklayer import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL
 from kdissect.capture.live import (
     ANY,
     DLT_EN10MB,
@@ -35,6 +34,7 @@ from kdissect.capture.live import (
     drop_outgoing,
     open_live,
 )
+from kdissect.net.linklayer import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL
 from kdissect.views.json_lines import decode_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -471,8 +471,8 @@ def test_live_against_a_real_broker(tmp_path):
     # -w saved the same packets: read back, they give the same exchanges
     summary = procs[0].stderr.strip().splitlines()[-1]
     assert summary.startswith("kdissect: ") and f"; {len(exchanges)} exchanges on {len(connections)} Kafka connections" in summary
-    from kdissect.dissect import Options, make_dissector
-    from kdissect.kafka.exchange import Exchange
+    from kdissect.dissector import Options, make_dissector
+    from kdissect.events import Exchange
 
     with open_capture(pcap) as source:
         packets = list(source.packets())

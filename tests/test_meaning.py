@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import uuid
 
-from kdissect.capture.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.decode.encode import encode_body
+from rich.console import Console
+
 from kdissect.decode.redaction import Redacted
-from kdissect.dissect import Options, make_dissector
-from kdissect.kafka.exchange import Exchange
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import Exchange
 from kdissect.schema import is_flexible
+from kdissect.testing.body_encoder import encode_body
+from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.views.detail import DetailView
 from kdissect.views.json_lines import exchange_json
-from rich.console import Console
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA, FETCH, SYNC_GROUP = 17, 36, 3, 1, 14
 PASSWORD = "hunter2-very-secret"

@@ -22,17 +22,21 @@ import pytest
 
 pa = pytest.importorskip("pyarrow", reason="the pipeline needs pyarrow: pip install 'kdissect[spark]'")
 
-from kdissect.capture import craft, open_capture  # noqa: E402
-from kdissect.capture.linklayer import LINKTYPE_ETHERNET  # noqa: E402
+from kdissect.capture import open_capture
 from kdissect.capture.writer import PcapngWriter, PcapWriter  # noqa: E402
-from kdissect.dissect import Options, make_dissector  # noqa: E402
-from kdissect.events import Notice  # noqa: E402
-from kdissect.kafka.exchange import Exchange  # noqa: E402
-from kdissect.pipeline import flows, rows, splits, sync  # noqa: E402
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import (
+    Exchange,
+    Notice,
+)
+from kdissect.net.linklayer import LINKTYPE_ETHERNET
+from kdissect.capture import sync  # noqa: E402
+from kdissect.pipeline import flows, rows, splits  # noqa: E402
 from kdissect.pipeline.core import CoreStage  # noqa: E402
 from kdissect.pipeline.inputs import InputError, expand  # noqa: E402
 from kdissect.pipeline.reader import read_split  # noqa: E402
 from kdissect.pipeline.tables import input_batch as to_batch  # noqa: E402
+from kdissect.testing import craft
 from kdissect.views.json_lines import decode_bytes, exchange_json  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

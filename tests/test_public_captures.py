@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,9 +19,8 @@ import pytest
 from kdissect.capture import open_capture
 from kdissect.decode.body import Body
 from kdissect.decode.meaning import ErrorAt
-from kdissect.dissect import Options, make_dissector
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import Exchange
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.records import Message as LegacyMessage
 from kdissect.records import RecordBatch
 
@@ -113,7 +112,7 @@ DIAGNOSTICS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(name: str) -> tuple[list[Exchange], list[Notice], list[ConnectionEnd], list]:
     dissector = make_dissector(Options(ports=PORTS))
     exchanges, notices, ends = [], [], []

@@ -11,13 +11,12 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kdissect.capture import craft
-from kdissect.capture.craft import CLIENT, SERVER
 from kdissect.dissector import Dissector
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import Exchange
+from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.net.reassembly import Reassembler
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
+from kdissect.testing import craft
+from kdissect.testing.craft import CLIENT, SERVER
 
 MOD = 1 << 32
 

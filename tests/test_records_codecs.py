@@ -16,9 +16,24 @@ from hypothesis import strategies as st
 from kdissect.limits import Limits
 from kdissect.records import Budget, decode_records
 from kdissect.records.batch import CRC_START, HEADER
-from kdissect.records.codecs import CODEC_IDS, GZIP, LZ4, SNAPPY, XERIAL_MAGIC, ZSTD, compress, lz4_header_checksum_index
+from kdissect.records.codecs import (
+    CODEC_IDS,
+    GZIP,
+    LZ4,
+    SNAPPY,
+    XERIAL_MAGIC,
+    ZSTD,
+    lz4_header_checksum_index,
+)
 from kdissect.records.crc import crc32c, xxh32
-from kdissect.records.encode import Draft, encode_batch, encode_message, encode_message_set, encode_record
+from kdissect.testing.record_encoder import (
+    Draft,
+    compress,
+    encode_batch,
+    encode_message,
+    encode_message_set,
+    encode_record,
+)
 
 MiB = 1 << 20
 GiB = 1 << 30

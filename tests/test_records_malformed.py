@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from kdissect.limits import Limits
 from kdissect.records import decode_records
-from kdissect.records.codecs import GZIP, compress
-from kdissect.records.encode import Draft, encode_batch, encode_message, encode_message_set
-from kdissect.records.varint import encode_varint
+from kdissect.records.codecs import GZIP
+from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
+from kdissect.wire import write_varint
 
 RECORDS = [Draft(b"k%d" % i, b"value-%d" % i, (("h", b"%d" % i),), 1000 + i) for i in range(4)]
 
@@ -83,7 +83,7 @@ def _with_records_section(records: bytes, count: int) -> bytes:
 
 
 def _record(body: bytes) -> bytes:
-    return encode_varint(len(body)) + body
+    return write_varint(len(body)) + body
 
 
 def test_a_record_cut_short_inside_a_complete_batch():
@@ -122,7 +122,7 @@ def test_header_key_that_is_not_utf8_stays_bytes():
 
 
 def test_impossible_header_count():
-    body = b"\x00\x00\x00\x01\x01" + encode_varint(1000)
+    body = b"\x00\x00\x00\x01\x01" + write_varint(1000)
     rs = decode_records(_with_records_section(_record(body), 1))
     assert _codes(rs) == ["record.bad-header-count"]
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.decode.encode import Encoder
-from kdissect.decode.tree import Struct
 from kdissect.records import Message, RecordBatch, decode_records
 from kdissect.schema import DATA_SCHEMAS
-from kdissect.records.encode import Draft, control_record, encode_batch, encode_message_set, end_txn_marker
+from kdissect.schema.tree import Struct
+from kdissect.testing.body_encoder import Encoder
+from kdissect.testing.record_encoder import (
+    Draft,
+    control_record,
+    encode_batch,
+    encode_message_set,
+    end_txn_marker,
+)
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 INT64 = st.integers(-(2**63), 2**63 - 1)

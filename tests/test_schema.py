@@ -15,9 +15,9 @@ from kdissect.schema import (
     Field,
     Message,
     Versions,
+    generate,
     pick,
 )
-from kdissect.schema import generate
 from kdissect.schema.model import NEVER, OPEN, PRIMITIVES
 
 GENERATED = Path(generate.__file__).with_name("generated.py")

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kdissect.capture import open_capture  # noqa: E402
-from kdissect.dissect import Options, make_dissector  # noqa: E402
-from kdissect.kafka.exchange import Exchange  # noqa: E402
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import Exchange
 from kdissect.views.detail import DetailView  # noqa: E402
 from kdissect.views.filters import make_filter  # noqa: E402
 from kdissect.views.sink import EventSink  # noqa: E402

@@ -23,9 +23,25 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect.commands.options import (
-    ApiOpt, ClientIdOpt, ConnectionOpt, ErrorsOpt, GroupOpt, JsonOpt, LimitOpt, MinLatencyOpt,
-    NoDecodeOpt, NoReorderOpt, OutputOpt, PipeClosed, SecretsOpt, TopicOpt, UserError, VersionOpt, make_filter,
-    make_options, open_output,
+    ApiOpt,
+    ClientIdOpt,
+    ConnectionOpt,
+    ErrorsOpt,
+    GroupOpt,
+    JsonOpt,
+    LimitOpt,
+    MinLatencyOpt,
+    NoDecodeOpt,
+    NoReorderOpt,
+    OutputOpt,
+    PipeClosed,
+    SecretsOpt,
+    TopicOpt,
+    UserError,
+    VersionOpt,
+    make_filter,
+    make_options,
+    open_output,
 )
 
 PortOpt = Annotated[
@@ -156,7 +172,7 @@ class _Session:
 
     def __init__(self, capture: Any, options: Any, wanted: Any, stream: Any, json_out: bool, all_events: bool,
                  pcap: Any, quiet: bool) -> None:
-        from kdissect.dissect import make_dissector
+        from kdissect.dissector import make_dissector
         from kdissect.views import json_lines
         from kdissect.views.sink import EventSink
 
@@ -192,7 +208,7 @@ class _Session:
 
     def run(self, count: int | None, duration: float | None) -> str | None:
         """Capture until a stop; returns what went wrong when the capture itself failed, else None."""
-        from kdissect.capture.linklayer import name as linktype_name
+        from kdissect.net.linklayer import name as linktype_name
 
         capture = self.capture
         if not self.quiet:
@@ -283,8 +299,8 @@ class _Session:
                 return
 
     def _closing(self) -> None:
-        from kdissect.capture.linklayer import name as linktype_name
         from kdissect.diagnostic import Diagnostic
+        from kdissect.net.linklayer import name as linktype_name
         from kdissect.views.terminal import size
 
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters

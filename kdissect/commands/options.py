@@ -80,8 +80,7 @@ def make_limits(settings: list[str] | None):
 
 
 def make_options(ports: list[int] | None, headers_only: bool, no_reorder: bool, limits: list[str] | None, show_secrets: bool, spans: bool = False):
-    from kdissect.dissect import Options
-    from kdissect.dissector import DEFAULT_PORTS
+    from kdissect.dissector import DEFAULT_PORTS, Options
 
     return Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,

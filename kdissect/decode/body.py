@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kdissect.decode.compiler import Compiler, Decode, RecordsHook
 from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan
-from kdissect.decode.tree import Partial, Struct
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import fast_constructor
 from kdissect.schema import APIS, Message, pick
+from kdissect.schema.compiler import Compiler, Decode, RecordsHook
 from kdissect.schema.model import nearest_version
+from kdissect.schema.tree import Partial, Struct
 
 Direction = Literal["request", "response"]
 

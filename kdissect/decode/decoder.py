@@ -6,10 +6,9 @@ from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, BodyDecoder, Direction, new_body, unknown_api
+from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
-from kdissect.kafka.exchange import Message, new_message
-from kdissect.kafka.headers import RequestHeader
-from kdissect.kafka.session import Session
+from kdissect.events import Message, RequestHeader, new_message
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
@@ -80,6 +79,10 @@ class Decoder:
                 out.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
         self._found = []
         return out
+
+    @staticmethod
+    def new_session() -> Session:
+        return Session()
 
     def request(self, message: Message, session: Session) -> Message:
         header = message.header

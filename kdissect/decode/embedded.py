@@ -8,12 +8,12 @@ which are replaced unless shown.
 
 from __future__ import annotations
 
-from kdissect.decode.data import read_versioned
 from kdissect.decode.redaction import Redacted
 from kdissect.decode.sasl import read_sasl
-from kdissect.decode.tree import Struct
-from kdissect.kafka.session import Session
+from kdissect.decode.session import Session
 from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Message
+from kdissect.schema.tree import Struct
+from kdissect.schema.versioned import read_versioned
 
 JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 11, 14, 15, 17, 36
 API_KEYS = frozenset({JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE})

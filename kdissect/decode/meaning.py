@@ -8,11 +8,10 @@ records). Walking the plan visits nothing else, so the pass costs little next to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from kdissect.decode.tree import Struct
 from kdissect.records.values import RecordSet
 from kdissect.schema.model import Field
+from kdissect.schema.tree import Struct
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 PARTITION_FIELDS = frozenset({"Partition", "PartitionIndex", "Index", "PartitionId"})

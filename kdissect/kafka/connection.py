@@ -7,25 +7,29 @@ without a SYN the side whose bytes hold a plausible request is the client.
 
 from __future__ import annotations
 
-import struct
-from typing import TYPE_CHECKING
-
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import ConnectionEnd, Ending, Notice
+from kdissect.events import (
+    ConnectionEnd,
+    ConnectionInfo,
+    Ending,
+    Endpoint,
+    Frame,
+    Message,
+    Notice,
+    RequestHeader,
+    Status,
+    new_exchange,
+    new_message,
+)
 from kdissect.kafka.detect import find_request, find_response, plausible_request
-from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Message, Status, new_exchange, new_message
-from kdissect.kafka.frame import Frame
 from kdissect.kafka.framing import Framer
-from kdissect.kafka.headers import HeaderError, RequestHeader, parse_request_header, parse_response_header
+from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
-from kdissect.kafka.session import Session
+from kdissect.kafka.shared import Shared
 from kdissect.net.reassembly import Reassembler
 from kdissect.net.tcp import ACK, SYN
+from kdissect.wire import INT32
 
-if TYPE_CHECKING:
-    from kdissect.dissector import Shared
-
-_CORRELATION = struct.Struct(">i").unpack_from
 PROBE_LIMIT = 64 << 10
 """Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
 HELD_NOTICES = 64
@@ -106,7 +110,7 @@ class Connection:
         self.held: list[Notice] = []
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
-        self.session = Session()
+        self.session = shared.new_session()
         self.streams = (
             Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
             Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
@@ -214,7 +218,7 @@ class Connection:
             diagnostic = Diagnostic("header.unreadable", "the response is too short for a correlation id", "error", "frame", 0)
             self._exchange("orphan-response", None, new_message(frame, None, None, diagnostics + (diagnostic,)))
             return
-        request, settled = self.pairing.match(_CORRELATION(frame.data)[0])
+        request, settled = self.pairing.match(INT32(frame.data, 0)[0])
         for entry in settled:
             self._settle(*entry)
         request_header: RequestHeader | None = request.header if request else None  # type: ignore[assignment]

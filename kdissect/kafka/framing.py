@@ -12,7 +12,7 @@ import struct
 from typing import Callable
 
 from kdissect.diagnostic import Diagnostic
-from kdissect.kafka.frame import new_frame
+from kdissect.events import Frame, new_frame
 
 _SIZE = struct.Struct(">i").unpack_from
 RESYNC_WINDOW = 1 << 20

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
-from kdissect.decode.uvarint import VarintError, read_uvarint
-from kdissect.frozen import fast_constructor
+from kdissect.events import RequestHeader, ResponseHeader, TaggedField, new_request_header, new_response_header
 from kdissect.schema import request_header_version, response_header_version
+from kdissect.wire import INT16, INT32, WireError, read_uvarint
 
 _REQUEST = struct.Struct(">hhi").unpack_from
-_INT16 = struct.Struct(">h").unpack_from
-_INT32 = struct.Struct(">i").unpack_from
 
 
 class HeaderError(ValueError):
@@ -20,40 +17,6 @@ class HeaderError(ValueError):
     def __init__(self, reason: str, offset: int) -> None:
         super().__init__(reason)
         self.offset = offset
-
-
-@dataclass(frozen=True, slots=True)
-class TaggedField:
-    """A tagged field kept as it came: its tag, raw bytes, and where they start in the frame."""
-
-    tag: int
-    data: bytes
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    version: int
-    """Header version: 0 (no client id), 1, or 2 (flexible, tagged fields)."""
-    length: int
-    """Bytes the header occupies at the start of the frame; the body follows."""
-    tagged: tuple[TaggedField, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseHeader:
-    correlation_id: int
-    version: int
-    length: int
-    tagged: tuple[TaggedField, ...] = ()
-
-
-new_request_header = fast_constructor(RequestHeader)
-new_response_header = fast_constructor(ResponseHeader)
 
 
 def _tagged(data: bytes, pos: int) -> tuple[tuple[TaggedField, ...], int]:
@@ -67,7 +30,7 @@ def _tagged(data: bytes, pos: int) -> tuple[tuple[TaggedField, ...], int]:
                 raise HeaderError(f"tagged field {tag} claims {size} bytes past the end of the frame", pos)
             fields.append(TaggedField(tag, data[pos : pos + size], pos))
             pos += size
-    except VarintError as exc:
+    except WireError as exc:
         raise HeaderError(str(exc), pos) from None
     return tuple(fields), pos
 
@@ -82,7 +45,7 @@ def parse_request_header(data: bytes) -> RequestHeader:
     if version >= 1:
         if len(data) < 10:
             raise HeaderError("the frame ends before the client id", len(data))
-        length = _INT16(data, 8)[0]
+        length = INT16(data, 8)[0]
         pos = 10
         if length >= 0:
             if pos + length > len(data):
@@ -101,7 +64,7 @@ def parse_response_header(data: bytes, api_key: int | None, api_version: int | N
     """The response header's version follows from its request's; an orphan response is read as version 0."""
     if len(data) < 4:
         raise HeaderError(f"a response header needs 4 bytes, the frame holds {len(data)}", len(data))
-    correlation_id = _INT32(data, 0)[0]
+    correlation_id = INT32(data, 0)[0]
     version = 0 if api_key is None else response_header_version(api_key, api_version)
     if version >= 1:
         tagged, pos = _tagged(data, 4)

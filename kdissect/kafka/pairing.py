@@ -11,9 +11,8 @@ from __future__ import annotations
 import struct
 from collections import deque
 
-from kdissect.decode.uvarint import VarintError, read_uvarint
-from kdissect.kafka.exchange import Message
-from kdissect.kafka.headers import RequestHeader
+from kdissect.events import Message, RequestHeader
+from kdissect.wire import WireError, read_uvarint
 
 PRODUCE = 0
 _ACKS_AFTER_TRANSACTIONAL_ID = struct.Struct(">h").unpack_from
@@ -33,7 +32,7 @@ def expects_response(header: RequestHeader, frame_data: bytes) -> bool:
                 length = _ACKS_AFTER_TRANSACTIONAL_ID(frame_data, pos)[0]
                 pos += 2 + max(length, 0)
         return _ACKS_AFTER_TRANSACTIONAL_ID(frame_data, pos)[0] != 0
-    except (IndexError, struct.error, VarintError):
+    except (IndexError, struct.error, WireError):
         return True
 
 

@@ -17,10 +17,8 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
-from kdissect.dissect import Options, make_decoder, make_dissector
-from kdissect.dissector import Dissector
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import Exchange
+from kdissect.dissector import Dissector, Options, make_decoder, make_dissector
+from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.flows import unpack

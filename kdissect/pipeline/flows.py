@@ -18,11 +18,12 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-from kdissect.capture.linklayer import DECODERS
 from kdissect.capture.packet import Packet
 from kdissect.net.ip import ip_header
+from kdissect.net.linklayer import DECODERS
 from kdissect.net.malformed import Malformed
-from kdissect.net.segments import FIXED_LINK_HEADERS, IPPROTO_TCP as TCP
+from kdissect.net.segments import FIXED_LINK_HEADERS
+from kdissect.net.segments import IPPROTO_TCP as TCP
 
 MALFORMED = b"M"
 

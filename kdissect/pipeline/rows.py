@@ -11,13 +11,12 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from kdissect.decode.body import Body
-from kdissect.decode.tree import Struct
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Notice
-from kdissect.kafka.exchange import ConnectionInfo, Exchange
+from kdissect.events import ConnectionInfo, Exchange, Notice
 from kdissect.records.values import Message as LegacyMessage
 from kdissect.records.values import RecordBatch
 from kdissect.schema import API_NAMES, error_name
+from kdissect.schema.tree import Struct
 from kdissect.views.json_lines import exchange_json
 
 OFFSET_BITS = 20

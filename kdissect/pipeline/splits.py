@@ -20,11 +20,11 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Callable
 
+from kdissect.capture import sync
 from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
 from kdissect.capture.pcap import MAX_RECORD
-from kdissect.pipeline import sync
 from kdissect.capture.pcapng import EPB, IDB, MIN_LENGTH, PB, SECTION_BYTE_ORDER, SHB, SPB
-from kdissect.pipeline.sync import PcapRules
+from kdissect.capture.sync import PcapRules
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -15,7 +15,7 @@ from kdissect.records.context import Context
 from kdissect.records.control import decode_control
 from kdissect.records.crc import crc32c
 from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, RecordTwin
-from kdissect.records.varint import ZIGZAG, VarintError, read_varint, read_varlong
+from kdissect.wire import ZIGZAG, WireError, read_varint, read_varlong
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size
@@ -223,7 +223,7 @@ def decode_v2_records(
                 if problem:
                     code, severity, message = problem
                     ctx.report(code, message, severity, scope, start, f"{path}.record[{index}]")
-        except VarintError as e:
+        except WireError as e:
             ctx.report("varint.too-long", str(e), "error", scope, e.offset, f"{path}.record[{index}]")
             break
         except IndexError:

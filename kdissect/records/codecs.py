@@ -1,4 +1,4 @@
-"""Decompression under a byte cap, and the matching compressors for the encoder.
+"""Decompression under a byte cap.
 
 Every decompressor asks its library for at most the bytes still allowed plus one, so a bomb is noticed by
 getting that one byte too many, and nothing is ever allocated from a size the payload itself claims.
@@ -182,27 +182,3 @@ def _unzstd(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
 
 _DECOMPRESSORS = {GZIP: _gunzip, SNAPPY: _unsnappy, LZ4: _unlz4, ZSTD: _unzstd}
 
-
-def compress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
-    """Compress as Kafka's Java client does (snappy xerial-framed in 32 KiB chunks, lz4 with independent blocks).
-
-    `legacy_lz4` writes the KAFKA-3160 header checksum of pre-0.10 clients.
-    """
-    if codec == GZIP:
-        c = zlib.compressobj(6, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
-    if codec == SNAPPY:
-        out = bytearray(XERIAL_MAGIC + (1).to_bytes(4, "big") + (1).to_bytes(4, "big"))
-        for i in range(0, len(data), 32 * 1024):
-            chunk = bytes(cramjam.snappy.compress_raw(data[i : i + 32 * 1024]))
-            out += len(chunk).to_bytes(4, "big") + chunk
-        return bytes(out)
-    if codec == LZ4:
-        frame = lz4.frame.compress(data, block_linked=False, store_size=not legacy_lz4)
-        if not legacy_lz4:
-            return frame
-        hc = lz4_header_checksum_index(frame)
-        return frame[:hc] + bytes(((xxh32(frame[:hc]) >> 8) & 0xFF,)) + frame[hc + 1 :]
-    if codec == ZSTD:
-        return zstandard.ZstdCompressor().compress(data)
-    raise ValueError(f"cannot compress with codec {codec}")

@@ -6,9 +6,9 @@ COMMIT and ABORT, and the KRaft records (leader change, snapshot header and foot
 
 from __future__ import annotations
 
-from kdissect.decode.data import read_versioned
 from kdissect.records.values import Control
 from kdissect.schema import CONTROL_RECORD_KEY, CONTROL_RECORD_TYPES, DATA_SCHEMAS
+from kdissect.schema.versioned import read_versioned
 
 
 def decode_control(key: bytes | None, value: bytes | None) -> tuple[Control | None, str]:

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from kdissect.decode.tree import Struct
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import unfrozen_twin
+from kdissect.schema.tree import Struct
 
 Header = tuple[str | bytes, bytes | None]
 """A record header: the key is str, or bytes when it is not valid UTF-8."""

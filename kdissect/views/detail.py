@@ -13,12 +13,11 @@ from rich.tree import Tree
 
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
-from kdissect.decode.tree import Struct, UnknownTag
-from kdissect.kafka.exchange import Exchange, Message
-from kdissect.kafka.headers import RequestHeader
+from kdissect.events import Exchange, Message, RequestHeader
 from kdissect.records.values import Message as LegacyMessage
 from kdissect.records.values import Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
+from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.json_lines import time_text
 from kdissect.views.summary import api_label
 from kdissect.views.terminal import duration, size, status_text

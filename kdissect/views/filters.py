@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kdissect.decode.body import Body
-from kdissect.kafka.exchange import Exchange
+from kdissect.events import Exchange
 from kdissect.schema import APIS
 
 

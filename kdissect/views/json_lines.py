@@ -17,14 +17,12 @@ from typing import IO, Any
 
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
-from kdissect.decode.tree import Struct, UnknownTag
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import ConnectionEnd, Notice
-from kdissect.kafka.exchange import ConnectionInfo, Endpoint, Exchange, Message
-from kdissect.kafka.headers import RequestHeader, ResponseHeader, TaggedField
+from kdissect.events import ConnectionEnd, ConnectionInfo, Endpoint, Exchange, Message, Notice, RequestHeader, ResponseHeader, TaggedField
 from kdissect.records.values import Message as LegacyMessage
 from kdissect.records.values import Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import API_NAMES, error_name
+from kdissect.schema.tree import Struct, UnknownTag
 
 LAYOUT = 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdissect.events import ConnectionEnd, Event, Notice
-from kdissect.kafka.exchange import Exchange
+from kdissect.events import ConnectionEnd, Event, Exchange, Notice
 from kdissect.views import json_lines
 from kdissect.views.filters import ExchangeFilter
 from kdissect.views.summary import Summary

@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kdissect.decode.body import Body
-from kdissect.decode.tree import Struct
-from kdissect.kafka.exchange import Exchange
+from kdissect.events import Exchange
 from kdissect.schema import API_NAMES, error_name
+from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
 from kdissect.views.terminal import duration, size, stamp
 
@@ -33,7 +33,7 @@ def _fields(message: Any) -> Struct | None:
 
 def _latency_cells(values: list[int]) -> dict[str, float | None]:
     ordered = sorted(values)
-    cell = lambda q: None if not ordered else percentile(ordered, q) / 1e6  # noqa: E731
+    cell = lambda q: None if not ordered else percentile(ordered, q) / 1e6
     return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
 
 

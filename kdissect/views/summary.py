@@ -6,8 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kdissect.decode.body import Body
-from kdissect.events import ConnectionEnd, Event, Notice
-from kdissect.kafka.exchange import ConnectionInfo, Exchange
+from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
 from kdissect.schema import API_NAMES, error_name
 
 

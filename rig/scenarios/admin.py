@@ -14,8 +14,7 @@ from rig.scenarios.common import attempt
 )
 def admin_kafka_python(ctx: Ctx) -> None:
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-    from kafka.admin import (AlterConfigOp, ConfigResource, ConfigResourceType, NewPartitions,
-                             NewTopic, OffsetSpec)
+    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, NewPartitions, NewTopic, OffsetSpec
     from kafka.structs import OffsetAndMetadata
 
     m, client = ctx.manifest, kafka_python_name()
@@ -112,10 +111,8 @@ def admin_kafka_python(ctx: Ctx) -> None:
     expect_apis={2, 3, 8, 9, 16, 19, 20, 32, 42, 69},
 )
 def admin_confluent(ctx: Ctx) -> None:
-    from confluent_kafka import (ConsumerGroupTopicPartitions, IsolationLevel, Producer,
-                                 TopicPartition)
-    from confluent_kafka.admin import (AdminClient, ConfigResource, NewPartitions, NewTopic,
-                                       OffsetSpec)
+    from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
     m, client = ctx.manifest, confluent_name()
     admin = AdminClient({"bootstrap.servers": ctx.bootstrap, "client.id": "kdrig-admin"})

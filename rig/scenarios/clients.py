@@ -10,14 +10,21 @@ import json
 import subprocess
 import time
 
-from rig.clients import (FIXED_TS, aiokafka_name, confluent_name, kafka_python_name, kcat_binary,
-                         kcat_env, kcat_name)
+from rig.clients import FIXED_TS, aiokafka_name, confluent_name, kafka_python_name, kcat_binary, kcat_env, kcat_name
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.common import attempt, err_text
-from rig.scenarios.kit import (BINARY_KEY, BINARY_VALUE, aiokafka_consumed, confluent_consumed,
-                               confluent_create_topics, confluent_produce, kafka_python_consumed,
-                               kafka_python_create_topics, kafka_python_produce, text_value)
-
+from rig.scenarios.kit import (
+    BINARY_KEY,
+    BINARY_VALUE,
+    aiokafka_consumed,
+    confluent_consumed,
+    confluent_create_topics,
+    confluent_produce,
+    kafka_python_consumed,
+    kafka_python_create_topics,
+    kafka_python_produce,
+    text_value,
+)
 
 DWELL = 1.5
 """Seconds a consumer stays in its group after reading, so Heartbeats appear in the capture."""

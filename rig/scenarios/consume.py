@@ -7,9 +7,15 @@ import time
 from rig.clients import FIXED_TS, confluent_name, kafka_python_name
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.common import attempt
-from rig.scenarios.kit import (confluent_consumed, confluent_create_topics, confluent_produce,
-                               kafka_python_consumed, kafka_python_create_topics,
-                               kafka_python_produce, text_value)
+from rig.scenarios.kit import (
+    confluent_consumed,
+    confluent_create_topics,
+    confluent_produce,
+    kafka_python_consumed,
+    kafka_python_create_topics,
+    kafka_python_produce,
+    text_value,
+)
 
 # Short timeouts: tansu holds a JoinGroup until the rebalance timeout when a member is
 # slow to rejoin, and the client defaults (45 s session, 300 s poll interval) make that long.

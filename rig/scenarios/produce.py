@@ -5,9 +5,16 @@ from __future__ import annotations
 from rig.clients import FIXED_TS, aiokafka_name, confluent_name
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.common import attempt, err_text
-from rig.scenarios.kit import (confluent_consume, confluent_create_topics,
-                               confluent_produce, edge_records, kafka_python_create_topics,
-                               kafka_python_drain, kafka_python_produce, text_value)
+from rig.scenarios.kit import (
+    confluent_consume,
+    confluent_create_topics,
+    confluent_produce,
+    edge_records,
+    kafka_python_create_topics,
+    kafka_python_drain,
+    kafka_python_produce,
+    text_value,
+)
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 

@@ -7,10 +7,10 @@ first field. Either way the first two bytes say which version to read.
 
 from __future__ import annotations
 
-from kdissect.decode.compiler import Compiler
-from kdissect.decode.tree import Partial, Struct
 from kdissect.schema import Message, pick
+from kdissect.schema.compiler import Compiler
 from kdissect.schema.model import nearest_version
+from kdissect.schema.tree import Partial, Struct
 
 _compiler = Compiler(records=lambda buf, start, end: bytes(buf[start:end]))
 """Data schemas carry no records fields; one compiler serves them all."""

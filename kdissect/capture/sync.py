@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kdissect.capture.pcapng import EPB, IDB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, PB, SECTION_BYTE_ORDER, SHB, SPB
+from kdissect.capture.pcapng import EPB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, SECTION_BYTE_ORDER, SHB
 
 PCAP_HEADER = 16
 CHAIN = 4

@@ -11,21 +11,13 @@ import struct
 import uuid
 from typing import Any, Callable
 
-from kdissect.decode.tree import Struct, UnknownTag
 from kdissect.schema.model import Field
+from kdissect.schema.tree import Struct, UnknownTag
+from kdissect.wire import write_uvarint
 
 FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
 
 RecordsEncoder = Callable[[Any], bytes]
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 class Encoder:
@@ -56,9 +48,9 @@ class Encoder:
             if isinstance(item, UnknownTag):
                 tagged.append((item.tag, item.data))
         tagged.sort(key=lambda t: t[0])
-        out += uvarint(len(tagged))
+        out += write_uvarint(len(tagged))
         for tag, data in tagged:
-            out += uvarint(tag) + uvarint(len(data)) + data
+            out += write_uvarint(tag) + write_uvarint(len(data)) + data
 
     def _field(self, out: bytearray, f: Field, version: int, flexible: bool, value: Any) -> None:
         compact = flexible if f.flexible is None else version in f.flexible
@@ -66,7 +58,7 @@ class Encoder:
             if value is None:
                 out += b"\x00" if compact else struct.pack(">i", -1)
                 return
-            out += uvarint(len(value) + 1) if compact else struct.pack(">i", len(value))
+            out += write_uvarint(len(value) + 1) if compact else struct.pack(">i", len(value))
             for item in value:
                 if f.is_struct:
                     self._struct(out, f.fields, version, flexible, item)
@@ -96,7 +88,7 @@ class Encoder:
                 out += b"\x00" if compact else struct.pack(">h" if type_ == "string" else ">i", -1)
                 return
             if compact:
-                out += uvarint(len(data) + 1)
+                out += write_uvarint(len(data) + 1)
             else:
                 out += struct.pack(">h" if type_ == "string" else ">i", len(data))
             out += data

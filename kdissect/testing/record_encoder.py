@@ -7,8 +7,13 @@ timestamps, control batches, nested wrappers through `encode_message`, KAFKA-316
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import cramjam
+import lz4.frame
+import zstandard
 
 from kdissect.records.batch import (
     CONTROL_BIT,
@@ -18,11 +23,11 @@ from kdissect.records.batch import (
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
 )
-from kdissect.records.codecs import CODEC_IDS, NONE, compress
-from kdissect.schema import CONTROL_RECORD_TYPES
-from kdissect.records.crc import crc32, crc32c
+from kdissect.records.codecs import CODEC_IDS, GZIP, LZ4, NONE, SNAPPY, XERIAL_MAGIC, ZSTD, lz4_header_checksum_index
+from kdissect.records.crc import crc32, crc32c, xxh32
 from kdissect.records.values import Header
-from kdissect.records.varint import encode_varint
+from kdissect.schema import CONTROL_RECORD_TYPES
+from kdissect.wire import write_varint
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,21 +56,21 @@ def end_txn_marker(commit: bool, coordinator_epoch: int, *, version: int = 0, ti
 
 
 def _nullable(data: bytes | None) -> bytes:
-    return encode_varint(-1) if data is None else encode_varint(len(data)) + data
+    return write_varint(-1) if data is None else write_varint(len(data)) + data
 
 
 def encode_record(draft: Draft, offset_delta: int, base_timestamp: int) -> bytes:
     body = bytearray((draft.attributes,))
-    body += encode_varint(draft.timestamp - base_timestamp)
-    body += encode_varint(offset_delta)
+    body += write_varint(draft.timestamp - base_timestamp)
+    body += write_varint(offset_delta)
     body += _nullable(draft.key)
     body += _nullable(draft.value)
-    body += encode_varint(len(draft.headers))
+    body += write_varint(len(draft.headers))
     for key, value in draft.headers:
         raw = key.encode() if isinstance(key, str) else key
-        body += encode_varint(len(raw)) + raw
+        body += write_varint(len(raw)) + raw
         body += _nullable(value)
-    return encode_varint(len(body)) + bytes(body)
+    return write_varint(len(body)) + bytes(body)
 
 
 def encode_batch(
@@ -176,3 +181,27 @@ def encode_message_set(
         attributes=codec_id | ts_bit,
     )
 
+
+def compress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
+    """Compress as Kafka's Java client does (snappy xerial-framed in 32 KiB chunks, lz4 with independent blocks).
+
+    `legacy_lz4` writes the KAFKA-3160 header checksum of pre-0.10 clients.
+    """
+    if codec == GZIP:
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    if codec == SNAPPY:
+        out = bytearray(XERIAL_MAGIC + (1).to_bytes(4, "big") + (1).to_bytes(4, "big"))
+        for i in range(0, len(data), 32 * 1024):
+            chunk = bytes(cramjam.snappy.compress_raw(data[i : i + 32 * 1024]))
+            out += len(chunk).to_bytes(4, "big") + chunk
+        return bytes(out)
+    if codec == LZ4:
+        frame = lz4.frame.compress(data, block_linked=False, store_size=not legacy_lz4)
+        if not legacy_lz4:
+            return frame
+        hc = lz4_header_checksum_index(frame)
+        return frame[:hc] + bytes(((xxh32(frame[:hc]) >> 8) & 0xFF,)) + frame[hc + 1 :]
+    if codec == ZSTD:
+        return zstandard.ZstdCompressor().compress(data)
+    raise ValueError(f"cannot compress with codec {codec}")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
-from kdissect.decode import runtime
-from kdissect.decode.tree import DecodeError, Partial, Struct
-from kdissect.decode.uvarint import read_uvarint
+from kdissect.schema import runtime
 from kdissect.schema.model import Field
+from kdissect.schema.tree import Partial, Struct
+from kdissect.wire import WireError, read_uvarint
 
 FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
 SIZES = {fmt: struct.calcsize(">" + fmt) for fmt in FIXED.values()}
@@ -46,7 +46,7 @@ class Compiler:
         self.namespace: dict[str, Any] = {
             "Struct": Struct,
             "Partial": Partial,
-            "DecodeError": DecodeError,
+            "WireError": WireError,
             "_ERRORS": runtime.ERRORS,
             "_fail": runtime.fail,
             "_here": runtime.partial_here,
@@ -230,14 +230,14 @@ class Compiler:
             return [
                 "e = pos + 16",
                 "if e > end:",
-                "    raise DecodeError('the data ends inside a uuid')",
+                "    raise WireError('the data ends inside a uuid')",
                 "h = buf[pos:e].hex()",
                 f"{out} = f'{{h[:8]}}-{{h[8:12]}}-{{h[12:16]}}-{{h[16:20]}}-{{h[20:]}}'",
                 "pos = e",
             ]
         lines = self._length(compact, 2 if type_ == "string" else 4, name)
         lines += ["if n < 0:", f"    {out} = None", "else:", "    e = pos + n"]
-        lines += ["    if e > end:", f"        raise DecodeError('{name} claims ' + str(n) + ' bytes past the end of the data')"]
+        lines += ["    if e > end:", f"        raise WireError('{name} claims ' + str(n) + ' bytes past the end of the data')"]
         if type_ == "string":
             lines += [
                 "    try:",
@@ -262,7 +262,7 @@ class Compiler:
             f"n = _I{fmt}(buf, pos)[0]",
             f"pos += {width}",
             "if n < -1:",
-            f"    raise DecodeError('{name} has a negative length ' + str(n))",
+            f"    raise WireError('{name} has a negative length ' + str(n))",
         ]
 
     def _array(self, field: Field, version: int, flexible: bool, compact: bool, out: str, in_struct: bool) -> list[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable
 
-from kdissect.decode.tree import DecodeError, Partial, Struct, UnknownTag
-from kdissect.decode.uvarint import VarintError, read_uvarint
+from kdissect.schema.tree import Partial, Struct, UnknownTag
+from kdissect.wire import WireError, read_uvarint
 
-ERRORS = (struct.error, IndexError, DecodeError, VarintError)
+ERRORS = (struct.error, IndexError, WireError)
 """What a primitive read raises when the bytes run out or lie."""
 
 MAX_EMPTY_ELEMENTS = 1 << 16
@@ -20,7 +20,7 @@ TagTable = dict[int, "tuple[str, Callable[[Any, int], tuple[Any, int]]]"]
 def check_count(count: int, remaining: int, min_size: int, field: str) -> None:
     """Refuse an array count the remaining bytes cannot hold, before anything is allocated for it."""
     if count * min_size > remaining or (min_size == 0 and count > MAX_EMPTY_ELEMENTS):
-        raise DecodeError(f"{field} claims {count} elements, more than the {remaining} remaining bytes can hold")
+        raise WireError(f"{field} claims {count} elements, more than the {remaining} remaining bytes can hold")
 
 
 def read_tags(
@@ -34,7 +34,7 @@ def read_tags(
             size, pos = read_uvarint(buf, pos)
             end = pos + size
             if end > len(buf):
-                raise DecodeError(f"tagged field {tag} claims {size} bytes past the end of the data")
+                raise WireError(f"tagged field {tag} claims {size} bytes past the end of the data")
             entry = table.get(tag)
             if entry is None:
                 out.append(f"unknown tag {tag}")

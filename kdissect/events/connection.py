@@ -1,23 +1,36 @@
-"""The events the core yields to its drivers: exchanges, notices, and connection summaries."""
+"""Connections: their two ends, oriented client to broker, and the summary told when one is over."""
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
-from typing import Literal, Union
-
-from kdissect.diagnostic import Diagnostic
-from kdissect.kafka.exchange import ConnectionInfo, Exchange
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
-class Notice:
-    """A diagnostic about the capture itself, a packet, or a connection's streams rather than one message."""
+class Endpoint:
+    address: str
+    port: int
 
-    diagnostic: Diagnostic
-    connection: ConnectionInfo | None
-    ts: int
-    packet: int
-    """Packet number it concerns; 0 when it concerns no single packet."""
+    @classmethod
+    def from_packed(cls, packed: bytes, port: int) -> Endpoint:
+        return cls(str(ipaddress.ip_address(packed)), port)
+
+    def __str__(self) -> str:
+        return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    """A TCP connection, oriented: which side is the Kafka client and which the broker."""
+
+    id: int
+    """1-based, in the order connections first appear in the capture."""
+    client: Endpoint
+    broker: Endpoint
+
+    def __str__(self) -> str:
+        return f"{self.client} → {self.broker}"
 
 
 Ending = Literal["fin", "reset", "capture-end", "evicted", "reused"]
@@ -46,5 +59,3 @@ class ConnectionEnd:
     mid_stream: bool
     """The capture holds no SYN for this connection: it started before the capture did."""
 
-
-Event = Union[Exchange, Notice, ConnectionEnd]

@@ -12,7 +12,8 @@ import ipaddress
 import struct
 from typing import Sequence
 
-from kdissect.capture.linklayer import (
+from kdissect.capture.packet import Packet
+from kdissect.net.linklayer import (
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     LINKTYPE_ETHERNET,
@@ -24,10 +25,9 @@ from kdissect.capture.linklayer import (
     LINKTYPE_NULL,
     LINKTYPE_RAW,
 )
-from kdissect.capture.packet import Packet
-from kdissect.decode.encode import uvarint
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
 from kdissect.schema import request_header_version
+from kdissect.wire import write_uvarint
 
 TCP = 6
 HOP_BY_HOP = 0
@@ -329,7 +329,7 @@ class Conversation:
 
 
 def tagged_fields(fields: Sequence[tuple[int, bytes]]) -> bytes:
-    return uvarint(len(fields)) + b"".join(uvarint(tag) + uvarint(len(data)) + data for tag, data in fields)
+    return write_uvarint(len(fields)) + b"".join(write_uvarint(tag) + write_uvarint(len(data)) + data for tag, data in fields)
 
 
 def request(

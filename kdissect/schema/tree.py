@@ -88,6 +88,3 @@ class Partial(Exception):
             out += part if part.startswith("[") or not out else "." + part
         return out
 
-
-class DecodeError(Exception):
-    """A value that cannot be what its type says (a negative length, a count past the end of the data)."""

@@ -1,41 +1,15 @@
-"""What the core yields: exchanges (a request and its response), with the connection they belong to."""
+"""Exchanges: a request and its response (or either alone), each side a frame, its header and its body."""
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from kdissect.diagnostic import Diagnostic
+from kdissect.events.connection import ConnectionInfo
+from kdissect.events.frame import Frame
+from kdissect.events.headers import RequestHeader, ResponseHeader
 from kdissect.frozen import fast_constructor
-from kdissect.kafka.frame import Frame
-from kdissect.kafka.headers import RequestHeader, ResponseHeader
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    address: str
-    port: int
-
-    @classmethod
-    def from_packed(cls, packed: bytes, port: int) -> Endpoint:
-        return cls(str(ipaddress.ip_address(packed)), port)
-
-    def __str__(self) -> str:
-        return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionInfo:
-    """A TCP connection, oriented: which side is the Kafka client and which the broker."""
-
-    id: int
-    """1-based, in the order connections first appear in the capture."""
-    client: Endpoint
-    broker: Endpoint
-
-    def __str__(self) -> str:
-        return f"{self.client} → {self.broker}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,41 @@
+"""Request and response headers as the core read them: what pairing and every view need before a body."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kdissect.frozen import fast_constructor
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedField:
+    """A tagged field kept as it came: its tag, raw bytes, and where they start in the frame."""
+
+    tag: int
+    data: bytes
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    version: int
+    """Header version: 0 (no client id), 1, or 2 (flexible, tagged fields)."""
+    length: int
+    """Bytes the header occupies at the start of the frame; the body follows."""
+    tagged: tuple[TaggedField, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHeader:
+    correlation_id: int
+    version: int
+    length: int
+    tagged: tuple[TaggedField, ...] = ()
+
+
+new_request_header = fast_constructor(RequestHeader)
+new_response_header = fast_constructor(ResponseHeader)

@@ -1,0 +1,92 @@
+"""What every connection of one dissector shares: settings, the body decoder, the event queue, the totals.
+
+The dissector makes one `Shared` and hands it to each `Connection`, so the connections never reach back up
+to the dissector that owns them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kdissect.diagnostic import Diagnostic
+from kdissect.events import Event, Message
+from kdissect.limits import Limits
+
+log = logging.getLogger(__name__)
+
+
+class BodyDecoder(Protocol):
+    """Decodes message bodies; returns the message with `body` and its diagnostics filled in. Never raises.
+
+    A session is the decoder's own per-connection state (what earlier messages said about reading later
+    ones); the connection only keeps it and hands it back.
+    """
+
+    def new_session(self) -> Any: ...
+
+    def request(self, message: Message, session: Any) -> Message: ...
+
+    def response(self, message: Message, request: Message, session: Any) -> Message: ...
+
+
+@dataclass
+class Counters:
+    """Totals over the whole capture, for summaries."""
+
+    packets: int = 0
+    bytes: int = 0
+    first_ts: int | None = None
+    last_ts: int | None = None
+    tcp_segments: int = 0
+    malformed: int = 0
+    connections: int = 0
+    kafka_connections: int = 0
+    ignored_connections: int = 0
+    """Connections on other ports that never showed a Kafka request."""
+    evicted_connections: int = 0
+    empty_connections: int = 0
+    """Connections on a Kafka port that carried no data (SYN floods, port scans, refused connects)."""
+    exchanges: int = 0
+    malformed_codes: dict[str, int] = field(default_factory=dict)
+
+
+class Shared:
+    """What every connection of one dissector shares: settings, the output queue, counters."""
+
+    def __init__(self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None) -> None:
+        self.ports = ports
+        self.limits = limits
+        self.reorder = reorder
+        self.decoder = decoder
+        self.events: list[Event] = []
+        self.counters = Counters()
+
+    def new_session(self) -> Any:
+        return self.decoder.new_session() if self.decoder is not None else None
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def decode_request(self, message: Message, session: Any) -> Message:
+        if self.decoder is None:
+            return message
+        try:
+            return self.decoder.request(message, session)
+        except Exception as exc:  # a decoder bug must cost one body, never the pairing or the run
+            return _decoder_failed(message, exc)
+
+    def decode_response(self, message: Message, request: Message, session: Any) -> Message:
+        if self.decoder is None:
+            return message
+        try:
+            return self.decoder.response(message, request, session)
+        except Exception as exc:  # as above
+            return _decoder_failed(message, exc)
+
+
+def _decoder_failed(message: Message, exc: Exception) -> Message:
+    log.debug("decoder failure", exc_info=exc)
+    diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
+    return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))
