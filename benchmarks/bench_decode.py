@@ -8,7 +8,7 @@ checked once before timing. Times are the best of several repeats, in microsecon
 kdissect's time over the other decoder's: above 1 means kdissect is slower.
 
 kdissect is timed three ways:
-- body:     `BodyDecoder.decode` with records fields kept as bytes, which is what kio and kafka-python do;
+- body:     `CompiledBodies.decode` with records fields kept as bytes, which is what kio and kafka-python do;
 - +records: the same, with records fields decoded into batches and records by kdissect's records decoder;
 - Decoder:  the full path the core runs per message: body, records, embedded payloads and meaning.
 """
@@ -41,7 +41,7 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records
 
-from kdissect.decode.body import BodyDecoder
+from kdissect.decode.body import CompiledBodies
 from kdissect.decode.decoder import Decoder
 from kdissect.decode.session import Session
 from kdissect.events import Frame, Message
@@ -199,8 +199,8 @@ def main() -> None:
     print(f"Python {sys.version.split()[0]}; kio reader: {'native extension ' + native.__name__ if reader_native else 'pure Python'}")
     print("µs per message, best of %d; ratio = kdissect time / other time (>1: kdissect slower)\n" % repeats)
 
-    raw_bodies = BodyDecoder(lambda buf, start, end: bytes(buf[start:end]))
-    record_bodies = BodyDecoder(lambda buf, start, end: decode_records(buf[start:end]))
+    raw_bodies = CompiledBodies(lambda buf, start, end: bytes(buf[start:end]))
+    record_bodies = CompiledBodies(lambda buf, start, end: decode_records(buf[start:end]))
     header = f"{'message':36} {'bytes':>6} {'kio':>8} {'kafka-py':>9} {'body':>8} {'×kio':>6} {'×kp':>6} {'+records':>9} {'Decoder':>8} {'×kio':>6} {'×kp':>6}"
     print(header)
     print("-" * len(header))
@@ -239,7 +239,7 @@ def main() -> None:
             for call in mix:
                 call()
         profiler.disable()
-        print("\nkdissect BodyDecoder.decode over the mix, 2000 rounds (cProfile, by own time):")
+        print("\nkdissect CompiledBodies.decode over the mix, 2000 rounds (cProfile, by own time):")
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
 

@@ -10,7 +10,7 @@ from fuzz.common import Broken, check_diagnostics, fuzz_limits, instrumented, ma
 
 with instrumented():
     from kdissect.records import Budget, decode_records
-    from kdissect.records.values import Message, RecordBatch
+    from kdissect.records.values import LegacyMessage, RecordBatch
     from kdissect.views.json_lines import records_json
 
 LIMITS = fuzz_limits()
@@ -33,7 +33,7 @@ def one_input(data: bytes) -> None:
     if total > LIMITS.max_decompressed_exchange or budget.remaining < 0:
         raise Broken(f"{total} bytes decompressed past the exchange cap")
     for entry in records.batches:
-        if isinstance(entry, Message) or entry.codec == "none":
+        if isinstance(entry, LegacyMessage) or entry.codec == "none":
             continue
         if entry.uncompressed_size > LIMITS.max_decompressed_batch:
             raise Broken(f"a batch decompressed to {entry.uncompressed_size} bytes")

@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kdissect.records import RecordSet, decode_records
-from kdissect.schema import APIS, Field, Message, pick
+from kdissect.schema import APIS, Field, MessageSpec, pick
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.testing.record_encoder import Draft, encode_batch
 
@@ -48,7 +48,7 @@ class RecordsBytes(bytes):
     """Bytes generated for a records field: the encoder writes them as they are, `normal` decodes them."""
 
 
-def definition(api_key: int, version: int, direction: str) -> Message:
+def definition(api_key: int, version: int, direction: str) -> MessageSpec:
     api = APIS[api_key]
     found = pick(api.requests if direction == "request" else api.responses, version)
     assert found is not None, (api_key, version, direction)
@@ -180,7 +180,7 @@ def normal(value: Any, buf: bytes | None = None) -> Any:
 
 
 def records_hook(buf: Any, start: int, end: int) -> RecordSet:
-    """The BodyDecoder records hook the round trips use: the project's records decoder, on the field's bytes."""
+    """The CompiledBodies records hook the round trips use: the project's records decoder, on the field's bytes."""
     return decode_records(buf[start:end])
 
 

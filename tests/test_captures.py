@@ -19,7 +19,7 @@ from kdissect.capture import open_capture
 from kdissect.decode.body import Body
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
-from kdissect.records.values import Message as LegacyMessage
+from kdissect.records.values import LegacyMessage
 from kdissect.views.json_lines import decode_bytes
 
 CAPTURES = sorted((Path(__file__).resolve().parent.parent / "captures").glob("*.pcap"))

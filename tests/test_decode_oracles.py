@@ -34,14 +34,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import ZERO_UUID, definition, raw_records_hook
 
-from kdissect.decode.body import BodyDecoder
+from kdissect.decode.body import CompiledBodies
 from kdissect.decode.meaning import PARTITION_FIELDS
 from kdissect.schema import APIS, DATA_SCHEMAS, Field, pick
 from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import read_versioned
 from kdissect.testing.record_encoder import Draft, encode_batch
 
-DECODER = BodyDecoder(raw_records_hook)
+DECODER = CompiledBodies(raw_records_hook)
 
 
 def decode(api_key: int, version: int, direction: str, data: bytes) -> Struct:

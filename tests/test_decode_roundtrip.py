@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import TRIPLES, body, definition, filled, filled_struct, flexible, normal, records_hook
 
-from kdissect.decode.body import BodyDecoder
+from kdissect.decode.body import CompiledBodies
 from kdissect.schema import APIS, DATA_SCHEMAS, Field, pick
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.versioned import read_versioned
 from kdissect.testing.body_encoder import Encoder
 from kdissect.wire import write_uvarint
 
-DECODER = BodyDecoder(records_hook)
+DECODER = CompiledBodies(records_hook)
 ENCODER = Encoder()
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -264,7 +264,7 @@ def test_data_schema_too_short():
 
 # ------------------------------------------------------------------------------------------------ spans
 
-SPANS = BodyDecoder(records_hook, spans=True)
+SPANS = CompiledBodies(records_hook, spans=True)
 
 
 def _struct_spans(value: Struct, path: str = ""):

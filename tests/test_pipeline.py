@@ -22,7 +22,10 @@ import pytest
 
 pa = pytest.importorskip("pyarrow", reason="the pipeline needs pyarrow: pip install 'kdissect[spark]'")
 
-from kdissect.capture import open_capture
+from kdissect.capture import (
+    open_capture,
+    sync,
+)
 from kdissect.capture.writer import PcapngWriter, PcapWriter  # noqa: E402
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import (
@@ -30,7 +33,6 @@ from kdissect.events import (
     Notice,
 )
 from kdissect.net.linklayer import LINKTYPE_ETHERNET
-from kdissect.capture import sync  # noqa: E402
 from kdissect.pipeline import flows, rows, splits  # noqa: E402
 from kdissect.pipeline.core import CoreStage  # noqa: E402
 from kdissect.pipeline.inputs import InputError, expand  # noqa: E402

@@ -21,8 +21,7 @@ from kdissect.decode.body import Body
 from kdissect.decode.meaning import ErrorAt
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
-from kdissect.records import Message as LegacyMessage
-from kdissect.records import RecordBatch
+from kdissect.records import LegacyMessage, RecordBatch
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT.parent / "shared" / "captures-public"

@@ -9,7 +9,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from kdissect.records import Message, RecordBatch, decode_records
+from kdissect.records import LegacyMessage, RecordBatch, decode_records
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BIG = 1 << 30
@@ -99,7 +99,7 @@ def test_legacy_message_set_matches_kafka_python(magic, codec):
     theirs = [r for batch in MemoryRecords(data) for r in batch]
     rs = decode_records(data)
     assert rs.diagnostics == ()
-    assert all(isinstance(m, Message) and m.crc_valid for m in rs.batches)
+    assert all(isinstance(m, LegacyMessage) and m.crc_valid for m in rs.batches)
     ours = list(rs.records())
     assert [(m.offset, m.timestamp, m.key, m.value) for m in ours] == [(r.offset, r.timestamp, r.key, r.value) for r in theirs]
     assert [m.offset for m in ours] == list(range(base, base + len(rows)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kdissect.records import Message, RecordBatch, decode_records
+from kdissect.records import LegacyMessage, RecordBatch, decode_records
 from kdissect.schema import DATA_SCHEMAS
 from kdissect.schema.tree import Struct
 from kdissect.testing.body_encoder import Encoder
@@ -69,7 +69,7 @@ def test_legacy_roundtrip(records, magic, codec, base_offset):
     rs = decode_records(data)
     assert rs.diagnostics == ()
     leaves = list(rs.records())
-    assert all(isinstance(m, Message) and m.crc_valid and m.magic == magic for m in leaves)
+    assert all(isinstance(m, LegacyMessage) and m.crc_valid and m.magic == magic for m in leaves)
     assert [(m.key, m.value) for m in leaves] == [(d.key, d.value) for d in records]
     assert [m.offset for m in leaves] == [base_offset + i for i in range(len(records))]
     assert [m.timestamp for m in leaves] == ([d.timestamp for d in records] if magic else [None] * len(records))
@@ -101,7 +101,7 @@ def test_mixed_magics_in_one_blob(parts):
     rs = decode_records(blob)
     assert rs.diagnostics == () and rs.size == len(blob)
     assert [(r.offset, r.key, r.value) for r in rs.records()] == expected
-    assert [r.magic if isinstance(r, Message) else 2 for r in rs.records()] == [m for m, _, records in parts for _ in records]
+    assert [r.magic if isinstance(r, LegacyMessage) else 2 for r in rs.records()] == [m for m, _, records in parts for _ in records]
 
 
 def test_many_records_and_large_values():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.record.util import decode_varint as kafka_decode_varint
 from kafka.record.util import encode_varint as kafka_encode_varint
 
-from kdissect.records import Message, Record, decode_records, format_timestamp
+from kdissect.records import LegacyMessage, Record, decode_records, format_timestamp
 from kdissect.testing.record_encoder import Draft, encode_batch, encode_message_set
 from kdissect.wire import WireError, read_varint, read_varlong, write_varint
 
@@ -75,4 +75,4 @@ def test_values_survive_pickle_and_copy():
     blob = encode_batch([Draft(b"k", b"v", (("a", None),), 5)]) + encode_message_set([Draft(b"k", b"v")], magic=1, codec="gzip")
     rs = decode_records(blob)
     assert pickle.loads(pickle.dumps(rs)) == rs == copy.deepcopy(rs)
-    assert type(rs.batches[1]) is Message and type(rs.batches[1].messages[0]) is Message
+    assert type(rs.batches[1]) is LegacyMessage and type(rs.batches[1].messages[0]) is LegacyMessage

@@ -13,7 +13,7 @@ from kdissect.schema import (
     REQUEST_HEADER,
     RESPONSE_HEADER,
     Field,
-    Message,
+    MessageSpec,
     Versions,
     generate,
     pick,
@@ -23,7 +23,7 @@ from kdissect.schema.model import NEVER, OPEN, PRIMITIVES
 GENERATED = Path(generate.__file__).with_name("generated.py")
 
 
-def field(message: Message, path: str) -> Field:
+def field(message: MessageSpec, path: str) -> Field:
     """The field at a dotted path such as "TopicData.PartitionData.Records"."""
     fields = message.fields
     for name in path.split("."):

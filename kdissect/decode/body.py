@@ -1,4 +1,4 @@
-"""Message bodies: pick the schema for (API key, version, direction), run its compiled decoder, name what failed."""
+"""MessageSpec bodies: pick the schema for (API key, version, direction), run its compiled decoder, name what failed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import fast_constructor
-from kdissect.schema import APIS, Message, pick
+from kdissect.schema import APIS, MessageSpec, pick
 from kdissect.schema.compiler import Compiler, Decode, RecordsHook
 from kdissect.schema.model import nearest_version
 from kdissect.schema.tree import Partial, Struct
@@ -44,7 +44,7 @@ class Target:
     definition, the version actually used, and the plan of fields that carry meaning."""
 
     decode: Decode
-    definition: Message
+    definition: MessageSpec
     used: int
     assumed: bool
     plan: Plan
@@ -53,7 +53,7 @@ class Target:
 new_body = fast_constructor(Body)
 
 
-class BodyDecoder:
+class CompiledBodies:
     """Decodes bodies of every API key and version; compiled decoders are made on first use and kept."""
 
     def __init__(self, records: RecordsHook, spans: bool = False) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdissect.decode import embedded, meaning
-from kdissect.decode.body import Body, BodyDecoder, Direction, new_body, unknown_api
+from kdissect.decode.body import Body, CompiledBodies, Direction, new_body, unknown_api
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Message, RequestHeader, new_message
@@ -16,7 +16,7 @@ from kdissect.records.values import RecordSet
 
 
 class Decoder:
-    """Implements the core's `BodyDecoder` protocol over the compiled schema decoders.
+    """Implements the core's `CompiledBodies` protocol over the compiled schema decoders.
 
     Records fields are decoded as they are met, all of one message drawing on one decompression budget;
     their diagnostics join the message's, located in the frame.
@@ -25,7 +25,7 @@ class Decoder:
     def __init__(self, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = BodyDecoder(self._records, spans)
+        self.bodies = CompiledBodies(self._records, spans)
         self._budget: Budget | None = None
         self._found: list[tuple[int, RecordSet]] = []
         self.topic_names: dict[str, str] = {}

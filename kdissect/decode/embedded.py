@@ -11,7 +11,7 @@ from __future__ import annotations
 from kdissect.decode.redaction import Redacted
 from kdissect.decode.sasl import read_sasl
 from kdissect.decode.session import Session
-from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Message
+from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, MessageSpec
 from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import read_versioned
 
@@ -20,7 +20,7 @@ API_KEYS = frozenset({JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, S
 """The APIs that carry payloads inside payloads."""
 CONSUMER = "consumer"
 
-def _protocol(holder: Struct, field: str, schema: tuple[Message, ...], protocol_type: str | None) -> None:
+def _protocol(holder: Struct, field: str, schema: tuple[MessageSpec, ...], protocol_type: str | None) -> None:
     """Annotate `holder.field` with its consumer-protocol reading when the group speaks that protocol.
 
     With the protocol type unknown (old SyncGroup versions on a connection whose JoinGroup was not captured),

@@ -13,8 +13,7 @@ from typing import Any, Iterator
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
-from kdissect.records.values import Message as LegacyMessage
-from kdissect.records.values import RecordBatch
+from kdissect.records.values import LegacyMessage, RecordBatch
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.json_lines import exchange_json

@@ -4,7 +4,7 @@ from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
 from kdissect.records.values import (
     Control,
-    Message,
+    LegacyMessage,
     Record,
     RecordBatch,
     RecordSet,
@@ -14,7 +14,7 @@ from kdissect.records.values import (
 __all__ = [
     "Budget",
     "Control",
-    "Message",
+    "LegacyMessage",
     "Record",
     "RecordBatch",
     "RecordSet",

@@ -12,7 +12,7 @@ from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.records.batch import MIN_LENGTH, decode_batch
 from kdissect.records.context import Budget, Context
 from kdissect.records.message_set import ENTRY, MIN_SIZE, decode_message
-from kdissect.records.values import Message, RecordBatch, RecordSet
+from kdissect.records.values import LegacyMessage, RecordBatch, RecordSet
 
 _HEADER_UP_TO_MAGIC = 17
 
@@ -29,7 +29,7 @@ def decode_records(
     """
     buf = data if type(data) is bytes else bytes(data)
     ctx = Context(limits, budget if budget is not None else Budget(limits.max_decompressed_exchange))
-    batches: list[RecordBatch | Message] = []
+    batches: list[RecordBatch | LegacyMessage] = []
     truncated = 0
     try:
         truncated = _entries(buf, ctx, batches)

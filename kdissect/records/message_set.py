@@ -11,7 +11,7 @@ from kdissect.diagnostic import Scope
 from kdissect.records.codecs import CODEC_NAMES, NONE
 from kdissect.records.context import Context
 from kdissect.records.crc import crc32
-from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Message, MessageTwin
+from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, LegacyMessage, LegacyMessageTwin
 
 ENTRY = struct.Struct(">qi")
 """Offset and size: the log entry framing shared by every magic, v2 batches included."""
@@ -33,7 +33,7 @@ def decode_message(
     depth: int = 0,
     shift: int = 0,
     append_ts: int | None = None,
-) -> Message:
+) -> LegacyMessage:
     """The message in buf[pos:end] (size checked by the caller against MIN_SIZE).
 
     `shift` turns a magic 1 inner offset absolute; `append_ts` is a LogAppendTime wrapper's timestamp.
@@ -77,7 +77,7 @@ def decode_message(
     if p < end:
         ctx.report("messageset.trailing-bytes", f"{end - p} bytes after the value", "warning", scope, p, path)
     codec = attributes & 0x07
-    inner: tuple[Message, ...] = ()
+    inner: tuple[LegacyMessage, ...] = ()
     compressed_size = uncompressed_size = 0
     if codec != NONE and value is not None:
         compressed_size = len(value)
@@ -97,7 +97,7 @@ def decode_message(
             inner = tuple(decode_inner_set(data, offset + shift, magic, path, ctx, depth + 1, over, inner_append_ts))
     elif codec != NONE:
         ctx.report("messageset.null-wrapper", "compressed message with a null value", "error", scope, pos, path)
-    message = MessageTwin(
+    message = LegacyMessageTwin(
         (pos, end),
         offset + shift,
         size,
@@ -114,13 +114,13 @@ def decode_message(
         uncompressed_size,
         inner,
     )
-    message.__class__ = Message
+    message.__class__ = LegacyMessage
     return message
 
 
 def decode_inner_set(
     data: bytes, wrapper_offset: int, wrapper_magic: int, path: str, ctx: Context, depth: int, cut: bool, append_ts: int | None
-) -> list[Message]:
+) -> list[LegacyMessage]:
     """The message set inside a compressed wrapper; magic 1 inner offsets count back from the wrapper's offset."""
     entries = []
     pos = 0

@@ -83,7 +83,7 @@ class RecordBatch:
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class LegacyMessage:
     """A legacy message (magic 0 or 1) with its log entry's offset; a compressed one wraps `messages`.
 
     Inner offsets are absolute: magic 1 writes them relative to the wrapper, whose offset is the last inner one's.
@@ -106,29 +106,29 @@ class Message:
     """Bytes of the wrapped message set as sent (the value), for a compressed message."""
     uncompressed_size: int = 0
     """Bytes of the wrapped message set once decompressed."""
-    messages: tuple[Message, ...] = ()
+    messages: tuple[LegacyMessage, ...] = ()
 
     @property
     def headers(self) -> tuple[Header, ...]:
-        """Legacy messages have none; here so a Message reads like a Record."""
+        """Legacy messages have none; here so a LegacyMessage reads like a Record."""
         return ()
 
 
 RecordTwin = unfrozen_twin(Record)
-MessageTwin = unfrozen_twin(Message)
+LegacyMessageTwin = unfrozen_twin(LegacyMessage)
 
 
 @dataclass(frozen=True, slots=True)
 class RecordSet:
     """Everything in one records field: batches and messages in wire order, and what was odd about them."""
 
-    batches: tuple[RecordBatch | Message, ...]
+    batches: tuple[RecordBatch | LegacyMessage, ...]
     diagnostics: tuple[Diagnostic, ...]
     size: int
     truncated: int = 0
     """Bytes of a partial batch at the end (a Fetch response cut at its size limit); not decoded."""
 
-    def records(self) -> Iterator[Record | Message]:
+    def records(self) -> Iterator[Record | LegacyMessage]:
         """Every record in order: v2 records, and legacy messages with compressed wrappers opened."""
         for batch in self.batches:
             if isinstance(batch, RecordBatch):
@@ -137,7 +137,7 @@ class RecordSet:
                 yield from _leaves(batch)
 
 
-def _leaves(message: Message) -> Iterator[Message]:
+def _leaves(message: LegacyMessage) -> Iterator[LegacyMessage]:
     if message.codec == "none":
         yield message
     for inner in message.messages:

@@ -25,7 +25,7 @@ from kdissect.schema.generated import (
     SNAPSHOT_HEADER_RECORD,
     VOTERS_RECORD,
 )
-from kdissect.schema.model import NEVER, OPEN, PRIMITIVES, Api, Field, Message, Struct, Versions, pick
+from kdissect.schema.model import NEVER, OPEN, PRIMITIVES, Api, Field, MessageSpec, StructSpec, Versions, pick
 
 __all__ = [
     "API_NAMES",
@@ -50,8 +50,8 @@ __all__ = [
     "VOTERS_RECORD",
     "Api",
     "Field",
-    "Message",
-    "Struct",
+    "MessageSpec",
+    "StructSpec",
     "Versions",
     "api",
     "error_name",

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdissect.schema.model import NEVER, OPEN, Api, Field, Kind, Message, Struct, Versions
+from kdissect.schema.model import NEVER, OPEN, Api, Field, Kind, MessageSpec, StructSpec, Versions
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parents[1]
@@ -161,7 +161,7 @@ def versions(spec: dict, key: str) -> Versions:
 
 
 class MessageBuilder:
-    """Turns one JSON definition into a Message, resolving common structs to shared tuples."""
+    """Turns one JSON definition into a MessageSpec, resolving common structs to shared tuples."""
 
     def __init__(self, spec: dict, source: str) -> None:
         self.spec = spec
@@ -170,16 +170,16 @@ class MessageBuilder:
         self.built: dict[str, tuple[Field, ...]] = {}
         self.building: set[str] = set()
 
-    def build(self, kind: Kind) -> Message:
+    def build(self, kind: Kind) -> MessageSpec:
         spec = self.spec
         fields = self.fields(spec.get("fields", ()))
         for name in self.common:  # also the ones no field uses: they are facts of the message
             self.struct_fields(name)
         structs = tuple(
-            Struct(name, Versions.parse(self.common[name]["versions"]), fields)
+            StructSpec(name, Versions.parse(self.common[name]["versions"]), fields)
             for name, fields in self.built.items()
         )
-        return Message(
+        return MessageSpec(
             name=spec["name"],
             kind=kind,
             api_key=spec.get("apiKey"),
@@ -232,13 +232,13 @@ class MessageBuilder:
         )
 
 
-def version_set(message: Message) -> set[int]:
+def version_set(message: MessageSpec) -> set[int]:
     return set(range(message.valid.lo, message.valid.hi + 1)) if message.valid else set()
 
 
-def union(definitions: list[Message]) -> tuple[Message, ...]:
+def union(definitions: list[MessageSpec]) -> tuple[MessageSpec, ...]:
     """Newest first; an older definition only if it has versions the newer ones lack."""
-    kept: list[Message] = []
+    kept: list[MessageSpec] = []
     covered: set[int] = set()
     for message in definitions:
         versions_ = version_set(message)
@@ -248,27 +248,27 @@ def union(definitions: list[Message]) -> tuple[Message, ...]:
     return tuple(kept)
 
 
-def all_versions(definitions: tuple[Message, ...]) -> tuple[int, ...]:
+def all_versions(definitions: tuple[MessageSpec, ...]) -> tuple[int, ...]:
     return tuple(sorted(set().union(*(version_set(m) for m in definitions))))
 
 
 @dataclass
 class Tables:
     apis: dict[int, Api]
-    request_header: tuple[Message, ...]
-    response_header: tuple[Message, ...]
-    data: dict[str, tuple[Message, ...]]
+    request_header: tuple[MessageSpec, ...]
+    response_header: tuple[MessageSpec, ...]
+    data: dict[str, tuple[MessageSpec, ...]]
     """Data schemas by spec name, in DATA_SCHEMAS order."""
 
 
 def build_tables(snapshots: list[Snapshot]) -> Tables:
-    def definitions(name: str, kind: Kind) -> tuple[Message, ...]:
+    def definitions(name: str, kind: Kind) -> tuple[MessageSpec, ...]:
         found = [
             MessageBuilder(snap.specs[name], snap.label).build(kind) for snap in snapshots if name in snap.specs
         ]
         return union(found)
 
-    def api_definitions(key: int, kind: Kind) -> tuple[Message, ...]:
+    def api_definitions(key: int, kind: Kind) -> tuple[MessageSpec, ...]:
         """By key, not name: APIs get renamed (key 74 was ListClientMetricsResources in 3.9)."""
         found = [
             MessageBuilder(spec, snap.label).build(kind)
@@ -341,7 +341,7 @@ class Writer:
         self.versions.add(value)
         return versions_name(value)
 
-    def message(self, message: Message) -> str:
+    def message(self, message: MessageSpec) -> str:
         """Bind a message (and first its common structs); return its variable name."""
         suffix = "" if message.source == "trunk" else "_v" + message.source.replace(".", "")
         var = f"_{message.name}{suffix}"
@@ -349,7 +349,7 @@ class Writer:
         for struct in message.common_structs:
             name = self.bind(f"{var}_{struct.name}", self.field_tuple(struct.fields, 0))
             self.struct_vars[id(struct.fields)] = name
-            struct_names.append(f"Struct({q(struct.name)}, {self.v(struct.versions)}, {name})")
+            struct_names.append(f"StructSpec({q(struct.name)}, {self.v(struct.versions)}, {name})")
         args = [
             q(message.name),
             q(message.kind),
@@ -363,7 +363,7 @@ class Writer:
         args.append(f"source={q(message.source)}")
         if message.latest_unstable:
             args.append("latest_unstable=True")
-        return self.bind(var, f"Message({', '.join(args)})")
+        return self.bind(var, f"MessageSpec({', '.join(args)})")
 
     def field_tuple(self, fields: tuple[Field, ...], depth: int) -> str:
         if not fields:
@@ -401,7 +401,7 @@ class Writer:
 def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -> str:
     w = Writer()
 
-    def definitions(messages: tuple[Message, ...]) -> str:
+    def definitions(messages: tuple[MessageSpec, ...]) -> str:
         return tuple_source([w.message(m) for m in messages])
 
     api_lines = []
@@ -421,7 +421,7 @@ def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -
         "# and kdissect/schema/error_codes.tsv (org.apache.kafka.common.protocol.Errors).\n",
         "# ruff: noqa: E501\n",
         '"""Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""\n\n',
-        "from kdissect.schema.model import NEVER, OPEN, Api, Field, Message, Struct, Versions\n\n",
+        "from kdissect.schema.model import NEVER, OPEN, Api, Field, MessageSpec, StructSpec, Versions\n\n",
     ]
     for v in sorted(w.versions - {NEVER}, key=lambda v: (v.lo, v.hi)):
         hi = "OPEN" if v.hi == OPEN else str(v.hi)
@@ -432,11 +432,11 @@ def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -
     out.extend(api_lines)
     out.append("}\n\n")
     out.append("API_NAMES: dict[int, str] = {key: api.name for key, api in APIS.items()}\n\n")
-    out.append(f"REQUEST_HEADER: tuple[Message, ...] = {request_header}\n")
-    out.append(f"RESPONSE_HEADER: tuple[Message, ...] = {response_header}\n\n")
+    out.append(f"REQUEST_HEADER: tuple[MessageSpec, ...] = {request_header}\n")
+    out.append(f"RESPONSE_HEADER: tuple[MessageSpec, ...] = {response_header}\n\n")
     for constant, name in DATA_SCHEMAS.items():
-        out.append(f"{constant}: tuple[Message, ...] = {data_vars[name]}\n")
-    out.append("\nDATA_SCHEMAS: dict[str, tuple[Message, ...]] = {\n")
+        out.append(f"{constant}: tuple[MessageSpec, ...] = {data_vars[name]}\n")
+    out.append("\nDATA_SCHEMAS: dict[str, tuple[MessageSpec, ...]] = {\n")
     out.extend(f"    {q(name)}: {constant},\n" for constant, name in DATA_SCHEMAS.items())
     out.append("}\n\n")
     out.append("# Type -> (name, value schema in DATA_SCHEMAS), from Kafka's ControlRecordType.\n")

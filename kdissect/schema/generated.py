@@ -8,7 +8,7 @@
 # ruff: noqa: E501
 """Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""
 
-from kdissect.schema.model import NEVER, OPEN, Api, Field, Message, Struct, Versions
+from kdissect.schema.model import NEVER, OPEN, Api, Field, MessageSpec, StructSpec, Versions
 
 V0to0 = Versions(0, 0)
 V0to1 = Versions(0, 1)
@@ -62,7 +62,7 @@ V16up = Versions(16, OPEN)
 V17up = Versions(17, OPEN)
 V18up = Versions(18, OPEN)
 
-_ProduceRequest = Message("ProduceRequest", "request", 0, V3to13, V9up, (
+_ProduceRequest = MessageSpec("ProduceRequest", "request", 0, V3to13, V9up, (
     Field("TransactionalId", "string", V3up, nullable=V3up, default="null", entity="transactionalId"),
     Field("Acks", "int16", V0up),
     Field("TimeoutMs", "int32", V0up),
@@ -75,7 +75,7 @@ _ProduceRequest = Message("ProduceRequest", "request", 0, V3to13, V9up, (
         )),
     )),
 ), source="trunk")
-_ProduceRequest_v39 = Message("ProduceRequest", "request", 0, V0to11, V9up, (
+_ProduceRequest_v39 = MessageSpec("ProduceRequest", "request", 0, V0to11, V9up, (
     Field("TransactionalId", "string", V3up, nullable=V3up, default="null", entity="transactionalId"),
     Field("Acks", "int16", V0up),
     Field("TimeoutMs", "int32", V0up),
@@ -87,7 +87,7 @@ _ProduceRequest_v39 = Message("ProduceRequest", "request", 0, V0to11, V9up, (
         )),
     )),
 ), source="3.9")
-_ProduceResponse = Message("ProduceResponse", "response", 0, V3to13, V9up, (
+_ProduceResponse = MessageSpec("ProduceResponse", "response", 0, V3to13, V9up, (
     Field("Responses", "TopicProduceResponse", V0up, array=True, fields=(
         Field("Name", "string", V0to12, map_key=True, entity="topicName", ignorable=True),
         Field("TopicId", "uuid", V13up, map_key=True, ignorable=True),
@@ -116,7 +116,7 @@ _ProduceResponse = Message("ProduceResponse", "response", 0, V3to13, V9up, (
         Field("Rack", "string", V10up, nullable=V10up, default="null"),
     )),
 ), source="trunk")
-_ProduceResponse_v39 = Message("ProduceResponse", "response", 0, V0to11, V9up, (
+_ProduceResponse_v39 = MessageSpec("ProduceResponse", "response", 0, V0to11, V9up, (
     Field("Responses", "TopicProduceResponse", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
         Field("PartitionResponses", "PartitionProduceResponse", V0up, array=True, fields=(
@@ -144,7 +144,7 @@ _ProduceResponse_v39 = Message("ProduceResponse", "response", 0, V0to11, V9up, (
         Field("Rack", "string", V10up, nullable=V10up, default="null"),
     )),
 ), source="3.9")
-_FetchRequest = Message("FetchRequest", "request", 1, V4to18, V12up, (
+_FetchRequest = MessageSpec("FetchRequest", "request", 1, V4to18, V12up, (
     Field("ClusterId", "string", V12up, nullable=V12up, tagged=V12up, tag=0, default="null", ignorable=True),
     Field("ReplicaId", "int32", V0to14, default="-1", entity="brokerId"),
     Field("ReplicaState", "ReplicaState", V15up, tagged=V15up, tag=1, fields=(
@@ -178,7 +178,7 @@ _FetchRequest = Message("FetchRequest", "request", 1, V4to18, V12up, (
     )),
     Field("RackId", "string", V11up, default="", ignorable=True),
 ), source="trunk")
-_FetchRequest_v39 = Message("FetchRequest", "request", 1, V0to17, V12up, (
+_FetchRequest_v39 = MessageSpec("FetchRequest", "request", 1, V0to17, V12up, (
     Field("ClusterId", "string", V12up, nullable=V12up, tagged=V12up, tag=0, default="null", ignorable=True),
     Field("ReplicaId", "int32", V0to14, default="-1", entity="brokerId"),
     Field("ReplicaState", "ReplicaState", V15up, tagged=V15up, tag=1, fields=(
@@ -211,7 +211,7 @@ _FetchRequest_v39 = Message("FetchRequest", "request", 1, V0to17, V12up, (
     )),
     Field("RackId", "string", V11up, default="", ignorable=True),
 ), source="3.9")
-_FetchResponse = Message("FetchResponse", "response", 1, V4to18, V12up, (
+_FetchResponse = MessageSpec("FetchResponse", "response", 1, V4to18, V12up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V7up, ignorable=True),
     Field("SessionId", "int32", V7up, default="0"),
@@ -251,7 +251,7 @@ _FetchResponse = Message("FetchResponse", "response", 1, V4to18, V12up, (
         Field("Rack", "string", V16up, nullable=V16up, default="null"),
     )),
 ), source="trunk")
-_FetchResponse_v39 = Message("FetchResponse", "response", 1, V0to17, V12up, (
+_FetchResponse_v39 = MessageSpec("FetchResponse", "response", 1, V0to17, V12up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V7up, ignorable=True),
     Field("SessionId", "int32", V7up, default="0"),
@@ -291,7 +291,7 @@ _FetchResponse_v39 = Message("FetchResponse", "response", 1, V0to17, V12up, (
         Field("Rack", "string", V16up, nullable=V16up, default="null"),
     )),
 ), source="3.9")
-_ListOffsetsRequest = Message("ListOffsetsRequest", "request", 2, V1to11, V6up, (
+_ListOffsetsRequest = MessageSpec("ListOffsetsRequest", "request", 2, V1to11, V6up, (
     Field("ReplicaId", "int32", V0up, entity="brokerId"),
     Field("IsolationLevel", "int8", V2up),
     Field("Topics", "ListOffsetsTopic", V0up, array=True, fields=(
@@ -304,7 +304,7 @@ _ListOffsetsRequest = Message("ListOffsetsRequest", "request", 2, V1to11, V6up, 
     )),
     Field("TimeoutMs", "int32", V10up, ignorable=True),
 ), source="trunk")
-_ListOffsetsRequest_v39 = Message("ListOffsetsRequest", "request", 2, V0to9, V6up, (
+_ListOffsetsRequest_v39 = MessageSpec("ListOffsetsRequest", "request", 2, V0to9, V6up, (
     Field("ReplicaId", "int32", V0up, entity="brokerId"),
     Field("IsolationLevel", "int8", V2up),
     Field("Topics", "ListOffsetsTopic", V0up, array=True, fields=(
@@ -317,7 +317,7 @@ _ListOffsetsRequest_v39 = Message("ListOffsetsRequest", "request", 2, V0to9, V6u
         )),
     )),
 ), source="3.9")
-_ListOffsetsResponse = Message("ListOffsetsResponse", "response", 2, V1to11, V6up, (
+_ListOffsetsResponse = MessageSpec("ListOffsetsResponse", "response", 2, V1to11, V6up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("Topics", "ListOffsetsTopicResponse", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
@@ -330,7 +330,7 @@ _ListOffsetsResponse = Message("ListOffsetsResponse", "response", 2, V1to11, V6u
         )),
     )),
 ), source="trunk")
-_ListOffsetsResponse_v39 = Message("ListOffsetsResponse", "response", 2, V0to9, V6up, (
+_ListOffsetsResponse_v39 = MessageSpec("ListOffsetsResponse", "response", 2, V0to9, V6up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("Topics", "ListOffsetsTopicResponse", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
@@ -344,7 +344,7 @@ _ListOffsetsResponse_v39 = Message("ListOffsetsResponse", "response", 2, V0to9, 
         )),
     )),
 ), source="3.9")
-_MetadataRequest = Message("MetadataRequest", "request", 3, V0to13, V9up, (
+_MetadataRequest = MessageSpec("MetadataRequest", "request", 3, V0to13, V9up, (
     Field("Topics", "MetadataRequestTopic", V0up, array=True, nullable=V1up, fields=(
         Field("TopicId", "uuid", V10up, ignorable=True),
         Field("Name", "string", V0up, nullable=V10up, entity="topicName"),
@@ -353,7 +353,7 @@ _MetadataRequest = Message("MetadataRequest", "request", 3, V0to13, V9up, (
     Field("IncludeClusterAuthorizedOperations", "bool", V8to10),
     Field("IncludeTopicAuthorizedOperations", "bool", V8up),
 ), source="trunk")
-_MetadataResponse = Message("MetadataResponse", "response", 3, V0to13, V9up, (
+_MetadataResponse = MessageSpec("MetadataResponse", "response", 3, V0to13, V9up, (
     Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
     Field("Brokers", "MetadataResponseBroker", V0up, array=True, fields=(
         Field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
@@ -396,7 +396,7 @@ _LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState = (
     Field("IsNew", "bool", V1up, default="false", ignorable=True),
     Field("LeaderRecoveryState", "int8", V6up, default="0"),
 )
-_LeaderAndIsrRequest_v39 = Message("LeaderAndIsrRequest", "request", 4, V0to7, V4up, (
+_LeaderAndIsrRequest_v39 = MessageSpec("LeaderAndIsrRequest", "request", 4, V0to7, V4up, (
     Field("ControllerId", "int32", V0up, entity="brokerId"),
     Field("isKRaftController", "bool", V7up, default="false"),
     Field("ControllerEpoch", "int32", V0up),
@@ -413,21 +413,21 @@ _LeaderAndIsrRequest_v39 = Message("LeaderAndIsrRequest", "request", 4, V0to7, V
         Field("HostName", "string", V0up),
         Field("Port", "int32", V0up),
     )),
-), common_structs=(Struct("LeaderAndIsrPartitionState", V0up, _LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),), source="3.9")
+), common_structs=(StructSpec("LeaderAndIsrPartitionState", V0up, _LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),), source="3.9")
 _LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError = (
     Field("TopicName", "string", V0to4, entity="topicName", ignorable=True),
     Field("PartitionIndex", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
 )
-_LeaderAndIsrResponse_v39 = Message("LeaderAndIsrResponse", "response", 4, V0to7, V4up, (
+_LeaderAndIsrResponse_v39 = MessageSpec("LeaderAndIsrResponse", "response", 4, V0to7, V4up, (
     Field("ErrorCode", "int16", V0up),
     Field("PartitionErrors", "LeaderAndIsrPartitionError", V0to4, array=True, fields=_LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),
     Field("Topics", "LeaderAndIsrTopicError", V5up, array=True, fields=(
         Field("TopicId", "uuid", V5up, map_key=True),
         Field("PartitionErrors", "LeaderAndIsrPartitionError", V5up, array=True, fields=_LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),
     )),
-), common_structs=(Struct("LeaderAndIsrPartitionError", V0up, _LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),), source="3.9")
-_StopReplicaRequest_v39 = Message("StopReplicaRequest", "request", 5, V0to4, V2up, (
+), common_structs=(StructSpec("LeaderAndIsrPartitionError", V0up, _LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),), source="3.9")
+_StopReplicaRequest_v39 = MessageSpec("StopReplicaRequest", "request", 5, V0to4, V2up, (
     Field("ControllerId", "int32", V0up, entity="brokerId"),
     Field("isKRaftController", "bool", V4up, default="false"),
     Field("ControllerEpoch", "int32", V0up),
@@ -450,7 +450,7 @@ _StopReplicaRequest_v39 = Message("StopReplicaRequest", "request", 5, V0to4, V2u
         )),
     )),
 ), source="3.9")
-_StopReplicaResponse_v39 = Message("StopReplicaResponse", "response", 5, V0to4, V2up, (
+_StopReplicaResponse_v39 = MessageSpec("StopReplicaResponse", "response", 5, V0to4, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("PartitionErrors", "StopReplicaPartitionError", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -469,7 +469,7 @@ _UpdateMetadataRequest_v39_UpdateMetadataPartitionState = (
     Field("Replicas", "int32", V0up, array=True, entity="brokerId"),
     Field("OfflineReplicas", "int32", V4up, array=True, entity="brokerId", ignorable=True),
 )
-_UpdateMetadataRequest_v39 = Message("UpdateMetadataRequest", "request", 6, V0to8, V6up, (
+_UpdateMetadataRequest_v39 = MessageSpec("UpdateMetadataRequest", "request", 6, V0to8, V6up, (
     Field("ControllerId", "int32", V0up, entity="brokerId"),
     Field("isKRaftController", "bool", V8up, default="false"),
     Field("Type", "int8", V8up, tagged=V8up, tag=0, default="0"),
@@ -493,22 +493,22 @@ _UpdateMetadataRequest_v39 = Message("UpdateMetadataRequest", "request", 6, V0to
         )),
         Field("Rack", "string", V2up, nullable=V0up, ignorable=True),
     )),
-), common_structs=(Struct("UpdateMetadataPartitionState", V0up, _UpdateMetadataRequest_v39_UpdateMetadataPartitionState),), source="3.9")
-_UpdateMetadataResponse_v39 = Message("UpdateMetadataResponse", "response", 6, V0to8, V6up, (
+), common_structs=(StructSpec("UpdateMetadataPartitionState", V0up, _UpdateMetadataRequest_v39_UpdateMetadataPartitionState),), source="3.9")
+_UpdateMetadataResponse_v39 = MessageSpec("UpdateMetadataResponse", "response", 6, V0to8, V6up, (
     Field("ErrorCode", "int16", V0up),
 ), source="3.9")
-_ControlledShutdownRequest_v39 = Message("ControlledShutdownRequest", "request", 7, V0to3, V3up, (
+_ControlledShutdownRequest_v39 = MessageSpec("ControlledShutdownRequest", "request", 7, V0to3, V3up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("BrokerEpoch", "int64", V2up, default="-1", ignorable=True),
 ), source="3.9")
-_ControlledShutdownResponse_v39 = Message("ControlledShutdownResponse", "response", 7, V0to3, V3up, (
+_ControlledShutdownResponse_v39 = MessageSpec("ControlledShutdownResponse", "response", 7, V0to3, V3up, (
     Field("ErrorCode", "int16", V0up),
     Field("RemainingPartitions", "RemainingPartition", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, map_key=True, entity="topicName"),
         Field("PartitionIndex", "int32", V0up, map_key=True),
     )),
 ), source="3.9")
-_OffsetCommitRequest = Message("OffsetCommitRequest", "request", 8, V2to10, V8up, (
+_OffsetCommitRequest = MessageSpec("OffsetCommitRequest", "request", 8, V2to10, V8up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("GenerationIdOrMemberEpoch", "int32", V1up, default="-1", ignorable=True),
     Field("MemberId", "string", V1up, ignorable=True),
@@ -525,7 +525,7 @@ _OffsetCommitRequest = Message("OffsetCommitRequest", "request", 8, V2to10, V8up
         )),
     )),
 ), source="trunk")
-_OffsetCommitRequest_v39 = Message("OffsetCommitRequest", "request", 8, V0to9, V8up, (
+_OffsetCommitRequest_v39 = MessageSpec("OffsetCommitRequest", "request", 8, V0to9, V8up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("GenerationIdOrMemberEpoch", "int32", V1up, default="-1", ignorable=True),
     Field("MemberId", "string", V1up, ignorable=True),
@@ -542,7 +542,7 @@ _OffsetCommitRequest_v39 = Message("OffsetCommitRequest", "request", 8, V0to9, V
         )),
     )),
 ), source="3.9")
-_OffsetCommitResponse = Message("OffsetCommitResponse", "response", 8, V2to10, V8up, (
+_OffsetCommitResponse = MessageSpec("OffsetCommitResponse", "response", 8, V2to10, V8up, (
     Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
     Field("Topics", "OffsetCommitResponseTopic", V0up, array=True, fields=(
         Field("Name", "string", V0to9, entity="topicName", ignorable=True),
@@ -553,7 +553,7 @@ _OffsetCommitResponse = Message("OffsetCommitResponse", "response", 8, V2to10, V
         )),
     )),
 ), source="trunk")
-_OffsetCommitResponse_v39 = Message("OffsetCommitResponse", "response", 8, V0to9, V8up, (
+_OffsetCommitResponse_v39 = MessageSpec("OffsetCommitResponse", "response", 8, V0to9, V8up, (
     Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
     Field("Topics", "OffsetCommitResponseTopic", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
@@ -563,7 +563,7 @@ _OffsetCommitResponse_v39 = Message("OffsetCommitResponse", "response", 8, V0to9
         )),
     )),
 ), source="3.9")
-_OffsetFetchRequest = Message("OffsetFetchRequest", "request", 9, V1to10, V6up, (
+_OffsetFetchRequest = MessageSpec("OffsetFetchRequest", "request", 9, V1to10, V6up, (
     Field("GroupId", "string", V0to7, entity="groupId"),
     Field("Topics", "OffsetFetchRequestTopic", V0to7, array=True, nullable=V2to7, fields=(
         Field("Name", "string", V0to7, entity="topicName"),
@@ -581,7 +581,7 @@ _OffsetFetchRequest = Message("OffsetFetchRequest", "request", 9, V1to10, V6up, 
     )),
     Field("RequireStable", "bool", V7up, default="false"),
 ), source="trunk")
-_OffsetFetchRequest_v39 = Message("OffsetFetchRequest", "request", 9, V0to9, V6up, (
+_OffsetFetchRequest_v39 = MessageSpec("OffsetFetchRequest", "request", 9, V0to9, V6up, (
     Field("GroupId", "string", V0to7, entity="groupId"),
     Field("Topics", "OffsetFetchRequestTopic", V0to7, array=True, nullable=V2to7, fields=(
         Field("Name", "string", V0to7, entity="topicName"),
@@ -598,7 +598,7 @@ _OffsetFetchRequest_v39 = Message("OffsetFetchRequest", "request", 9, V0to9, V6u
     )),
     Field("RequireStable", "bool", V7up, default="false"),
 ), source="3.9")
-_OffsetFetchResponse = Message("OffsetFetchResponse", "response", 9, V1to10, V6up, (
+_OffsetFetchResponse = MessageSpec("OffsetFetchResponse", "response", 9, V1to10, V6up, (
     Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
     Field("Topics", "OffsetFetchResponseTopic", V0to7, array=True, fields=(
         Field("Name", "string", V0to7, entity="topicName"),
@@ -627,7 +627,7 @@ _OffsetFetchResponse = Message("OffsetFetchResponse", "response", 9, V1to10, V6u
         Field("ErrorCode", "int16", V8up, default="0"),
     )),
 ), source="trunk")
-_OffsetFetchResponse_v39 = Message("OffsetFetchResponse", "response", 9, V0to9, V6up, (
+_OffsetFetchResponse_v39 = MessageSpec("OffsetFetchResponse", "response", 9, V0to9, V6up, (
     Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
     Field("Topics", "OffsetFetchResponseTopic", V0to7, array=True, fields=(
         Field("Name", "string", V0to7, entity="topicName"),
@@ -655,12 +655,12 @@ _OffsetFetchResponse_v39 = Message("OffsetFetchResponse", "response", 9, V0to9, 
         Field("ErrorCode", "int16", V8up, default="0"),
     )),
 ), source="3.9")
-_FindCoordinatorRequest = Message("FindCoordinatorRequest", "request", 10, V0to6, V3up, (
+_FindCoordinatorRequest = MessageSpec("FindCoordinatorRequest", "request", 10, V0to6, V3up, (
     Field("Key", "string", V0to3),
     Field("KeyType", "int8", V1up, default="0"),
     Field("CoordinatorKeys", "string", V4up, array=True),
 ), source="trunk")
-_FindCoordinatorResponse = Message("FindCoordinatorResponse", "response", 10, V0to6, V3up, (
+_FindCoordinatorResponse = MessageSpec("FindCoordinatorResponse", "response", 10, V0to6, V3up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V0to3),
     Field("ErrorMessage", "string", V1to3, nullable=V1to3, ignorable=True),
@@ -676,7 +676,7 @@ _FindCoordinatorResponse = Message("FindCoordinatorResponse", "response", 10, V0
         Field("ErrorMessage", "string", V4up, nullable=V4up, ignorable=True),
     )),
 ), source="trunk")
-_JoinGroupRequest = Message("JoinGroupRequest", "request", 11, V0to9, V6up, (
+_JoinGroupRequest = MessageSpec("JoinGroupRequest", "request", 11, V0to9, V6up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("SessionTimeoutMs", "int32", V0up),
     Field("RebalanceTimeoutMs", "int32", V1up, default="-1", ignorable=True),
@@ -689,7 +689,7 @@ _JoinGroupRequest = Message("JoinGroupRequest", "request", 11, V0to9, V6up, (
     )),
     Field("Reason", "string", V8up, nullable=V8up, default="null", ignorable=True),
 ), source="trunk")
-_JoinGroupResponse = Message("JoinGroupResponse", "response", 11, V0to9, V6up, (
+_JoinGroupResponse = MessageSpec("JoinGroupResponse", "response", 11, V0to9, V6up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
     Field("GenerationId", "int32", V0up, default="-1"),
@@ -704,17 +704,17 @@ _JoinGroupResponse = Message("JoinGroupResponse", "response", 11, V0to9, V6up, (
         Field("Metadata", "bytes", V0up),
     )),
 ), source="trunk")
-_HeartbeatRequest = Message("HeartbeatRequest", "request", 12, V0to4, V4up, (
+_HeartbeatRequest = MessageSpec("HeartbeatRequest", "request", 12, V0to4, V4up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("GenerationId", "int32", V0up),
     Field("MemberId", "string", V0up),
     Field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
 ), source="trunk")
-_HeartbeatResponse = Message("HeartbeatResponse", "response", 12, V0to4, V4up, (
+_HeartbeatResponse = MessageSpec("HeartbeatResponse", "response", 12, V0to4, V4up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_LeaveGroupRequest = Message("LeaveGroupRequest", "request", 13, V0to5, V4up, (
+_LeaveGroupRequest = MessageSpec("LeaveGroupRequest", "request", 13, V0to5, V4up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("MemberId", "string", V0to2),
     Field("Members", "MemberIdentity", V3up, array=True, fields=(
@@ -723,7 +723,7 @@ _LeaveGroupRequest = Message("LeaveGroupRequest", "request", 13, V0to5, V4up, (
         Field("Reason", "string", V5up, nullable=V5up, default="null", ignorable=True),
     )),
 ), source="trunk")
-_LeaveGroupResponse = Message("LeaveGroupResponse", "response", 13, V0to5, V4up, (
+_LeaveGroupResponse = MessageSpec("LeaveGroupResponse", "response", 13, V0to5, V4up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
     Field("Members", "MemberResponse", V3up, array=True, fields=(
@@ -732,7 +732,7 @@ _LeaveGroupResponse = Message("LeaveGroupResponse", "response", 13, V0to5, V4up,
         Field("ErrorCode", "int16", V3up),
     )),
 ), source="trunk")
-_SyncGroupRequest = Message("SyncGroupRequest", "request", 14, V0to5, V4up, (
+_SyncGroupRequest = MessageSpec("SyncGroupRequest", "request", 14, V0to5, V4up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("GenerationId", "int32", V0up),
     Field("MemberId", "string", V0up),
@@ -744,18 +744,18 @@ _SyncGroupRequest = Message("SyncGroupRequest", "request", 14, V0to5, V4up, (
         Field("Assignment", "bytes", V0up),
     )),
 ), source="trunk")
-_SyncGroupResponse = Message("SyncGroupResponse", "response", 14, V0to5, V4up, (
+_SyncGroupResponse = MessageSpec("SyncGroupResponse", "response", 14, V0to5, V4up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
     Field("ProtocolType", "string", V5up, nullable=V5up, default="null", ignorable=True),
     Field("ProtocolName", "string", V5up, nullable=V5up, default="null", ignorable=True),
     Field("Assignment", "bytes", V0up),
 ), source="trunk")
-_DescribeGroupsRequest = Message("DescribeGroupsRequest", "request", 15, V0to6, V5up, (
+_DescribeGroupsRequest = MessageSpec("DescribeGroupsRequest", "request", 15, V0to6, V5up, (
     Field("Groups", "string", V0up, array=True, entity="groupId"),
     Field("IncludeAuthorizedOperations", "bool", V3up),
 ), source="trunk")
-_DescribeGroupsResponse = Message("DescribeGroupsResponse", "response", 15, V0to6, V5up, (
+_DescribeGroupsResponse = MessageSpec("DescribeGroupsResponse", "response", 15, V0to6, V5up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("Groups", "DescribedGroup", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -775,11 +775,11 @@ _DescribeGroupsResponse = Message("DescribeGroupsResponse", "response", 15, V0to
         Field("AuthorizedOperations", "int32", V3up, default="-2147483648"),
     )),
 ), source="trunk")
-_ListGroupsRequest = Message("ListGroupsRequest", "request", 16, V0to5, V3up, (
+_ListGroupsRequest = MessageSpec("ListGroupsRequest", "request", 16, V0to5, V3up, (
     Field("StatesFilter", "string", V4up, array=True),
     Field("TypesFilter", "string", V5up, array=True),
 ), source="trunk")
-_ListGroupsResponse = Message("ListGroupsResponse", "response", 16, V0to5, V3up, (
+_ListGroupsResponse = MessageSpec("ListGroupsResponse", "response", 16, V0to5, V3up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
     Field("Groups", "ListedGroup", V0up, array=True, fields=(
@@ -789,20 +789,20 @@ _ListGroupsResponse = Message("ListGroupsResponse", "response", 16, V0to5, V3up,
         Field("GroupType", "string", V5up, ignorable=True),
     )),
 ), source="trunk")
-_SaslHandshakeRequest = Message("SaslHandshakeRequest", "request", 17, V0to1, NEVER, (
+_SaslHandshakeRequest = MessageSpec("SaslHandshakeRequest", "request", 17, V0to1, NEVER, (
     Field("Mechanism", "string", V0up),
 ), source="trunk")
-_SaslHandshakeResponse = Message("SaslHandshakeResponse", "response", 17, V0to1, NEVER, (
+_SaslHandshakeResponse = MessageSpec("SaslHandshakeResponse", "response", 17, V0to1, NEVER, (
     Field("ErrorCode", "int16", V0up),
     Field("Mechanisms", "string", V0up, array=True),
 ), source="trunk")
-_ApiVersionsRequest = Message("ApiVersionsRequest", "request", 18, V0to5, V3up, (
+_ApiVersionsRequest = MessageSpec("ApiVersionsRequest", "request", 18, V0to5, V3up, (
     Field("ClientSoftwareName", "string", V3up, ignorable=True),
     Field("ClientSoftwareVersion", "string", V3up, ignorable=True),
     Field("ClusterId", "string", V5up, nullable=V5up, default="null", ignorable=True),
     Field("NodeId", "int32", V5up, default="-1", ignorable=True),
 ), source="trunk")
-_ApiVersionsResponse = Message("ApiVersionsResponse", "response", 18, V0to5, V3up, (
+_ApiVersionsResponse = MessageSpec("ApiVersionsResponse", "response", 18, V0to5, V3up, (
     Field("ErrorCode", "int16", V0up),
     Field("ApiKeys", "ApiVersion", V0up, array=True, fields=(
         Field("ApiKey", "int16", V0up, map_key=True),
@@ -823,7 +823,7 @@ _ApiVersionsResponse = Message("ApiVersionsResponse", "response", 18, V0to5, V3u
     )),
     Field("ZkMigrationReady", "bool", V3up, tagged=V3up, tag=3, default="false", ignorable=True),
 ), source="trunk")
-_CreateTopicsRequest = Message("CreateTopicsRequest", "request", 19, V2to7, V5up, (
+_CreateTopicsRequest = MessageSpec("CreateTopicsRequest", "request", 19, V2to7, V5up, (
     Field("Topics", "CreatableTopic", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
         Field("NumPartitions", "int32", V0up),
@@ -840,7 +840,7 @@ _CreateTopicsRequest = Message("CreateTopicsRequest", "request", 19, V2to7, V5up
     Field("timeoutMs", "int32", V0up, default="60000"),
     Field("validateOnly", "bool", V1up, default="false"),
 ), source="trunk")
-_CreateTopicsRequest_v39 = Message("CreateTopicsRequest", "request", 19, V0to7, V5up, (
+_CreateTopicsRequest_v39 = MessageSpec("CreateTopicsRequest", "request", 19, V0to7, V5up, (
     Field("Topics", "CreatableTopic", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
         Field("NumPartitions", "int32", V0up),
@@ -857,7 +857,7 @@ _CreateTopicsRequest_v39 = Message("CreateTopicsRequest", "request", 19, V0to7, 
     Field("timeoutMs", "int32", V0up, default="60000"),
     Field("validateOnly", "bool", V1up, default="false"),
 ), source="3.9")
-_CreateTopicsResponse = Message("CreateTopicsResponse", "response", 19, V2to7, V5up, (
+_CreateTopicsResponse = MessageSpec("CreateTopicsResponse", "response", 19, V2to7, V5up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("Topics", "CreatableTopicResult", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
@@ -876,7 +876,7 @@ _CreateTopicsResponse = Message("CreateTopicsResponse", "response", 19, V2to7, V
         )),
     )),
 ), source="trunk")
-_CreateTopicsResponse_v39 = Message("CreateTopicsResponse", "response", 19, V0to7, V5up, (
+_CreateTopicsResponse_v39 = MessageSpec("CreateTopicsResponse", "response", 19, V0to7, V5up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("Topics", "CreatableTopicResult", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
@@ -895,7 +895,7 @@ _CreateTopicsResponse_v39 = Message("CreateTopicsResponse", "response", 19, V0to
         )),
     )),
 ), source="3.9")
-_DeleteTopicsRequest = Message("DeleteTopicsRequest", "request", 20, V1to6, V4up, (
+_DeleteTopicsRequest = MessageSpec("DeleteTopicsRequest", "request", 20, V1to6, V4up, (
     Field("Topics", "DeleteTopicState", V6up, array=True, fields=(
         Field("Name", "string", V6up, nullable=V6up, default="null", entity="topicName"),
         Field("TopicId", "uuid", V6up),
@@ -903,7 +903,7 @@ _DeleteTopicsRequest = Message("DeleteTopicsRequest", "request", 20, V1to6, V4up
     Field("TopicNames", "string", V0to5, array=True, entity="topicName", ignorable=True),
     Field("TimeoutMs", "int32", V0up),
 ), source="trunk")
-_DeleteTopicsRequest_v39 = Message("DeleteTopicsRequest", "request", 20, V0to6, V4up, (
+_DeleteTopicsRequest_v39 = MessageSpec("DeleteTopicsRequest", "request", 20, V0to6, V4up, (
     Field("Topics", "DeleteTopicState", V6up, array=True, fields=(
         Field("Name", "string", V6up, nullable=V6up, default="null", entity="topicName"),
         Field("TopicId", "uuid", V6up),
@@ -911,7 +911,7 @@ _DeleteTopicsRequest_v39 = Message("DeleteTopicsRequest", "request", 20, V0to6, 
     Field("TopicNames", "string", V0to5, array=True, entity="topicName", ignorable=True),
     Field("TimeoutMs", "int32", V0up),
 ), source="3.9")
-_DeleteTopicsResponse = Message("DeleteTopicsResponse", "response", 20, V1to6, V4up, (
+_DeleteTopicsResponse = MessageSpec("DeleteTopicsResponse", "response", 20, V1to6, V4up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("Responses", "DeletableTopicResult", V0up, array=True, fields=(
         Field("Name", "string", V0up, nullable=V6up, map_key=True, entity="topicName"),
@@ -920,7 +920,7 @@ _DeleteTopicsResponse = Message("DeleteTopicsResponse", "response", 20, V1to6, V
         Field("ErrorMessage", "string", V5up, nullable=V5up, default="null", ignorable=True),
     )),
 ), source="trunk")
-_DeleteTopicsResponse_v39 = Message("DeleteTopicsResponse", "response", 20, V0to6, V4up, (
+_DeleteTopicsResponse_v39 = MessageSpec("DeleteTopicsResponse", "response", 20, V0to6, V4up, (
     Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
     Field("Responses", "DeletableTopicResult", V0up, array=True, fields=(
         Field("Name", "string", V0up, nullable=V6up, map_key=True, entity="topicName"),
@@ -929,7 +929,7 @@ _DeleteTopicsResponse_v39 = Message("DeleteTopicsResponse", "response", 20, V0to
         Field("ErrorMessage", "string", V5up, nullable=V5up, default="null", ignorable=True),
     )),
 ), source="3.9")
-_DeleteRecordsRequest = Message("DeleteRecordsRequest", "request", 21, V0to2, V2up, (
+_DeleteRecordsRequest = MessageSpec("DeleteRecordsRequest", "request", 21, V0to2, V2up, (
     Field("Topics", "DeleteRecordsTopic", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
         Field("Partitions", "DeleteRecordsPartition", V0up, array=True, fields=(
@@ -939,7 +939,7 @@ _DeleteRecordsRequest = Message("DeleteRecordsRequest", "request", 21, V0to2, V2
     )),
     Field("TimeoutMs", "int32", V0up),
 ), source="trunk")
-_DeleteRecordsResponse = Message("DeleteRecordsResponse", "response", 21, V0to2, V2up, (
+_DeleteRecordsResponse = MessageSpec("DeleteRecordsResponse", "response", 21, V0to2, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Topics", "DeleteRecordsTopicResult", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
@@ -950,7 +950,7 @@ _DeleteRecordsResponse = Message("DeleteRecordsResponse", "response", 21, V0to2,
         )),
     )),
 ), source="trunk")
-_InitProducerIdRequest = Message("InitProducerIdRequest", "request", 22, V0to6, V2up, (
+_InitProducerIdRequest = MessageSpec("InitProducerIdRequest", "request", 22, V0to6, V2up, (
     Field("TransactionalId", "string", V0up, nullable=V0up, entity="transactionalId"),
     Field("TransactionTimeoutMs", "int32", V0up),
     Field("ProducerId", "int64", V3up, default="-1", entity="producerId"),
@@ -958,7 +958,7 @@ _InitProducerIdRequest = Message("InitProducerIdRequest", "request", 22, V0to6, 
     Field("Enable2Pc", "bool", V6up, default="false"),
     Field("KeepPreparedTxn", "bool", V6up, default="false"),
 ), source="trunk", latest_unstable=True)
-_InitProducerIdResponse = Message("InitProducerIdResponse", "response", 22, V0to6, V2up, (
+_InitProducerIdResponse = MessageSpec("InitProducerIdResponse", "response", 22, V0to6, V2up, (
     Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
     Field("ProducerId", "int64", V0up, default="-1", entity="producerId"),
@@ -966,7 +966,7 @@ _InitProducerIdResponse = Message("InitProducerIdResponse", "response", 22, V0to
     Field("OngoingTxnProducerId", "int64", V6up, default="-1", entity="producerId"),
     Field("OngoingTxnProducerEpoch", "int16", V6up, default="-1"),
 ), source="trunk")
-_OffsetForLeaderEpochRequest = Message("OffsetForLeaderEpochRequest", "request", 23, V2to4, V4up, (
+_OffsetForLeaderEpochRequest = MessageSpec("OffsetForLeaderEpochRequest", "request", 23, V2to4, V4up, (
     Field("ReplicaId", "int32", V3up, default="-2", entity="brokerId", ignorable=True),
     Field("Topics", "OffsetForLeaderTopic", V0up, array=True, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
@@ -977,7 +977,7 @@ _OffsetForLeaderEpochRequest = Message("OffsetForLeaderEpochRequest", "request",
         )),
     )),
 ), source="trunk")
-_OffsetForLeaderEpochRequest_v39 = Message("OffsetForLeaderEpochRequest", "request", 23, V0to4, V4up, (
+_OffsetForLeaderEpochRequest_v39 = MessageSpec("OffsetForLeaderEpochRequest", "request", 23, V0to4, V4up, (
     Field("ReplicaId", "int32", V3up, default="-2", entity="brokerId", ignorable=True),
     Field("Topics", "OffsetForLeaderTopic", V0up, array=True, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
@@ -988,7 +988,7 @@ _OffsetForLeaderEpochRequest_v39 = Message("OffsetForLeaderEpochRequest", "reque
         )),
     )),
 ), source="3.9")
-_OffsetForLeaderEpochResponse = Message("OffsetForLeaderEpochResponse", "response", 23, V2to4, V4up, (
+_OffsetForLeaderEpochResponse = MessageSpec("OffsetForLeaderEpochResponse", "response", 23, V2to4, V4up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("Topics", "OffsetForLeaderTopicResult", V0up, array=True, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
@@ -1000,7 +1000,7 @@ _OffsetForLeaderEpochResponse = Message("OffsetForLeaderEpochResponse", "respons
         )),
     )),
 ), source="trunk")
-_OffsetForLeaderEpochResponse_v39 = Message("OffsetForLeaderEpochResponse", "response", 23, V0to4, V4up, (
+_OffsetForLeaderEpochResponse_v39 = MessageSpec("OffsetForLeaderEpochResponse", "response", 23, V0to4, V4up, (
     Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
     Field("Topics", "OffsetForLeaderTopicResult", V0up, array=True, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
@@ -1016,7 +1016,7 @@ _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic = (
     Field("Name", "string", V0up, map_key=True, entity="topicName"),
     Field("Partitions", "int32", V0up, array=True),
 )
-_AddPartitionsToTxnRequest = Message("AddPartitionsToTxnRequest", "request", 24, V0to5, V3up, (
+_AddPartitionsToTxnRequest = MessageSpec("AddPartitionsToTxnRequest", "request", 24, V0to5, V3up, (
     Field("Transactions", "AddPartitionsToTxnTransaction", V4up, array=True, fields=(
         Field("TransactionalId", "string", V4up, map_key=True, entity="transactionalId"),
         Field("ProducerId", "int64", V4up, entity="producerId"),
@@ -1028,7 +1028,7 @@ _AddPartitionsToTxnRequest = Message("AddPartitionsToTxnRequest", "request", 24,
     Field("V3AndBelowProducerId", "int64", V0to3, entity="producerId"),
     Field("V3AndBelowProducerEpoch", "int16", V0to3),
     Field("V3AndBelowTopics", "AddPartitionsToTxnTopic", V0to3, array=True, fields=_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),
-), common_structs=(Struct("AddPartitionsToTxnTopic", V0up, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),), source="trunk")
+), common_structs=(StructSpec("AddPartitionsToTxnTopic", V0up, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),), source="trunk")
 _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult = (
     Field("PartitionIndex", "int32", V0up, map_key=True),
     Field("PartitionErrorCode", "int16", V0up),
@@ -1037,7 +1037,7 @@ _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult = (
     Field("Name", "string", V0up, map_key=True, entity="topicName"),
     Field("ResultsByPartition", "AddPartitionsToTxnPartitionResult", V0up, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult),
 )
-_AddPartitionsToTxnResponse = Message("AddPartitionsToTxnResponse", "response", 24, V0to5, V3up, (
+_AddPartitionsToTxnResponse = MessageSpec("AddPartitionsToTxnResponse", "response", 24, V0to5, V3up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V4up, ignorable=True),
     Field("ResultsByTransaction", "AddPartitionsToTxnResult", V4up, array=True, fields=(
@@ -1045,30 +1045,30 @@ _AddPartitionsToTxnResponse = Message("AddPartitionsToTxnResponse", "response", 
         Field("TopicResults", "AddPartitionsToTxnTopicResult", V4up, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult),
     )),
     Field("ResultsByTopicV3AndBelow", "AddPartitionsToTxnTopicResult", V0to3, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult),
-), common_structs=(Struct("AddPartitionsToTxnPartitionResult", V0up, _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult), Struct("AddPartitionsToTxnTopicResult", V0up, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)), source="trunk")
-_AddOffsetsToTxnRequest = Message("AddOffsetsToTxnRequest", "request", 25, V0to4, V3up, (
+), common_structs=(StructSpec("AddPartitionsToTxnPartitionResult", V0up, _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult), StructSpec("AddPartitionsToTxnTopicResult", V0up, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)), source="trunk")
+_AddOffsetsToTxnRequest = MessageSpec("AddOffsetsToTxnRequest", "request", 25, V0to4, V3up, (
     Field("TransactionalId", "string", V0up, entity="transactionalId"),
     Field("ProducerId", "int64", V0up, entity="producerId"),
     Field("ProducerEpoch", "int16", V0up),
     Field("GroupId", "string", V0up, entity="groupId"),
 ), source="trunk")
-_AddOffsetsToTxnResponse = Message("AddOffsetsToTxnResponse", "response", 25, V0to4, V3up, (
+_AddOffsetsToTxnResponse = MessageSpec("AddOffsetsToTxnResponse", "response", 25, V0to4, V3up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_EndTxnRequest = Message("EndTxnRequest", "request", 26, V0to5, V3up, (
+_EndTxnRequest = MessageSpec("EndTxnRequest", "request", 26, V0to5, V3up, (
     Field("TransactionalId", "string", V0up, entity="transactionalId"),
     Field("ProducerId", "int64", V0up, entity="producerId"),
     Field("ProducerEpoch", "int16", V0up),
     Field("Committed", "bool", V0up),
 ), source="trunk")
-_EndTxnResponse = Message("EndTxnResponse", "response", 26, V0to5, V3up, (
+_EndTxnResponse = MessageSpec("EndTxnResponse", "response", 26, V0to5, V3up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ProducerId", "int64", V5up, default="-1", entity="producerId", ignorable=True),
     Field("ProducerEpoch", "int16", V5up, default="-1", ignorable=True),
 ), source="trunk")
-_WriteTxnMarkersRequest = Message("WriteTxnMarkersRequest", "request", 27, V1to2, V1up, (
+_WriteTxnMarkersRequest = MessageSpec("WriteTxnMarkersRequest", "request", 27, V1to2, V1up, (
     Field("Markers", "WritableTxnMarker", V0up, array=True, fields=(
         Field("ProducerId", "int64", V0up, entity="producerId"),
         Field("ProducerEpoch", "int16", V0up),
@@ -1081,7 +1081,7 @@ _WriteTxnMarkersRequest = Message("WriteTxnMarkersRequest", "request", 27, V1to2
         Field("TransactionVersion", "int8", V2up, default="0", ignorable=True),
     )),
 ), source="trunk")
-_WriteTxnMarkersRequest_v39 = Message("WriteTxnMarkersRequest", "request", 27, V0to1, V1up, (
+_WriteTxnMarkersRequest_v39 = MessageSpec("WriteTxnMarkersRequest", "request", 27, V0to1, V1up, (
     Field("Markers", "WritableTxnMarker", V0up, array=True, fields=(
         Field("ProducerId", "int64", V0up, entity="producerId"),
         Field("ProducerEpoch", "int16", V0up),
@@ -1093,7 +1093,7 @@ _WriteTxnMarkersRequest_v39 = Message("WriteTxnMarkersRequest", "request", 27, V
         Field("CoordinatorEpoch", "int32", V0up),
     )),
 ), source="3.9")
-_WriteTxnMarkersResponse = Message("WriteTxnMarkersResponse", "response", 27, V1to2, V1up, (
+_WriteTxnMarkersResponse = MessageSpec("WriteTxnMarkersResponse", "response", 27, V1to2, V1up, (
     Field("Markers", "WritableTxnMarkerResult", V0up, array=True, fields=(
         Field("ProducerId", "int64", V0up, entity="producerId"),
         Field("Topics", "WritableTxnMarkerTopicResult", V0up, array=True, fields=(
@@ -1105,7 +1105,7 @@ _WriteTxnMarkersResponse = Message("WriteTxnMarkersResponse", "response", 27, V1
         )),
     )),
 ), source="trunk")
-_WriteTxnMarkersResponse_v39 = Message("WriteTxnMarkersResponse", "response", 27, V0to1, V1up, (
+_WriteTxnMarkersResponse_v39 = MessageSpec("WriteTxnMarkersResponse", "response", 27, V0to1, V1up, (
     Field("Markers", "WritableTxnMarkerResult", V0up, array=True, fields=(
         Field("ProducerId", "int64", V0up, entity="producerId"),
         Field("Topics", "WritableTxnMarkerTopicResult", V0up, array=True, fields=(
@@ -1117,7 +1117,7 @@ _WriteTxnMarkersResponse_v39 = Message("WriteTxnMarkersResponse", "response", 27
         )),
     )),
 ), source="3.9")
-_TxnOffsetCommitRequest = Message("TxnOffsetCommitRequest", "request", 28, V0to6, V3up, (
+_TxnOffsetCommitRequest = MessageSpec("TxnOffsetCommitRequest", "request", 28, V0to6, V3up, (
     Field("TransactionalId", "string", V0up, entity="transactionalId"),
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("ProducerId", "int64", V0up, entity="producerId"),
@@ -1136,7 +1136,7 @@ _TxnOffsetCommitRequest = Message("TxnOffsetCommitRequest", "request", 28, V0to6
         )),
     )),
 ), source="trunk")
-_TxnOffsetCommitResponse = Message("TxnOffsetCommitResponse", "response", 28, V0to6, V3up, (
+_TxnOffsetCommitResponse = MessageSpec("TxnOffsetCommitResponse", "response", 28, V0to6, V3up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Topics", "TxnOffsetCommitResponseTopic", V0up, array=True, fields=(
         Field("Name", "string", V0to5, entity="topicName", ignorable=True),
@@ -1147,7 +1147,7 @@ _TxnOffsetCommitResponse = Message("TxnOffsetCommitResponse", "response", 28, V0
         )),
     )),
 ), source="trunk")
-_DescribeAclsRequest = Message("DescribeAclsRequest", "request", 29, V1to3, V2up, (
+_DescribeAclsRequest = MessageSpec("DescribeAclsRequest", "request", 29, V1to3, V2up, (
     Field("ResourceTypeFilter", "int8", V0up),
     Field("ResourceNameFilter", "string", V0up, nullable=V0up),
     Field("PatternTypeFilter", "int8", V1up, default="3"),
@@ -1156,7 +1156,7 @@ _DescribeAclsRequest = Message("DescribeAclsRequest", "request", 29, V1to3, V2up
     Field("Operation", "int8", V0up),
     Field("PermissionType", "int8", V0up),
 ), source="trunk")
-_DescribeAclsRequest_v39 = Message("DescribeAclsRequest", "request", 29, V0to3, V2up, (
+_DescribeAclsRequest_v39 = MessageSpec("DescribeAclsRequest", "request", 29, V0to3, V2up, (
     Field("ResourceTypeFilter", "int8", V0up),
     Field("ResourceNameFilter", "string", V0up, nullable=V0up),
     Field("PatternTypeFilter", "int8", V1up, default="3"),
@@ -1165,7 +1165,7 @@ _DescribeAclsRequest_v39 = Message("DescribeAclsRequest", "request", 29, V0to3, 
     Field("Operation", "int8", V0up),
     Field("PermissionType", "int8", V0up),
 ), source="3.9")
-_DescribeAclsResponse = Message("DescribeAclsResponse", "response", 29, V1to3, V2up, (
+_DescribeAclsResponse = MessageSpec("DescribeAclsResponse", "response", 29, V1to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
@@ -1181,7 +1181,7 @@ _DescribeAclsResponse = Message("DescribeAclsResponse", "response", 29, V1to3, V
         )),
     )),
 ), source="trunk")
-_DescribeAclsResponse_v39 = Message("DescribeAclsResponse", "response", 29, V0to3, V2up, (
+_DescribeAclsResponse_v39 = MessageSpec("DescribeAclsResponse", "response", 29, V0to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
@@ -1197,7 +1197,7 @@ _DescribeAclsResponse_v39 = Message("DescribeAclsResponse", "response", 29, V0to
         )),
     )),
 ), source="3.9")
-_CreateAclsRequest = Message("CreateAclsRequest", "request", 30, V1to3, V2up, (
+_CreateAclsRequest = MessageSpec("CreateAclsRequest", "request", 30, V1to3, V2up, (
     Field("Creations", "AclCreation", V0up, array=True, fields=(
         Field("ResourceType", "int8", V0up),
         Field("ResourceName", "string", V0up),
@@ -1208,7 +1208,7 @@ _CreateAclsRequest = Message("CreateAclsRequest", "request", 30, V1to3, V2up, (
         Field("PermissionType", "int8", V0up),
     )),
 ), source="trunk")
-_CreateAclsRequest_v39 = Message("CreateAclsRequest", "request", 30, V0to3, V2up, (
+_CreateAclsRequest_v39 = MessageSpec("CreateAclsRequest", "request", 30, V0to3, V2up, (
     Field("Creations", "AclCreation", V0up, array=True, fields=(
         Field("ResourceType", "int8", V0up),
         Field("ResourceName", "string", V0up),
@@ -1219,21 +1219,21 @@ _CreateAclsRequest_v39 = Message("CreateAclsRequest", "request", 30, V0to3, V2up
         Field("PermissionType", "int8", V0up),
     )),
 ), source="3.9")
-_CreateAclsResponse = Message("CreateAclsResponse", "response", 30, V1to3, V2up, (
+_CreateAclsResponse = MessageSpec("CreateAclsResponse", "response", 30, V1to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "AclCreationResult", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
         Field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="trunk")
-_CreateAclsResponse_v39 = Message("CreateAclsResponse", "response", 30, V0to3, V2up, (
+_CreateAclsResponse_v39 = MessageSpec("CreateAclsResponse", "response", 30, V0to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "AclCreationResult", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
         Field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="3.9")
-_DeleteAclsRequest = Message("DeleteAclsRequest", "request", 31, V1to3, V2up, (
+_DeleteAclsRequest = MessageSpec("DeleteAclsRequest", "request", 31, V1to3, V2up, (
     Field("Filters", "DeleteAclsFilter", V0up, array=True, fields=(
         Field("ResourceTypeFilter", "int8", V0up),
         Field("ResourceNameFilter", "string", V0up, nullable=V0up),
@@ -1244,7 +1244,7 @@ _DeleteAclsRequest = Message("DeleteAclsRequest", "request", 31, V1to3, V2up, (
         Field("PermissionType", "int8", V0up),
     )),
 ), source="trunk")
-_DeleteAclsRequest_v39 = Message("DeleteAclsRequest", "request", 31, V0to3, V2up, (
+_DeleteAclsRequest_v39 = MessageSpec("DeleteAclsRequest", "request", 31, V0to3, V2up, (
     Field("Filters", "DeleteAclsFilter", V0up, array=True, fields=(
         Field("ResourceTypeFilter", "int8", V0up),
         Field("ResourceNameFilter", "string", V0up, nullable=V0up),
@@ -1255,7 +1255,7 @@ _DeleteAclsRequest_v39 = Message("DeleteAclsRequest", "request", 31, V0to3, V2up
         Field("PermissionType", "int8", V0up),
     )),
 ), source="3.9")
-_DeleteAclsResponse = Message("DeleteAclsResponse", "response", 31, V1to3, V2up, (
+_DeleteAclsResponse = MessageSpec("DeleteAclsResponse", "response", 31, V1to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("FilterResults", "DeleteAclsFilterResult", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1273,7 +1273,7 @@ _DeleteAclsResponse = Message("DeleteAclsResponse", "response", 31, V1to3, V2up,
         )),
     )),
 ), source="trunk")
-_DeleteAclsResponse_v39 = Message("DeleteAclsResponse", "response", 31, V0to3, V2up, (
+_DeleteAclsResponse_v39 = MessageSpec("DeleteAclsResponse", "response", 31, V0to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("FilterResults", "DeleteAclsFilterResult", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1291,7 +1291,7 @@ _DeleteAclsResponse_v39 = Message("DeleteAclsResponse", "response", 31, V0to3, V
         )),
     )),
 ), source="3.9")
-_DescribeConfigsRequest = Message("DescribeConfigsRequest", "request", 32, V1to4, V4up, (
+_DescribeConfigsRequest = MessageSpec("DescribeConfigsRequest", "request", 32, V1to4, V4up, (
     Field("Resources", "DescribeConfigsResource", V0up, array=True, fields=(
         Field("ResourceType", "int8", V0up),
         Field("ResourceName", "string", V0up),
@@ -1300,7 +1300,7 @@ _DescribeConfigsRequest = Message("DescribeConfigsRequest", "request", 32, V1to4
     Field("IncludeSynonyms", "bool", V1up, default="false"),
     Field("IncludeDocumentation", "bool", V3up, default="false"),
 ), source="trunk")
-_DescribeConfigsRequest_v39 = Message("DescribeConfigsRequest", "request", 32, V0to4, V4up, (
+_DescribeConfigsRequest_v39 = MessageSpec("DescribeConfigsRequest", "request", 32, V0to4, V4up, (
     Field("Resources", "DescribeConfigsResource", V0up, array=True, fields=(
         Field("ResourceType", "int8", V0up),
         Field("ResourceName", "string", V0up),
@@ -1309,7 +1309,7 @@ _DescribeConfigsRequest_v39 = Message("DescribeConfigsRequest", "request", 32, V
     Field("IncludeSynonyms", "bool", V1up, default="false"),
     Field("IncludeDocumentation", "bool", V3up, default="false"),
 ), source="3.9")
-_DescribeConfigsResponse = Message("DescribeConfigsResponse", "response", 32, V1to4, V4up, (
+_DescribeConfigsResponse = MessageSpec("DescribeConfigsResponse", "response", 32, V1to4, V4up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "DescribeConfigsResult", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1332,7 +1332,7 @@ _DescribeConfigsResponse = Message("DescribeConfigsResponse", "response", 32, V1
         )),
     )),
 ), source="trunk")
-_DescribeConfigsResponse_v39 = Message("DescribeConfigsResponse", "response", 32, V0to4, V4up, (
+_DescribeConfigsResponse_v39 = MessageSpec("DescribeConfigsResponse", "response", 32, V0to4, V4up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "DescribeConfigsResult", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1356,7 +1356,7 @@ _DescribeConfigsResponse_v39 = Message("DescribeConfigsResponse", "response", 32
         )),
     )),
 ), source="3.9")
-_AlterConfigsRequest = Message("AlterConfigsRequest", "request", 33, V0to2, V2up, (
+_AlterConfigsRequest = MessageSpec("AlterConfigsRequest", "request", 33, V0to2, V2up, (
     Field("Resources", "AlterConfigsResource", V0up, array=True, fields=(
         Field("ResourceType", "int8", V0up, map_key=True),
         Field("ResourceName", "string", V0up, map_key=True),
@@ -1367,7 +1367,7 @@ _AlterConfigsRequest = Message("AlterConfigsRequest", "request", 33, V0to2, V2up
     )),
     Field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_AlterConfigsResponse = Message("AlterConfigsResponse", "response", 33, V0to2, V2up, (
+_AlterConfigsResponse = MessageSpec("AlterConfigsResponse", "response", 33, V0to2, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Responses", "AlterConfigsResourceResponse", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1376,7 +1376,7 @@ _AlterConfigsResponse = Message("AlterConfigsResponse", "response", 33, V0to2, V
         Field("ResourceName", "string", V0up),
     )),
 ), source="trunk")
-_AlterReplicaLogDirsRequest = Message("AlterReplicaLogDirsRequest", "request", 34, V1to2, V2up, (
+_AlterReplicaLogDirsRequest = MessageSpec("AlterReplicaLogDirsRequest", "request", 34, V1to2, V2up, (
     Field("Dirs", "AlterReplicaLogDir", V0up, array=True, fields=(
         Field("Path", "string", V0up, map_key=True),
         Field("Topics", "AlterReplicaLogDirTopic", V0up, array=True, fields=(
@@ -1385,7 +1385,7 @@ _AlterReplicaLogDirsRequest = Message("AlterReplicaLogDirsRequest", "request", 3
         )),
     )),
 ), source="trunk")
-_AlterReplicaLogDirsRequest_v39 = Message("AlterReplicaLogDirsRequest", "request", 34, V0to2, V2up, (
+_AlterReplicaLogDirsRequest_v39 = MessageSpec("AlterReplicaLogDirsRequest", "request", 34, V0to2, V2up, (
     Field("Dirs", "AlterReplicaLogDir", V0up, array=True, fields=(
         Field("Path", "string", V0up, map_key=True),
         Field("Topics", "AlterReplicaLogDirTopic", V0up, array=True, fields=(
@@ -1394,7 +1394,7 @@ _AlterReplicaLogDirsRequest_v39 = Message("AlterReplicaLogDirsRequest", "request
         )),
     )),
 ), source="3.9")
-_AlterReplicaLogDirsResponse = Message("AlterReplicaLogDirsResponse", "response", 34, V1to2, V2up, (
+_AlterReplicaLogDirsResponse = MessageSpec("AlterReplicaLogDirsResponse", "response", 34, V1to2, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "AlterReplicaLogDirTopicResult", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -1404,7 +1404,7 @@ _AlterReplicaLogDirsResponse = Message("AlterReplicaLogDirsResponse", "response"
         )),
     )),
 ), source="trunk")
-_AlterReplicaLogDirsResponse_v39 = Message("AlterReplicaLogDirsResponse", "response", 34, V0to2, V2up, (
+_AlterReplicaLogDirsResponse_v39 = MessageSpec("AlterReplicaLogDirsResponse", "response", 34, V0to2, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "AlterReplicaLogDirTopicResult", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -1414,19 +1414,19 @@ _AlterReplicaLogDirsResponse_v39 = Message("AlterReplicaLogDirsResponse", "respo
         )),
     )),
 ), source="3.9")
-_DescribeLogDirsRequest = Message("DescribeLogDirsRequest", "request", 35, V1to5, V2up, (
+_DescribeLogDirsRequest = MessageSpec("DescribeLogDirsRequest", "request", 35, V1to5, V2up, (
     Field("Topics", "DescribableLogDirTopic", V0up, array=True, nullable=V0up, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
         Field("Partitions", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_DescribeLogDirsRequest_v39 = Message("DescribeLogDirsRequest", "request", 35, V0to4, V2up, (
+_DescribeLogDirsRequest_v39 = MessageSpec("DescribeLogDirsRequest", "request", 35, V0to4, V2up, (
     Field("Topics", "DescribableLogDirTopic", V0up, array=True, nullable=V0up, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
         Field("Partitions", "int32", V0up, array=True),
     )),
 ), source="3.9")
-_DescribeLogDirsResponse = Message("DescribeLogDirsResponse", "response", 35, V1to5, V2up, (
+_DescribeLogDirsResponse = MessageSpec("DescribeLogDirsResponse", "response", 35, V1to5, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V3up, ignorable=True),
     Field("Results", "DescribeLogDirsResult", V0up, array=True, fields=(
@@ -1446,7 +1446,7 @@ _DescribeLogDirsResponse = Message("DescribeLogDirsResponse", "response", 35, V1
         Field("IsCordoned", "bool", V5up, default="false", ignorable=True),
     )),
 ), source="trunk")
-_DescribeLogDirsResponse_v39 = Message("DescribeLogDirsResponse", "response", 35, V0to4, V2up, (
+_DescribeLogDirsResponse_v39 = MessageSpec("DescribeLogDirsResponse", "response", 35, V0to4, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V3up, ignorable=True),
     Field("Results", "DescribeLogDirsResult", V0up, array=True, fields=(
@@ -1465,16 +1465,16 @@ _DescribeLogDirsResponse_v39 = Message("DescribeLogDirsResponse", "response", 35
         Field("UsableBytes", "int64", V4up, default="-1", ignorable=True),
     )),
 ), source="3.9")
-_SaslAuthenticateRequest = Message("SaslAuthenticateRequest", "request", 36, V0to2, V2up, (
+_SaslAuthenticateRequest = MessageSpec("SaslAuthenticateRequest", "request", 36, V0to2, V2up, (
     Field("AuthBytes", "bytes", V0up),
 ), source="trunk")
-_SaslAuthenticateResponse = Message("SaslAuthenticateResponse", "response", 36, V0to2, V2up, (
+_SaslAuthenticateResponse = MessageSpec("SaslAuthenticateResponse", "response", 36, V0to2, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
     Field("AuthBytes", "bytes", V0up),
     Field("SessionLifetimeMs", "int64", V1up, default="0", ignorable=True),
 ), source="trunk")
-_CreatePartitionsRequest = Message("CreatePartitionsRequest", "request", 37, V0to3, V2up, (
+_CreatePartitionsRequest = MessageSpec("CreatePartitionsRequest", "request", 37, V0to3, V2up, (
     Field("Topics", "CreatePartitionsTopic", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
         Field("Count", "int32", V0up),
@@ -1485,7 +1485,7 @@ _CreatePartitionsRequest = Message("CreatePartitionsRequest", "request", 37, V0t
     Field("TimeoutMs", "int32", V0up),
     Field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_CreatePartitionsResponse = Message("CreatePartitionsResponse", "response", 37, V0to3, V2up, (
+_CreatePartitionsResponse = MessageSpec("CreatePartitionsResponse", "response", 37, V0to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "CreatePartitionsTopicResult", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
@@ -1493,7 +1493,7 @@ _CreatePartitionsResponse = Message("CreatePartitionsResponse", "response", 37, 
         Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_CreateDelegationTokenRequest = Message("CreateDelegationTokenRequest", "request", 38, V1to3, V2up, (
+_CreateDelegationTokenRequest = MessageSpec("CreateDelegationTokenRequest", "request", 38, V1to3, V2up, (
     Field("OwnerPrincipalType", "string", V3up, nullable=V3up),
     Field("OwnerPrincipalName", "string", V3up, nullable=V3up),
     Field("Renewers", "CreatableRenewers", V0up, array=True, fields=(
@@ -1502,7 +1502,7 @@ _CreateDelegationTokenRequest = Message("CreateDelegationTokenRequest", "request
     )),
     Field("MaxLifetimeMs", "int64", V0up),
 ), source="trunk")
-_CreateDelegationTokenRequest_v39 = Message("CreateDelegationTokenRequest", "request", 38, V0to3, V2up, (
+_CreateDelegationTokenRequest_v39 = MessageSpec("CreateDelegationTokenRequest", "request", 38, V0to3, V2up, (
     Field("OwnerPrincipalType", "string", V3up, nullable=V3up),
     Field("OwnerPrincipalName", "string", V3up, nullable=V3up),
     Field("Renewers", "CreatableRenewers", V0up, array=True, fields=(
@@ -1511,7 +1511,7 @@ _CreateDelegationTokenRequest_v39 = Message("CreateDelegationTokenRequest", "req
     )),
     Field("MaxLifetimeMs", "int64", V0up),
 ), source="3.9")
-_CreateDelegationTokenResponse = Message("CreateDelegationTokenResponse", "response", 38, V1to3, V2up, (
+_CreateDelegationTokenResponse = MessageSpec("CreateDelegationTokenResponse", "response", 38, V1to3, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("PrincipalType", "string", V0up),
     Field("PrincipalName", "string", V0up),
@@ -1524,7 +1524,7 @@ _CreateDelegationTokenResponse = Message("CreateDelegationTokenResponse", "respo
     Field("Hmac", "bytes", V0up),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_CreateDelegationTokenResponse_v39 = Message("CreateDelegationTokenResponse", "response", 38, V0to3, V2up, (
+_CreateDelegationTokenResponse_v39 = MessageSpec("CreateDelegationTokenResponse", "response", 38, V0to3, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("PrincipalType", "string", V0up),
     Field("PrincipalName", "string", V0up),
@@ -1537,55 +1537,55 @@ _CreateDelegationTokenResponse_v39 = Message("CreateDelegationTokenResponse", "r
     Field("Hmac", "bytes", V0up),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_RenewDelegationTokenRequest = Message("RenewDelegationTokenRequest", "request", 39, V1to2, V2up, (
+_RenewDelegationTokenRequest = MessageSpec("RenewDelegationTokenRequest", "request", 39, V1to2, V2up, (
     Field("Hmac", "bytes", V0up),
     Field("RenewPeriodMs", "int64", V0up),
 ), source="trunk")
-_RenewDelegationTokenRequest_v39 = Message("RenewDelegationTokenRequest", "request", 39, V0to2, V2up, (
+_RenewDelegationTokenRequest_v39 = MessageSpec("RenewDelegationTokenRequest", "request", 39, V0to2, V2up, (
     Field("Hmac", "bytes", V0up),
     Field("RenewPeriodMs", "int64", V0up),
 ), source="3.9")
-_RenewDelegationTokenResponse = Message("RenewDelegationTokenResponse", "response", 39, V1to2, V2up, (
+_RenewDelegationTokenResponse = MessageSpec("RenewDelegationTokenResponse", "response", 39, V1to2, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("ExpiryTimestampMs", "int64", V0up),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_RenewDelegationTokenResponse_v39 = Message("RenewDelegationTokenResponse", "response", 39, V0to2, V2up, (
+_RenewDelegationTokenResponse_v39 = MessageSpec("RenewDelegationTokenResponse", "response", 39, V0to2, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("ExpiryTimestampMs", "int64", V0up),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_ExpireDelegationTokenRequest = Message("ExpireDelegationTokenRequest", "request", 40, V1to2, V2up, (
+_ExpireDelegationTokenRequest = MessageSpec("ExpireDelegationTokenRequest", "request", 40, V1to2, V2up, (
     Field("Hmac", "bytes", V0up),
     Field("ExpiryTimePeriodMs", "int64", V0up),
 ), source="trunk")
-_ExpireDelegationTokenRequest_v39 = Message("ExpireDelegationTokenRequest", "request", 40, V0to2, V2up, (
+_ExpireDelegationTokenRequest_v39 = MessageSpec("ExpireDelegationTokenRequest", "request", 40, V0to2, V2up, (
     Field("Hmac", "bytes", V0up),
     Field("ExpiryTimePeriodMs", "int64", V0up),
 ), source="3.9")
-_ExpireDelegationTokenResponse = Message("ExpireDelegationTokenResponse", "response", 40, V1to2, V2up, (
+_ExpireDelegationTokenResponse = MessageSpec("ExpireDelegationTokenResponse", "response", 40, V1to2, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("ExpiryTimestampMs", "int64", V0up),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_ExpireDelegationTokenResponse_v39 = Message("ExpireDelegationTokenResponse", "response", 40, V0to2, V2up, (
+_ExpireDelegationTokenResponse_v39 = MessageSpec("ExpireDelegationTokenResponse", "response", 40, V0to2, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("ExpiryTimestampMs", "int64", V0up),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_DescribeDelegationTokenRequest = Message("DescribeDelegationTokenRequest", "request", 41, V1to3, V2up, (
+_DescribeDelegationTokenRequest = MessageSpec("DescribeDelegationTokenRequest", "request", 41, V1to3, V2up, (
     Field("Owners", "DescribeDelegationTokenOwner", V0up, array=True, nullable=V0up, fields=(
         Field("PrincipalType", "string", V0up),
         Field("PrincipalName", "string", V0up),
     )),
 ), source="trunk")
-_DescribeDelegationTokenRequest_v39 = Message("DescribeDelegationTokenRequest", "request", 41, V0to3, V2up, (
+_DescribeDelegationTokenRequest_v39 = MessageSpec("DescribeDelegationTokenRequest", "request", 41, V0to3, V2up, (
     Field("Owners", "DescribeDelegationTokenOwner", V0up, array=True, nullable=V0up, fields=(
         Field("PrincipalType", "string", V0up),
         Field("PrincipalName", "string", V0up),
     )),
 ), source="3.9")
-_DescribeDelegationTokenResponse = Message("DescribeDelegationTokenResponse", "response", 41, V1to3, V2up, (
+_DescribeDelegationTokenResponse = MessageSpec("DescribeDelegationTokenResponse", "response", 41, V1to3, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("Tokens", "DescribedDelegationToken", V0up, array=True, fields=(
         Field("PrincipalType", "string", V0up),
@@ -1604,7 +1604,7 @@ _DescribeDelegationTokenResponse = Message("DescribeDelegationTokenResponse", "r
     )),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_DescribeDelegationTokenResponse_v39 = Message("DescribeDelegationTokenResponse", "response", 41, V0to3, V2up, (
+_DescribeDelegationTokenResponse_v39 = MessageSpec("DescribeDelegationTokenResponse", "response", 41, V0to3, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("Tokens", "DescribedDelegationToken", V0up, array=True, fields=(
         Field("PrincipalType", "string", V0up),
@@ -1623,10 +1623,10 @@ _DescribeDelegationTokenResponse_v39 = Message("DescribeDelegationTokenResponse"
     )),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_DeleteGroupsRequest = Message("DeleteGroupsRequest", "request", 42, V0to3, V2up, (
+_DeleteGroupsRequest = MessageSpec("DeleteGroupsRequest", "request", 42, V0to3, V2up, (
     Field("GroupsNames", "string", V0up, array=True, entity="groupId"),
 ), source="trunk")
-_DeleteGroupsResponse = Message("DeleteGroupsResponse", "response", 42, V0to3, V2up, (
+_DeleteGroupsResponse = MessageSpec("DeleteGroupsResponse", "response", 42, V0to3, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "DeletableGroupResult", V0up, array=True, fields=(
         Field("GroupId", "string", V0up, map_key=True, entity="groupId"),
@@ -1634,7 +1634,7 @@ _DeleteGroupsResponse = Message("DeleteGroupsResponse", "response", 42, V0to3, V
         Field("ErrorMessage", "string", V3up, nullable=V3up, default="null", ignorable=True),
     )),
 ), source="trunk")
-_ElectLeadersRequest = Message("ElectLeadersRequest", "request", 43, V0to2, V2up, (
+_ElectLeadersRequest = MessageSpec("ElectLeadersRequest", "request", 43, V0to2, V2up, (
     Field("ElectionType", "int8", V1up),
     Field("TopicPartitions", "TopicPartitions", V0up, array=True, nullable=V0up, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
@@ -1642,7 +1642,7 @@ _ElectLeadersRequest = Message("ElectLeadersRequest", "request", 43, V0to2, V2up
     )),
     Field("TimeoutMs", "int32", V0up, default="60000"),
 ), source="trunk")
-_ElectLeadersResponse = Message("ElectLeadersResponse", "response", 43, V0to2, V2up, (
+_ElectLeadersResponse = MessageSpec("ElectLeadersResponse", "response", 43, V0to2, V2up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V1up),
     Field("ReplicaElectionResults", "ReplicaElectionResult", V0up, array=True, fields=(
@@ -1654,7 +1654,7 @@ _ElectLeadersResponse = Message("ElectLeadersResponse", "response", 43, V0to2, V
         )),
     )),
 ), source="trunk")
-_IncrementalAlterConfigsRequest = Message("IncrementalAlterConfigsRequest", "request", 44, V0to1, V1up, (
+_IncrementalAlterConfigsRequest = MessageSpec("IncrementalAlterConfigsRequest", "request", 44, V0to1, V1up, (
     Field("Resources", "AlterConfigsResource", V0up, array=True, fields=(
         Field("ResourceType", "int8", V0up, map_key=True),
         Field("ResourceName", "string", V0up, map_key=True),
@@ -1666,7 +1666,7 @@ _IncrementalAlterConfigsRequest = Message("IncrementalAlterConfigsRequest", "req
     )),
     Field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_IncrementalAlterConfigsResponse = Message("IncrementalAlterConfigsResponse", "response", 44, V0to1, V1up, (
+_IncrementalAlterConfigsResponse = MessageSpec("IncrementalAlterConfigsResponse", "response", 44, V0to1, V1up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Responses", "AlterConfigsResourceResponse", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1675,7 +1675,7 @@ _IncrementalAlterConfigsResponse = Message("IncrementalAlterConfigsResponse", "r
         Field("ResourceName", "string", V0up),
     )),
 ), source="trunk")
-_AlterPartitionReassignmentsRequest = Message("AlterPartitionReassignmentsRequest", "request", 45, V0to1, V0up, (
+_AlterPartitionReassignmentsRequest = MessageSpec("AlterPartitionReassignmentsRequest", "request", 45, V0to1, V0up, (
     Field("TimeoutMs", "int32", V0up, default="60000"),
     Field("AllowReplicationFactorChange", "bool", V1up, default="true"),
     Field("Topics", "ReassignableTopic", V0up, array=True, fields=(
@@ -1686,7 +1686,7 @@ _AlterPartitionReassignmentsRequest = Message("AlterPartitionReassignmentsReques
         )),
     )),
 ), source="trunk")
-_AlterPartitionReassignmentsResponse = Message("AlterPartitionReassignmentsResponse", "response", 45, V0to1, V0up, (
+_AlterPartitionReassignmentsResponse = MessageSpec("AlterPartitionReassignmentsResponse", "response", 45, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("AllowReplicationFactorChange", "bool", V1up, default="true", ignorable=True),
     Field("ErrorCode", "int16", V0up),
@@ -1700,14 +1700,14 @@ _AlterPartitionReassignmentsResponse = Message("AlterPartitionReassignmentsRespo
         )),
     )),
 ), source="trunk")
-_ListPartitionReassignmentsRequest = Message("ListPartitionReassignmentsRequest", "request", 46, V0to0, V0up, (
+_ListPartitionReassignmentsRequest = MessageSpec("ListPartitionReassignmentsRequest", "request", 46, V0to0, V0up, (
     Field("TimeoutMs", "int32", V0up, default="60000"),
     Field("Topics", "ListPartitionReassignmentsTopics", V0up, array=True, nullable=V0up, default="null", fields=(
         Field("Name", "string", V0up, entity="topicName"),
         Field("PartitionIndexes", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_ListPartitionReassignmentsResponse = Message("ListPartitionReassignmentsResponse", "response", 46, V0to0, V0up, (
+_ListPartitionReassignmentsResponse = MessageSpec("ListPartitionReassignmentsResponse", "response", 46, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
@@ -1721,7 +1721,7 @@ _ListPartitionReassignmentsResponse = Message("ListPartitionReassignmentsRespons
         )),
     )),
 ), source="trunk")
-_OffsetDeleteRequest = Message("OffsetDeleteRequest", "request", 47, V0to0, NEVER, (
+_OffsetDeleteRequest = MessageSpec("OffsetDeleteRequest", "request", 47, V0to0, NEVER, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("Topics", "OffsetDeleteRequestTopic", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
@@ -1730,7 +1730,7 @@ _OffsetDeleteRequest = Message("OffsetDeleteRequest", "request", 47, V0to0, NEVE
         )),
     )),
 ), source="trunk")
-_OffsetDeleteResponse = Message("OffsetDeleteResponse", "response", 47, V0to0, NEVER, (
+_OffsetDeleteResponse = MessageSpec("OffsetDeleteResponse", "response", 47, V0to0, NEVER, (
     Field("ErrorCode", "int16", V0up),
     Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
     Field("Topics", "OffsetDeleteResponseTopic", V0up, array=True, fields=(
@@ -1741,7 +1741,7 @@ _OffsetDeleteResponse = Message("OffsetDeleteResponse", "response", 47, V0to0, N
         )),
     )),
 ), source="trunk")
-_DescribeClientQuotasRequest = Message("DescribeClientQuotasRequest", "request", 48, V0to1, V1up, (
+_DescribeClientQuotasRequest = MessageSpec("DescribeClientQuotasRequest", "request", 48, V0to1, V1up, (
     Field("Components", "ComponentData", V0up, array=True, fields=(
         Field("EntityType", "string", V0up),
         Field("MatchType", "int8", V0up),
@@ -1749,7 +1749,7 @@ _DescribeClientQuotasRequest = Message("DescribeClientQuotasRequest", "request",
     )),
     Field("Strict", "bool", V0up),
 ), source="trunk")
-_DescribeClientQuotasResponse = Message("DescribeClientQuotasResponse", "response", 48, V0to1, V1up, (
+_DescribeClientQuotasResponse = MessageSpec("DescribeClientQuotasResponse", "response", 48, V0to1, V1up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
@@ -1764,7 +1764,7 @@ _DescribeClientQuotasResponse = Message("DescribeClientQuotasResponse", "respons
         )),
     )),
 ), source="trunk")
-_AlterClientQuotasRequest = Message("AlterClientQuotasRequest", "request", 49, V0to1, V1up, (
+_AlterClientQuotasRequest = MessageSpec("AlterClientQuotasRequest", "request", 49, V0to1, V1up, (
     Field("Entries", "EntryData", V0up, array=True, fields=(
         Field("Entity", "EntityData", V0up, array=True, fields=(
             Field("EntityType", "string", V0up),
@@ -1778,7 +1778,7 @@ _AlterClientQuotasRequest = Message("AlterClientQuotasRequest", "request", 49, V
     )),
     Field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_AlterClientQuotasResponse = Message("AlterClientQuotasResponse", "response", 49, V0to1, V1up, (
+_AlterClientQuotasResponse = MessageSpec("AlterClientQuotasResponse", "response", 49, V0to1, V1up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Entries", "EntryData", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -1789,12 +1789,12 @@ _AlterClientQuotasResponse = Message("AlterClientQuotasResponse", "response", 49
         )),
     )),
 ), source="trunk")
-_DescribeUserScramCredentialsRequest = Message("DescribeUserScramCredentialsRequest", "request", 50, V0to0, V0up, (
+_DescribeUserScramCredentialsRequest = MessageSpec("DescribeUserScramCredentialsRequest", "request", 50, V0to0, V0up, (
     Field("Users", "UserName", V0up, array=True, nullable=V0up, fields=(
         Field("Name", "string", V0up),
     )),
 ), source="trunk")
-_DescribeUserScramCredentialsResponse = Message("DescribeUserScramCredentialsResponse", "response", 50, V0to0, V0up, (
+_DescribeUserScramCredentialsResponse = MessageSpec("DescribeUserScramCredentialsResponse", "response", 50, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
@@ -1808,7 +1808,7 @@ _DescribeUserScramCredentialsResponse = Message("DescribeUserScramCredentialsRes
         )),
     )),
 ), source="trunk")
-_AlterUserScramCredentialsRequest = Message("AlterUserScramCredentialsRequest", "request", 51, V0to0, V0up, (
+_AlterUserScramCredentialsRequest = MessageSpec("AlterUserScramCredentialsRequest", "request", 51, V0to0, V0up, (
     Field("Deletions", "ScramCredentialDeletion", V0up, array=True, fields=(
         Field("Name", "string", V0up),
         Field("Mechanism", "int8", V0up),
@@ -1821,7 +1821,7 @@ _AlterUserScramCredentialsRequest = Message("AlterUserScramCredentialsRequest", 
         Field("SaltedPassword", "bytes", V0up),
     )),
 ), source="trunk")
-_AlterUserScramCredentialsResponse = Message("AlterUserScramCredentialsResponse", "response", 51, V0to0, V0up, (
+_AlterUserScramCredentialsResponse = MessageSpec("AlterUserScramCredentialsResponse", "response", 51, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Results", "AlterUserScramCredentialsResult", V0up, array=True, fields=(
         Field("User", "string", V0up),
@@ -1829,7 +1829,7 @@ _AlterUserScramCredentialsResponse = Message("AlterUserScramCredentialsResponse"
         Field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="trunk")
-_VoteRequest = Message("VoteRequest", "request", 52, V0to2, V0up, (
+_VoteRequest = MessageSpec("VoteRequest", "request", 52, V0to2, V0up, (
     Field("ClusterId", "string", V0up, nullable=V0up, default="null"),
     Field("VoterId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -1846,7 +1846,7 @@ _VoteRequest = Message("VoteRequest", "request", 52, V0to2, V0up, (
         )),
     )),
 ), source="trunk")
-_VoteResponse = Message("VoteResponse", "response", 52, V0to2, V0up, (
+_VoteResponse = MessageSpec("VoteResponse", "response", 52, V0to2, V0up, (
     Field("ErrorCode", "int16", V0up),
     Field("Topics", "TopicData", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -1864,7 +1864,7 @@ _VoteResponse = Message("VoteResponse", "response", 52, V0to2, V0up, (
         Field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_BeginQuorumEpochRequest = Message("BeginQuorumEpochRequest", "request", 53, V0to1, V1up, (
+_BeginQuorumEpochRequest = MessageSpec("BeginQuorumEpochRequest", "request", 53, V0to1, V1up, (
     Field("ClusterId", "string", V0up, nullable=V0up, default="null"),
     Field("VoterId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -1882,7 +1882,7 @@ _BeginQuorumEpochRequest = Message("BeginQuorumEpochRequest", "request", 53, V0t
         Field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_BeginQuorumEpochResponse = Message("BeginQuorumEpochResponse", "response", 53, V0to1, V1up, (
+_BeginQuorumEpochResponse = MessageSpec("BeginQuorumEpochResponse", "response", 53, V0to1, V1up, (
     Field("ErrorCode", "int16", V0up),
     Field("Topics", "TopicData", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -1899,7 +1899,7 @@ _BeginQuorumEpochResponse = Message("BeginQuorumEpochResponse", "response", 53, 
         Field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_EndQuorumEpochRequest = Message("EndQuorumEpochRequest", "request", 54, V0to1, V1up, (
+_EndQuorumEpochRequest = MessageSpec("EndQuorumEpochRequest", "request", 54, V0to1, V1up, (
     Field("ClusterId", "string", V0up, nullable=V0up, default="null"),
     Field("Topics", "TopicData", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -1920,7 +1920,7 @@ _EndQuorumEpochRequest = Message("EndQuorumEpochRequest", "request", 54, V0to1, 
         Field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_EndQuorumEpochResponse = Message("EndQuorumEpochResponse", "response", 54, V0to1, V1up, (
+_EndQuorumEpochResponse = MessageSpec("EndQuorumEpochResponse", "response", 54, V0to1, V1up, (
     Field("ErrorCode", "int16", V0up),
     Field("Topics", "TopicData", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
@@ -1937,7 +1937,7 @@ _EndQuorumEpochResponse = Message("EndQuorumEpochResponse", "response", 54, V0to
         Field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_DescribeQuorumRequest = Message("DescribeQuorumRequest", "request", 55, V0to2, V0up, (
+_DescribeQuorumRequest = MessageSpec("DescribeQuorumRequest", "request", 55, V0to2, V0up, (
     Field("Topics", "TopicData", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
         Field("Partitions", "PartitionData", V0up, array=True, fields=(
@@ -1952,7 +1952,7 @@ _DescribeQuorumResponse_ReplicaState = (
     Field("LastFetchTimestamp", "int64", V1up, default="-1", ignorable=True),
     Field("LastCaughtUpTimestamp", "int64", V1up, default="-1", ignorable=True),
 )
-_DescribeQuorumResponse = Message("DescribeQuorumResponse", "response", 55, V0to2, V0up, (
+_DescribeQuorumResponse = MessageSpec("DescribeQuorumResponse", "response", 55, V0to2, V0up, (
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V2up, nullable=V2up, ignorable=True),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -1976,8 +1976,8 @@ _DescribeQuorumResponse = Message("DescribeQuorumResponse", "response", 55, V0to
             Field("Port", "uint16", V2up),
         )),
     )),
-), common_structs=(Struct("ReplicaState", V0up, _DescribeQuorumResponse_ReplicaState),), source="trunk")
-_AlterPartitionRequest = Message("AlterPartitionRequest", "request", 56, V2to3, V0up, (
+), common_structs=(StructSpec("ReplicaState", V0up, _DescribeQuorumResponse_ReplicaState),), source="trunk")
+_AlterPartitionRequest = MessageSpec("AlterPartitionRequest", "request", 56, V2to3, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("BrokerEpoch", "int64", V0up, default="-1"),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -1995,7 +1995,7 @@ _AlterPartitionRequest = Message("AlterPartitionRequest", "request", 56, V2to3, 
         )),
     )),
 ), source="trunk")
-_AlterPartitionRequest_v39 = Message("AlterPartitionRequest", "request", 56, V0to3, V0up, (
+_AlterPartitionRequest_v39 = MessageSpec("AlterPartitionRequest", "request", 56, V0to3, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("BrokerEpoch", "int64", V0up, default="-1"),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -2014,7 +2014,7 @@ _AlterPartitionRequest_v39 = Message("AlterPartitionRequest", "request", 56, V0t
         )),
     )),
 ), source="3.9")
-_AlterPartitionResponse = Message("AlterPartitionResponse", "response", 56, V2to3, V0up, (
+_AlterPartitionResponse = MessageSpec("AlterPartitionResponse", "response", 56, V2to3, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -2030,7 +2030,7 @@ _AlterPartitionResponse = Message("AlterPartitionResponse", "response", 56, V2to
         )),
     )),
 ), source="trunk")
-_AlterPartitionResponse_v39 = Message("AlterPartitionResponse", "response", 56, V0to3, V0up, (
+_AlterPartitionResponse_v39 = MessageSpec("AlterPartitionResponse", "response", 56, V0to3, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("Topics", "TopicData", V0up, array=True, fields=(
@@ -2047,7 +2047,7 @@ _AlterPartitionResponse_v39 = Message("AlterPartitionResponse", "response", 56, 
         )),
     )),
 ), source="3.9")
-_UpdateFeaturesRequest = Message("UpdateFeaturesRequest", "request", 57, V0to2, V0up, (
+_UpdateFeaturesRequest = MessageSpec("UpdateFeaturesRequest", "request", 57, V0to2, V0up, (
     Field("timeoutMs", "int32", V0up, default="60000"),
     Field("FeatureUpdates", "FeatureUpdateKey", V0up, array=True, fields=(
         Field("Feature", "string", V0up, map_key=True),
@@ -2057,7 +2057,7 @@ _UpdateFeaturesRequest = Message("UpdateFeaturesRequest", "request", 57, V0to2, 
     )),
     Field("ValidateOnly", "bool", V1up, default="false"),
 ), source="trunk")
-_UpdateFeaturesResponse = Message("UpdateFeaturesResponse", "response", 57, V0to2, V0up, (
+_UpdateFeaturesResponse = MessageSpec("UpdateFeaturesResponse", "response", 57, V0to2, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
@@ -2067,16 +2067,16 @@ _UpdateFeaturesResponse = Message("UpdateFeaturesResponse", "response", 57, V0to
         Field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="trunk")
-_EnvelopeRequest = Message("EnvelopeRequest", "request", 58, V0to0, V0up, (
+_EnvelopeRequest = MessageSpec("EnvelopeRequest", "request", 58, V0to0, V0up, (
     Field("RequestData", "bytes", V0up),
     Field("RequestPrincipal", "bytes", V0up, nullable=V0up),
     Field("ClientHostAddress", "bytes", V0up),
 ), source="trunk")
-_EnvelopeResponse = Message("EnvelopeResponse", "response", 58, V0to0, V0up, (
+_EnvelopeResponse = MessageSpec("EnvelopeResponse", "response", 58, V0to0, V0up, (
     Field("ResponseData", "bytes", V0up, nullable=V0up, default="null"),
     Field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_FetchSnapshotRequest = Message("FetchSnapshotRequest", "request", 59, V0to1, V0up, (
+_FetchSnapshotRequest = MessageSpec("FetchSnapshotRequest", "request", 59, V0to1, V0up, (
     Field("ClusterId", "string", V0up, nullable=V0up, tagged=V0up, tag=0, default="null"),
     Field("ReplicaId", "int32", V0up, default="-1", entity="brokerId"),
     Field("MaxBytes", "int32", V0up, default="0x7fffffff"),
@@ -2094,7 +2094,7 @@ _FetchSnapshotRequest = Message("FetchSnapshotRequest", "request", 59, V0to1, V0
         )),
     )),
 ), source="trunk")
-_FetchSnapshotResponse = Message("FetchSnapshotResponse", "response", 59, V0to1, V0up, (
+_FetchSnapshotResponse = MessageSpec("FetchSnapshotResponse", "response", 59, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
     Field("ErrorCode", "int16", V0up),
     Field("Topics", "TopicSnapshot", V0up, array=True, fields=(
@@ -2121,12 +2121,12 @@ _FetchSnapshotResponse = Message("FetchSnapshotResponse", "response", 59, V0to1,
         Field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_DescribeClusterRequest = Message("DescribeClusterRequest", "request", 60, V0to2, V0up, (
+_DescribeClusterRequest = MessageSpec("DescribeClusterRequest", "request", 60, V0to2, V0up, (
     Field("IncludeClusterAuthorizedOperations", "bool", V0up),
     Field("EndpointType", "int8", V1up, default="1"),
     Field("IncludeFencedBrokers", "bool", V2up),
 ), source="trunk")
-_DescribeClusterResponse = Message("DescribeClusterResponse", "response", 60, V0to2, V0up, (
+_DescribeClusterResponse = MessageSpec("DescribeClusterResponse", "response", 60, V0to2, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2142,13 +2142,13 @@ _DescribeClusterResponse = Message("DescribeClusterResponse", "response", 60, V0
     )),
     Field("ClusterAuthorizedOperations", "int32", V0up, default="-2147483648"),
 ), source="trunk")
-_DescribeProducersRequest = Message("DescribeProducersRequest", "request", 61, V0to0, V0up, (
+_DescribeProducersRequest = MessageSpec("DescribeProducersRequest", "request", 61, V0to0, V0up, (
     Field("Topics", "TopicRequest", V0up, array=True, fields=(
         Field("Name", "string", V0up, map_key=True, entity="topicName"),
         Field("PartitionIndexes", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_DescribeProducersResponse = Message("DescribeProducersResponse", "response", 61, V0to0, V0up, (
+_DescribeProducersResponse = MessageSpec("DescribeProducersResponse", "response", 61, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Topics", "TopicResponse", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
@@ -2167,7 +2167,7 @@ _DescribeProducersResponse = Message("DescribeProducersResponse", "response", 61
         )),
     )),
 ), source="trunk")
-_BrokerRegistrationRequest = Message("BrokerRegistrationRequest", "request", 62, V0to4, V0up, (
+_BrokerRegistrationRequest = MessageSpec("BrokerRegistrationRequest", "request", 62, V0to4, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("ClusterId", "string", V0up),
     Field("IncarnationId", "uuid", V0up),
@@ -2187,12 +2187,12 @@ _BrokerRegistrationRequest = Message("BrokerRegistrationRequest", "request", 62,
     Field("LogDirs", "uuid", V2up, array=True, ignorable=True),
     Field("PreviousBrokerEpoch", "int64", V3up, default="-1", ignorable=True),
 ), source="trunk")
-_BrokerRegistrationResponse = Message("BrokerRegistrationResponse", "response", 62, V0to4, V0up, (
+_BrokerRegistrationResponse = MessageSpec("BrokerRegistrationResponse", "response", 62, V0to4, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("BrokerEpoch", "int64", V0up, default="-1"),
 ), source="trunk")
-_BrokerHeartbeatRequest = Message("BrokerHeartbeatRequest", "request", 63, V0to2, V0up, (
+_BrokerHeartbeatRequest = MessageSpec("BrokerHeartbeatRequest", "request", 63, V0to2, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("BrokerEpoch", "int64", V0up, default="-1"),
     Field("CurrentMetadataOffset", "int64", V0up),
@@ -2201,25 +2201,25 @@ _BrokerHeartbeatRequest = Message("BrokerHeartbeatRequest", "request", 63, V0to2
     Field("OfflineLogDirs", "uuid", V1up, array=True, tagged=V1up, tag=0),
     Field("CordonedLogDirs", "uuid", V2up, array=True, nullable=V2up, tagged=V2up, tag=1, default="null"),
 ), source="trunk")
-_BrokerHeartbeatResponse = Message("BrokerHeartbeatResponse", "response", 63, V0to2, V0up, (
+_BrokerHeartbeatResponse = MessageSpec("BrokerHeartbeatResponse", "response", 63, V0to2, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("IsCaughtUp", "bool", V0up, default="false"),
     Field("IsFenced", "bool", V0up, default="true"),
     Field("ShouldShutDown", "bool", V0up),
 ), source="trunk")
-_UnregisterBrokerRequest = Message("UnregisterBrokerRequest", "request", 64, V0to0, V0up, (
+_UnregisterBrokerRequest = MessageSpec("UnregisterBrokerRequest", "request", 64, V0to0, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
 ), source="trunk")
-_UnregisterBrokerResponse = Message("UnregisterBrokerResponse", "response", 64, V0to0, V0up, (
+_UnregisterBrokerResponse = MessageSpec("UnregisterBrokerResponse", "response", 64, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
 ), source="trunk")
-_DescribeTransactionsRequest = Message("DescribeTransactionsRequest", "request", 65, V0to0, V0up, (
+_DescribeTransactionsRequest = MessageSpec("DescribeTransactionsRequest", "request", 65, V0to0, V0up, (
     Field("TransactionalIds", "string", V0up, array=True, entity="transactionalId"),
 ), source="trunk")
-_DescribeTransactionsResponse = Message("DescribeTransactionsResponse", "response", 65, V0to0, V0up, (
+_DescribeTransactionsResponse = MessageSpec("DescribeTransactionsResponse", "response", 65, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("TransactionStates", "TransactionState", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -2235,13 +2235,13 @@ _DescribeTransactionsResponse = Message("DescribeTransactionsResponse", "respons
         )),
     )),
 ), source="trunk")
-_ListTransactionsRequest = Message("ListTransactionsRequest", "request", 66, V0to2, V0up, (
+_ListTransactionsRequest = MessageSpec("ListTransactionsRequest", "request", 66, V0to2, V0up, (
     Field("StateFilters", "string", V0up, array=True),
     Field("ProducerIdFilters", "int64", V0up, array=True, entity="producerId"),
     Field("DurationFilter", "int64", V1up, default="-1"),
     Field("TransactionalIdPattern", "string", V2up, nullable=V2up, default="null"),
 ), source="trunk")
-_ListTransactionsResponse = Message("ListTransactionsResponse", "response", 66, V0to2, V0up, (
+_ListTransactionsResponse = MessageSpec("ListTransactionsResponse", "response", 66, V0to2, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("UnknownStateFilters", "string", V0up, array=True),
@@ -2251,17 +2251,17 @@ _ListTransactionsResponse = Message("ListTransactionsResponse", "response", 66, 
         Field("TransactionState", "string", V0up),
     )),
 ), source="trunk")
-_AllocateProducerIdsRequest = Message("AllocateProducerIdsRequest", "request", 67, V0to0, V0up, (
+_AllocateProducerIdsRequest = MessageSpec("AllocateProducerIdsRequest", "request", 67, V0to0, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("BrokerEpoch", "int64", V0up, default="-1"),
 ), source="trunk")
-_AllocateProducerIdsResponse = Message("AllocateProducerIdsResponse", "response", 67, V0to0, V0up, (
+_AllocateProducerIdsResponse = MessageSpec("AllocateProducerIdsResponse", "response", 67, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ProducerIdStart", "int64", V0up, entity="producerId"),
     Field("ProducerIdLen", "int32", V0up),
 ), source="trunk")
-_ConsumerGroupHeartbeatRequest = Message("ConsumerGroupHeartbeatRequest", "request", 68, V0to1, V0up, (
+_ConsumerGroupHeartbeatRequest = MessageSpec("ConsumerGroupHeartbeatRequest", "request", 68, V0to1, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("MemberId", "string", V0up),
     Field("MemberEpoch", "int32", V0up),
@@ -2280,7 +2280,7 @@ _ConsumerGroupHeartbeatResponse_TopicPartitions = (
     Field("TopicId", "uuid", V0up),
     Field("Partitions", "int32", V0up, array=True),
 )
-_ConsumerGroupHeartbeatResponse = Message("ConsumerGroupHeartbeatResponse", "response", 68, V0to1, V0up, (
+_ConsumerGroupHeartbeatResponse = MessageSpec("ConsumerGroupHeartbeatResponse", "response", 68, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2290,8 +2290,8 @@ _ConsumerGroupHeartbeatResponse = Message("ConsumerGroupHeartbeatResponse", "res
     Field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
         Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ConsumerGroupHeartbeatResponse_TopicPartitions),
     )),
-), common_structs=(Struct("TopicPartitions", V0up, _ConsumerGroupHeartbeatResponse_TopicPartitions),), source="trunk")
-_ConsumerGroupDescribeRequest = Message("ConsumerGroupDescribeRequest", "request", 69, V0to1, V0up, (
+), common_structs=(StructSpec("TopicPartitions", V0up, _ConsumerGroupHeartbeatResponse_TopicPartitions),), source="trunk")
+_ConsumerGroupDescribeRequest = MessageSpec("ConsumerGroupDescribeRequest", "request", 69, V0to1, V0up, (
     Field("GroupIds", "string", V0up, array=True, entity="groupId"),
     Field("IncludeAuthorizedOperations", "bool", V0up),
 ), source="trunk")
@@ -2303,7 +2303,7 @@ _ConsumerGroupDescribeResponse_TopicPartitions = (
 _ConsumerGroupDescribeResponse_Assignment = (
     Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ConsumerGroupDescribeResponse_TopicPartitions),
 )
-_ConsumerGroupDescribeResponse = Message("ConsumerGroupDescribeResponse", "response", 69, V0to1, V0up, (
+_ConsumerGroupDescribeResponse = MessageSpec("ConsumerGroupDescribeResponse", "response", 69, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Groups", "DescribedGroup", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -2328,8 +2328,8 @@ _ConsumerGroupDescribeResponse = Message("ConsumerGroupDescribeResponse", "respo
         )),
         Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
-), common_structs=(Struct("TopicPartitions", V0up, _ConsumerGroupDescribeResponse_TopicPartitions), Struct("Assignment", V0up, _ConsumerGroupDescribeResponse_Assignment)), source="trunk")
-_ControllerRegistrationRequest = Message("ControllerRegistrationRequest", "request", 70, V0to0, V0up, (
+), common_structs=(StructSpec("TopicPartitions", V0up, _ConsumerGroupDescribeResponse_TopicPartitions), StructSpec("Assignment", V0up, _ConsumerGroupDescribeResponse_Assignment)), source="trunk")
+_ControllerRegistrationRequest = MessageSpec("ControllerRegistrationRequest", "request", 70, V0to0, V0up, (
     Field("ControllerId", "int32", V0up),
     Field("IncarnationId", "uuid", V0up),
     Field("ZkMigrationReady", "bool", V0up),
@@ -2345,15 +2345,15 @@ _ControllerRegistrationRequest = Message("ControllerRegistrationRequest", "reque
         Field("MaxSupportedVersion", "int16", V0up),
     )),
 ), source="trunk")
-_ControllerRegistrationResponse = Message("ControllerRegistrationResponse", "response", 70, V0to0, V0up, (
+_ControllerRegistrationResponse = MessageSpec("ControllerRegistrationResponse", "response", 70, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
 ), source="trunk")
-_GetTelemetrySubscriptionsRequest = Message("GetTelemetrySubscriptionsRequest", "request", 71, V0to0, V0up, (
+_GetTelemetrySubscriptionsRequest = MessageSpec("GetTelemetrySubscriptionsRequest", "request", 71, V0to0, V0up, (
     Field("ClientInstanceId", "uuid", V0up),
 ), source="trunk")
-_GetTelemetrySubscriptionsResponse = Message("GetTelemetrySubscriptionsResponse", "response", 71, V0to0, V0up, (
+_GetTelemetrySubscriptionsResponse = MessageSpec("GetTelemetrySubscriptionsResponse", "response", 71, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ClientInstanceId", "uuid", V0up),
@@ -2364,18 +2364,18 @@ _GetTelemetrySubscriptionsResponse = Message("GetTelemetrySubscriptionsResponse"
     Field("DeltaTemporality", "bool", V0up),
     Field("RequestedMetrics", "string", V0up, array=True),
 ), source="trunk")
-_PushTelemetryRequest = Message("PushTelemetryRequest", "request", 72, V0to0, V0up, (
+_PushTelemetryRequest = MessageSpec("PushTelemetryRequest", "request", 72, V0to0, V0up, (
     Field("ClientInstanceId", "uuid", V0up),
     Field("SubscriptionId", "int32", V0up),
     Field("Terminating", "bool", V0up),
     Field("CompressionType", "int8", V0up),
     Field("Metrics", "bytes", V0up),
 ), source="trunk")
-_PushTelemetryResponse = Message("PushTelemetryResponse", "response", 72, V0to0, V0up, (
+_PushTelemetryResponse = MessageSpec("PushTelemetryResponse", "response", 72, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_AssignReplicasToDirsRequest = Message("AssignReplicasToDirsRequest", "request", 73, V0to0, V0up, (
+_AssignReplicasToDirsRequest = MessageSpec("AssignReplicasToDirsRequest", "request", 73, V0to0, V0up, (
     Field("BrokerId", "int32", V0up, entity="brokerId"),
     Field("BrokerEpoch", "int64", V0up, default="-1"),
     Field("Directories", "DirectoryData", V0up, array=True, fields=(
@@ -2388,7 +2388,7 @@ _AssignReplicasToDirsRequest = Message("AssignReplicasToDirsRequest", "request",
         )),
     )),
 ), source="trunk")
-_AssignReplicasToDirsResponse = Message("AssignReplicasToDirsResponse", "response", 73, V0to0, V0up, (
+_AssignReplicasToDirsResponse = MessageSpec("AssignReplicasToDirsResponse", "response", 73, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("Directories", "DirectoryData", V0up, array=True, fields=(
@@ -2402,10 +2402,10 @@ _AssignReplicasToDirsResponse = Message("AssignReplicasToDirsResponse", "respons
         )),
     )),
 ), source="trunk")
-_ListConfigResourcesRequest = Message("ListConfigResourcesRequest", "request", 74, V0to1, V0up, (
+_ListConfigResourcesRequest = MessageSpec("ListConfigResourcesRequest", "request", 74, V0to1, V0up, (
     Field("ResourceTypes", "int8", V1up, array=True),
 ), source="trunk")
-_ListConfigResourcesResponse = Message("ListConfigResourcesResponse", "response", 74, V0to1, V0up, (
+_ListConfigResourcesResponse = MessageSpec("ListConfigResourcesResponse", "response", 74, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ConfigResources", "ConfigResource", V0up, array=True, fields=(
@@ -2413,7 +2413,7 @@ _ListConfigResourcesResponse = Message("ListConfigResourcesResponse", "response"
         Field("ResourceType", "int8", V1up, default="16", ignorable=True),
     )),
 ), source="trunk")
-_DescribeTopicPartitionsRequest = Message("DescribeTopicPartitionsRequest", "request", 75, V0to0, V0up, (
+_DescribeTopicPartitionsRequest = MessageSpec("DescribeTopicPartitionsRequest", "request", 75, V0to0, V0up, (
     Field("Topics", "TopicRequest", V0up, array=True, fields=(
         Field("Name", "string", V0up, entity="topicName"),
     )),
@@ -2423,7 +2423,7 @@ _DescribeTopicPartitionsRequest = Message("DescribeTopicPartitionsRequest", "req
         Field("PartitionIndex", "int32", V0up),
     )),
 ), source="trunk")
-_DescribeTopicPartitionsResponse = Message("DescribeTopicPartitionsResponse", "response", 75, V0to0, V0up, (
+_DescribeTopicPartitionsResponse = MessageSpec("DescribeTopicPartitionsResponse", "response", 75, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
     Field("Topics", "DescribeTopicPartitionsResponseTopic", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -2448,14 +2448,14 @@ _DescribeTopicPartitionsResponse = Message("DescribeTopicPartitionsResponse", "r
         Field("PartitionIndex", "int32", V0up),
     )),
 ), source="trunk")
-_ShareGroupHeartbeatRequest = Message("ShareGroupHeartbeatRequest", "request", 76, V1to1, V0up, (
+_ShareGroupHeartbeatRequest = MessageSpec("ShareGroupHeartbeatRequest", "request", 76, V1to1, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("MemberId", "string", V0up),
     Field("MemberEpoch", "int32", V0up),
     Field("RackId", "string", V0up, nullable=V0up, default="null"),
     Field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null", entity="topicName"),
 ), source="trunk")
-_ShareGroupHeartbeatRequest_v39 = Message("ShareGroupHeartbeatRequest", "request", 76, V0to0, V0up, (
+_ShareGroupHeartbeatRequest_v39 = MessageSpec("ShareGroupHeartbeatRequest", "request", 76, V0to0, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("MemberId", "string", V0up),
     Field("MemberEpoch", "int32", V0up),
@@ -2466,7 +2466,7 @@ _ShareGroupHeartbeatResponse_TopicPartitions = (
     Field("TopicId", "uuid", V0up),
     Field("Partitions", "int32", V0up, array=True),
 )
-_ShareGroupHeartbeatResponse = Message("ShareGroupHeartbeatResponse", "response", 76, V1to1, V0up, (
+_ShareGroupHeartbeatResponse = MessageSpec("ShareGroupHeartbeatResponse", "response", 76, V1to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2476,12 +2476,12 @@ _ShareGroupHeartbeatResponse = Message("ShareGroupHeartbeatResponse", "response"
     Field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
         Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupHeartbeatResponse_TopicPartitions),
     )),
-), common_structs=(Struct("TopicPartitions", V0up, _ShareGroupHeartbeatResponse_TopicPartitions),), source="trunk")
+), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupHeartbeatResponse_TopicPartitions),), source="trunk")
 _ShareGroupHeartbeatResponse_v39_TopicPartitions = (
     Field("TopicId", "uuid", V0up),
     Field("Partitions", "int32", V0up, array=True),
 )
-_ShareGroupHeartbeatResponse_v39 = Message("ShareGroupHeartbeatResponse", "response", 76, V0to0, V0up, (
+_ShareGroupHeartbeatResponse_v39 = MessageSpec("ShareGroupHeartbeatResponse", "response", 76, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2491,12 +2491,12 @@ _ShareGroupHeartbeatResponse_v39 = Message("ShareGroupHeartbeatResponse", "respo
     Field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
         Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupHeartbeatResponse_v39_TopicPartitions),
     )),
-), common_structs=(Struct("TopicPartitions", V0up, _ShareGroupHeartbeatResponse_v39_TopicPartitions),), source="3.9")
-_ShareGroupDescribeRequest = Message("ShareGroupDescribeRequest", "request", 77, V1to1, V0up, (
+), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupHeartbeatResponse_v39_TopicPartitions),), source="3.9")
+_ShareGroupDescribeRequest = MessageSpec("ShareGroupDescribeRequest", "request", 77, V1to1, V0up, (
     Field("GroupIds", "string", V0up, array=True, entity="groupId"),
     Field("IncludeAuthorizedOperations", "bool", V0up),
 ), source="trunk")
-_ShareGroupDescribeRequest_v39 = Message("ShareGroupDescribeRequest", "request", 77, V0to0, V0up, (
+_ShareGroupDescribeRequest_v39 = MessageSpec("ShareGroupDescribeRequest", "request", 77, V0to0, V0up, (
     Field("GroupIds", "string", V0up, array=True, entity="groupId"),
     Field("IncludeAuthorizedOperations", "bool", V0up),
 ), source="3.9", latest_unstable=True)
@@ -2508,7 +2508,7 @@ _ShareGroupDescribeResponse_TopicPartitions = (
 _ShareGroupDescribeResponse_Assignment = (
     Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupDescribeResponse_TopicPartitions),
 )
-_ShareGroupDescribeResponse = Message("ShareGroupDescribeResponse", "response", 77, V1to1, V0up, (
+_ShareGroupDescribeResponse = MessageSpec("ShareGroupDescribeResponse", "response", 77, V1to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Groups", "DescribedGroup", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -2529,7 +2529,7 @@ _ShareGroupDescribeResponse = Message("ShareGroupDescribeResponse", "response", 
         )),
         Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
-), common_structs=(Struct("TopicPartitions", V0up, _ShareGroupDescribeResponse_TopicPartitions), Struct("Assignment", V0up, _ShareGroupDescribeResponse_Assignment)), source="trunk")
+), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupDescribeResponse_TopicPartitions), StructSpec("Assignment", V0up, _ShareGroupDescribeResponse_Assignment)), source="trunk")
 _ShareGroupDescribeResponse_v39_TopicPartitions = (
     Field("TopicId", "uuid", V0up),
     Field("TopicName", "string", V0up, entity="topicName"),
@@ -2538,7 +2538,7 @@ _ShareGroupDescribeResponse_v39_TopicPartitions = (
 _ShareGroupDescribeResponse_v39_Assignment = (
     Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupDescribeResponse_v39_TopicPartitions),
 )
-_ShareGroupDescribeResponse_v39 = Message("ShareGroupDescribeResponse", "response", 77, V0to0, V0up, (
+_ShareGroupDescribeResponse_v39 = MessageSpec("ShareGroupDescribeResponse", "response", 77, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Groups", "DescribedGroup", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -2559,8 +2559,8 @@ _ShareGroupDescribeResponse_v39 = Message("ShareGroupDescribeResponse", "respons
         )),
         Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
-), common_structs=(Struct("TopicPartitions", V0up, _ShareGroupDescribeResponse_v39_TopicPartitions), Struct("Assignment", V0up, _ShareGroupDescribeResponse_v39_Assignment)), source="3.9")
-_ShareFetchRequest = Message("ShareFetchRequest", "request", 78, V1to2, V0up, (
+), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupDescribeResponse_v39_TopicPartitions), StructSpec("Assignment", V0up, _ShareGroupDescribeResponse_v39_Assignment)), source="3.9")
+_ShareFetchRequest = MessageSpec("ShareFetchRequest", "request", 78, V1to2, V0up, (
     Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
     Field("MemberId", "string", V0up, nullable=V0up),
     Field("ShareSessionEpoch", "int32", V0up),
@@ -2588,7 +2588,7 @@ _ShareFetchRequest = Message("ShareFetchRequest", "request", 78, V1to2, V0up, (
         Field("Partitions", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_ShareFetchRequest_v39 = Message("ShareFetchRequest", "request", 78, V0to0, V0up, (
+_ShareFetchRequest_v39 = MessageSpec("ShareFetchRequest", "request", 78, V0to0, V0up, (
     Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
     Field("MemberId", "string", V0up, nullable=V0up),
     Field("ShareSessionEpoch", "int32", V0up),
@@ -2612,7 +2612,7 @@ _ShareFetchRequest_v39 = Message("ShareFetchRequest", "request", 78, V0to0, V0up
         Field("Partitions", "int32", V0up, array=True),
     )),
 ), source="3.9", latest_unstable=True)
-_ShareFetchResponse = Message("ShareFetchResponse", "response", 78, V1to2, V0up, (
+_ShareFetchResponse = MessageSpec("ShareFetchResponse", "response", 78, V1to2, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2644,7 +2644,7 @@ _ShareFetchResponse = Message("ShareFetchResponse", "response", 78, V1to2, V0up,
         Field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_ShareFetchResponse_v39 = Message("ShareFetchResponse", "response", 78, V0to0, V0up, (
+_ShareFetchResponse_v39 = MessageSpec("ShareFetchResponse", "response", 78, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
     Field("ErrorCode", "int16", V0up, ignorable=True),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2675,7 +2675,7 @@ _ShareFetchResponse_v39 = Message("ShareFetchResponse", "response", 78, V0to0, V
         Field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="3.9")
-_ShareAcknowledgeRequest = Message("ShareAcknowledgeRequest", "request", 79, V1to2, V0up, (
+_ShareAcknowledgeRequest = MessageSpec("ShareAcknowledgeRequest", "request", 79, V1to2, V0up, (
     Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
     Field("MemberId", "string", V0up, nullable=V0up),
     Field("ShareSessionEpoch", "int32", V0up),
@@ -2692,7 +2692,7 @@ _ShareAcknowledgeRequest = Message("ShareAcknowledgeRequest", "request", 79, V1t
         )),
     )),
 ), source="trunk")
-_ShareAcknowledgeRequest_v39 = Message("ShareAcknowledgeRequest", "request", 79, V0to0, V0up, (
+_ShareAcknowledgeRequest_v39 = MessageSpec("ShareAcknowledgeRequest", "request", 79, V0to0, V0up, (
     Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
     Field("MemberId", "string", V0up, nullable=V0up),
     Field("ShareSessionEpoch", "int32", V0up),
@@ -2708,7 +2708,7 @@ _ShareAcknowledgeRequest_v39 = Message("ShareAcknowledgeRequest", "request", 79,
         )),
     )),
 ), source="3.9", latest_unstable=True)
-_ShareAcknowledgeResponse = Message("ShareAcknowledgeResponse", "response", 79, V1to2, V0up, (
+_ShareAcknowledgeResponse = MessageSpec("ShareAcknowledgeResponse", "response", 79, V1to2, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2732,7 +2732,7 @@ _ShareAcknowledgeResponse = Message("ShareAcknowledgeResponse", "response", 79, 
         Field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_ShareAcknowledgeResponse_v39 = Message("ShareAcknowledgeResponse", "response", 79, V0to0, V0up, (
+_ShareAcknowledgeResponse_v39 = MessageSpec("ShareAcknowledgeResponse", "response", 79, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
     Field("ErrorCode", "int16", V0up, ignorable=True),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -2755,7 +2755,7 @@ _ShareAcknowledgeResponse_v39 = Message("ShareAcknowledgeResponse", "response", 
         Field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="3.9")
-_AddRaftVoterRequest = Message("AddRaftVoterRequest", "request", 80, V0to1, V0up, (
+_AddRaftVoterRequest = MessageSpec("AddRaftVoterRequest", "request", 80, V0to1, V0up, (
     Field("ClusterId", "string", V0up, nullable=V0up),
     Field("TimeoutMs", "int32", V0up),
     Field("VoterId", "int32", V0up),
@@ -2767,22 +2767,22 @@ _AddRaftVoterRequest = Message("AddRaftVoterRequest", "request", 80, V0to1, V0up
     )),
     Field("AckWhenCommitted", "bool", V1up, default="true"),
 ), source="trunk")
-_AddRaftVoterResponse = Message("AddRaftVoterResponse", "response", 80, V0to1, V0up, (
+_AddRaftVoterResponse = MessageSpec("AddRaftVoterResponse", "response", 80, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, ignorable=True),
 ), source="trunk")
-_RemoveRaftVoterRequest = Message("RemoveRaftVoterRequest", "request", 81, V0to0, V0up, (
+_RemoveRaftVoterRequest = MessageSpec("RemoveRaftVoterRequest", "request", 81, V0to0, V0up, (
     Field("ClusterId", "string", V0up, nullable=V0up),
     Field("VoterId", "int32", V0up),
     Field("VoterDirectoryId", "uuid", V0up),
 ), source="trunk")
-_RemoveRaftVoterResponse = Message("RemoveRaftVoterResponse", "response", 81, V0to0, V0up, (
+_RemoveRaftVoterResponse = MessageSpec("RemoveRaftVoterResponse", "response", 81, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, ignorable=True),
 ), source="trunk")
-_UpdateRaftVoterRequest = Message("UpdateRaftVoterRequest", "request", 82, V0to0, V0up, (
+_UpdateRaftVoterRequest = MessageSpec("UpdateRaftVoterRequest", "request", 82, V0to0, V0up, (
     Field("ClusterId", "string", V0up, nullable=V0up),
     Field("CurrentLeaderEpoch", "int32", V0up),
     Field("VoterId", "int32", V0up),
@@ -2797,7 +2797,7 @@ _UpdateRaftVoterRequest = Message("UpdateRaftVoterRequest", "request", 82, V0to0
         Field("MaxSupportedVersion", "int16", V0up),
     )),
 ), source="trunk")
-_UpdateRaftVoterResponse = Message("UpdateRaftVoterResponse", "response", 82, V0to0, V0up, (
+_UpdateRaftVoterResponse = MessageSpec("UpdateRaftVoterResponse", "response", 82, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("CurrentLeader", "CurrentLeader", V0up, tagged=V0up, tag=0, fields=(
@@ -2807,7 +2807,7 @@ _UpdateRaftVoterResponse = Message("UpdateRaftVoterResponse", "response", 82, V0
         Field("Port", "int32", V0up),
     )),
 ), source="trunk")
-_InitializeShareGroupStateRequest = Message("InitializeShareGroupStateRequest", "request", 83, V0to0, V0up, (
+_InitializeShareGroupStateRequest = MessageSpec("InitializeShareGroupStateRequest", "request", 83, V0to0, V0up, (
     Field("GroupId", "string", V0up),
     Field("Topics", "InitializeStateData", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
@@ -2818,7 +2818,7 @@ _InitializeShareGroupStateRequest = Message("InitializeShareGroupStateRequest", 
         )),
     )),
 ), source="trunk")
-_InitializeShareGroupStateResponse = Message("InitializeShareGroupStateResponse", "response", 83, V0to0, V0up, (
+_InitializeShareGroupStateResponse = MessageSpec("InitializeShareGroupStateResponse", "response", 83, V0to0, V0up, (
     Field("Results", "InitializeStateResult", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
         Field("Partitions", "PartitionResult", V0up, array=True, fields=(
@@ -2828,7 +2828,7 @@ _InitializeShareGroupStateResponse = Message("InitializeShareGroupStateResponse"
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateRequest = Message("ReadShareGroupStateRequest", "request", 84, V0to0, V0up, (
+_ReadShareGroupStateRequest = MessageSpec("ReadShareGroupStateRequest", "request", 84, V0to0, V0up, (
     Field("GroupId", "string", V0up),
     Field("Topics", "ReadStateData", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
@@ -2838,7 +2838,7 @@ _ReadShareGroupStateRequest = Message("ReadShareGroupStateRequest", "request", 8
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateResponse = Message("ReadShareGroupStateResponse", "response", 84, V0to0, V0up, (
+_ReadShareGroupStateResponse = MessageSpec("ReadShareGroupStateResponse", "response", 84, V0to0, V0up, (
     Field("Results", "ReadStateResult", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
         Field("Partitions", "PartitionResult", V0up, array=True, fields=(
@@ -2856,7 +2856,7 @@ _ReadShareGroupStateResponse = Message("ReadShareGroupStateResponse", "response"
         )),
     )),
 ), source="trunk")
-_WriteShareGroupStateRequest = Message("WriteShareGroupStateRequest", "request", 85, V0to1, V0up, (
+_WriteShareGroupStateRequest = MessageSpec("WriteShareGroupStateRequest", "request", 85, V0to1, V0up, (
     Field("GroupId", "string", V0up),
     Field("Topics", "WriteStateData", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
@@ -2875,7 +2875,7 @@ _WriteShareGroupStateRequest = Message("WriteShareGroupStateRequest", "request",
         )),
     )),
 ), source="trunk")
-_WriteShareGroupStateResponse = Message("WriteShareGroupStateResponse", "response", 85, V0to1, V0up, (
+_WriteShareGroupStateResponse = MessageSpec("WriteShareGroupStateResponse", "response", 85, V0to1, V0up, (
     Field("Results", "WriteStateResult", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
         Field("Partitions", "PartitionResult", V0up, array=True, fields=(
@@ -2885,7 +2885,7 @@ _WriteShareGroupStateResponse = Message("WriteShareGroupStateResponse", "respons
         )),
     )),
 ), source="trunk")
-_DeleteShareGroupStateRequest = Message("DeleteShareGroupStateRequest", "request", 86, V0to0, V0up, (
+_DeleteShareGroupStateRequest = MessageSpec("DeleteShareGroupStateRequest", "request", 86, V0to0, V0up, (
     Field("GroupId", "string", V0up),
     Field("Topics", "DeleteStateData", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
@@ -2894,7 +2894,7 @@ _DeleteShareGroupStateRequest = Message("DeleteShareGroupStateRequest", "request
         )),
     )),
 ), source="trunk")
-_DeleteShareGroupStateResponse = Message("DeleteShareGroupStateResponse", "response", 86, V0to0, V0up, (
+_DeleteShareGroupStateResponse = MessageSpec("DeleteShareGroupStateResponse", "response", 86, V0to0, V0up, (
     Field("Results", "DeleteStateResult", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
         Field("Partitions", "PartitionResult", V0up, array=True, fields=(
@@ -2904,7 +2904,7 @@ _DeleteShareGroupStateResponse = Message("DeleteShareGroupStateResponse", "respo
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateSummaryRequest = Message("ReadShareGroupStateSummaryRequest", "request", 87, V0to1, V0up, (
+_ReadShareGroupStateSummaryRequest = MessageSpec("ReadShareGroupStateSummaryRequest", "request", 87, V0to1, V0up, (
     Field("GroupId", "string", V0up),
     Field("Topics", "ReadStateSummaryData", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
@@ -2914,7 +2914,7 @@ _ReadShareGroupStateSummaryRequest = Message("ReadShareGroupStateSummaryRequest"
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateSummaryResponse = Message("ReadShareGroupStateSummaryResponse", "response", 87, V0to1, V0up, (
+_ReadShareGroupStateSummaryResponse = MessageSpec("ReadShareGroupStateSummaryResponse", "response", 87, V0to1, V0up, (
     Field("Results", "ReadStateSummaryResult", V0up, array=True, fields=(
         Field("TopicId", "uuid", V0up),
         Field("Partitions", "PartitionResult", V0up, array=True, fields=(
@@ -2951,7 +2951,7 @@ _StreamsGroupHeartbeatRequest_TaskOffset = (
     Field("Partition", "int32", V0up),
     Field("Offset", "int64", V0up),
 )
-_StreamsGroupHeartbeatRequest = Message("StreamsGroupHeartbeatRequest", "request", 88, V0to1, V0up, (
+_StreamsGroupHeartbeatRequest = MessageSpec("StreamsGroupHeartbeatRequest", "request", 88, V0to1, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("MemberId", "string", V0up),
     Field("MemberEpoch", "int32", V0up),
@@ -2984,7 +2984,7 @@ _StreamsGroupHeartbeatRequest = Message("StreamsGroupHeartbeatRequest", "request
     Field("TaskOffsets", "TaskOffset", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskOffset),
     Field("TaskEndOffsets", "TaskOffset", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskOffset),
     Field("ShutdownApplication", "bool", V0up, default="false"),
-), common_structs=(Struct("KeyValue", V0up, _StreamsGroupHeartbeatRequest_KeyValue), Struct("TopicInfo", V0up, _StreamsGroupHeartbeatRequest_TopicInfo), Struct("TaskIds", V0up, _StreamsGroupHeartbeatRequest_TaskIds), Struct("Endpoint", V0up, _StreamsGroupHeartbeatRequest_Endpoint), Struct("TaskOffset", V0up, _StreamsGroupHeartbeatRequest_TaskOffset)), source="trunk")
+), common_structs=(StructSpec("KeyValue", V0up, _StreamsGroupHeartbeatRequest_KeyValue), StructSpec("TopicInfo", V0up, _StreamsGroupHeartbeatRequest_TopicInfo), StructSpec("TaskIds", V0up, _StreamsGroupHeartbeatRequest_TaskIds), StructSpec("Endpoint", V0up, _StreamsGroupHeartbeatRequest_Endpoint), StructSpec("TaskOffset", V0up, _StreamsGroupHeartbeatRequest_TaskOffset)), source="trunk")
 _StreamsGroupHeartbeatResponse_Status = (
     Field("StatusCode", "int8", V0up),
     Field("StatusDetail", "string", V0up),
@@ -3001,7 +3001,7 @@ _StreamsGroupHeartbeatResponse_TopicPartition = (
     Field("Topic", "string", V0up, entity="topicName"),
     Field("Partitions", "int32", V0up, array=True),
 )
-_StreamsGroupHeartbeatResponse = Message("StreamsGroupHeartbeatResponse", "response", 88, V0to1, V0up, (
+_StreamsGroupHeartbeatResponse = MessageSpec("StreamsGroupHeartbeatResponse", "response", 88, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -3022,8 +3022,8 @@ _StreamsGroupHeartbeatResponse = Message("StreamsGroupHeartbeatResponse", "respo
         Field("ActivePartitions", "TopicPartition", V0up, array=True, fields=_StreamsGroupHeartbeatResponse_TopicPartition),
         Field("StandbyPartitions", "TopicPartition", V0up, array=True, fields=_StreamsGroupHeartbeatResponse_TopicPartition),
     )),
-), common_structs=(Struct("Status", V0up, _StreamsGroupHeartbeatResponse_Status), Struct("TaskIds", V0up, _StreamsGroupHeartbeatResponse_TaskIds), Struct("Endpoint", V0up, _StreamsGroupHeartbeatResponse_Endpoint), Struct("TopicPartition", V0up, _StreamsGroupHeartbeatResponse_TopicPartition)), source="trunk")
-_StreamsGroupDescribeRequest = Message("StreamsGroupDescribeRequest", "request", 89, V0to1, V0up, (
+), common_structs=(StructSpec("Status", V0up, _StreamsGroupHeartbeatResponse_Status), StructSpec("TaskIds", V0up, _StreamsGroupHeartbeatResponse_TaskIds), StructSpec("Endpoint", V0up, _StreamsGroupHeartbeatResponse_Endpoint), StructSpec("TopicPartition", V0up, _StreamsGroupHeartbeatResponse_TopicPartition)), source="trunk")
+_StreamsGroupDescribeRequest = MessageSpec("StreamsGroupDescribeRequest", "request", 89, V0to1, V0up, (
     Field("GroupIds", "string", V0up, array=True, entity="groupId"),
     Field("IncludeAuthorizedOperations", "bool", V0up),
     Field("IncludeTopologyDescription", "bool", V1up, default="false"),
@@ -3076,7 +3076,7 @@ _StreamsGroupDescribeResponse_TopologyDescription = (
     Field("Subtopologies", "TopologyDescriptionSubtopology", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology),
     Field("GlobalStores", "TopologyDescriptionGlobalStore", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore),
 )
-_StreamsGroupDescribeResponse = Message("StreamsGroupDescribeResponse", "response", 89, V0to1, V0up, (
+_StreamsGroupDescribeResponse = MessageSpec("StreamsGroupDescribeResponse", "response", 89, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Groups", "DescribedGroup", V0up, array=True, fields=(
         Field("ErrorCode", "int16", V0up),
@@ -3117,8 +3117,8 @@ _StreamsGroupDescribeResponse = Message("StreamsGroupDescribeResponse", "respons
         Field("TopologyDescriptionStatus", "int8", V1up, default="0"),
         Field("AssignorName", "string", V1up, nullable=V1up, default="null", ignorable=True),
     )),
-), common_structs=(Struct("KeyValue", V0up, _StreamsGroupDescribeResponse_KeyValue), Struct("TopicInfo", V0up, _StreamsGroupDescribeResponse_TopicInfo), Struct("Endpoint", V0up, _StreamsGroupDescribeResponse_Endpoint), Struct("TaskOffset", V0up, _StreamsGroupDescribeResponse_TaskOffset), Struct("TaskIds", V0up, _StreamsGroupDescribeResponse_TaskIds), Struct("Assignment", V0up, _StreamsGroupDescribeResponse_Assignment), Struct("TopologyDescriptionNode", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionNode), Struct("TopologyDescriptionSubtopology", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology), Struct("TopologyDescriptionGlobalStore", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore), Struct("TopologyDescription", V1up, _StreamsGroupDescribeResponse_TopologyDescription)), source="trunk")
-_DescribeShareGroupOffsetsRequest = Message("DescribeShareGroupOffsetsRequest", "request", 90, V0to1, V0up, (
+), common_structs=(StructSpec("KeyValue", V0up, _StreamsGroupDescribeResponse_KeyValue), StructSpec("TopicInfo", V0up, _StreamsGroupDescribeResponse_TopicInfo), StructSpec("Endpoint", V0up, _StreamsGroupDescribeResponse_Endpoint), StructSpec("TaskOffset", V0up, _StreamsGroupDescribeResponse_TaskOffset), StructSpec("TaskIds", V0up, _StreamsGroupDescribeResponse_TaskIds), StructSpec("Assignment", V0up, _StreamsGroupDescribeResponse_Assignment), StructSpec("TopologyDescriptionNode", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionNode), StructSpec("TopologyDescriptionSubtopology", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology), StructSpec("TopologyDescriptionGlobalStore", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore), StructSpec("TopologyDescription", V1up, _StreamsGroupDescribeResponse_TopologyDescription)), source="trunk")
+_DescribeShareGroupOffsetsRequest = MessageSpec("DescribeShareGroupOffsetsRequest", "request", 90, V0to1, V0up, (
     Field("Groups", "DescribeShareGroupOffsetsRequestGroup", V0up, array=True, fields=(
         Field("GroupId", "string", V0up, entity="groupId"),
         Field("Topics", "DescribeShareGroupOffsetsRequestTopic", V0up, array=True, nullable=V0up, fields=(
@@ -3127,7 +3127,7 @@ _DescribeShareGroupOffsetsRequest = Message("DescribeShareGroupOffsetsRequest", 
         )),
     )),
 ), source="trunk")
-_DescribeShareGroupOffsetsResponse = Message("DescribeShareGroupOffsetsResponse", "response", 90, V0to1, V0up, (
+_DescribeShareGroupOffsetsResponse = MessageSpec("DescribeShareGroupOffsetsResponse", "response", 90, V0to1, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("Groups", "DescribeShareGroupOffsetsResponseGroup", V0up, array=True, fields=(
         Field("GroupId", "string", V0up, entity="groupId"),
@@ -3147,7 +3147,7 @@ _DescribeShareGroupOffsetsResponse = Message("DescribeShareGroupOffsetsResponse"
         Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_AlterShareGroupOffsetsRequest = Message("AlterShareGroupOffsetsRequest", "request", 91, V0to0, V0up, (
+_AlterShareGroupOffsetsRequest = MessageSpec("AlterShareGroupOffsetsRequest", "request", 91, V0to0, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("Topics", "AlterShareGroupOffsetsRequestTopic", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, map_key=True, entity="topicName"),
@@ -3157,7 +3157,7 @@ _AlterShareGroupOffsetsRequest = Message("AlterShareGroupOffsetsRequest", "reque
         )),
     )),
 ), source="trunk")
-_AlterShareGroupOffsetsResponse = Message("AlterShareGroupOffsetsResponse", "response", 91, V0to0, V0up, (
+_AlterShareGroupOffsetsResponse = MessageSpec("AlterShareGroupOffsetsResponse", "response", 91, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -3171,13 +3171,13 @@ _AlterShareGroupOffsetsResponse = Message("AlterShareGroupOffsetsResponse", "res
         )),
     )),
 ), source="trunk")
-_DeleteShareGroupOffsetsRequest = Message("DeleteShareGroupOffsetsRequest", "request", 92, V0to0, V0up, (
+_DeleteShareGroupOffsetsRequest = MessageSpec("DeleteShareGroupOffsetsRequest", "request", 92, V0to0, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("Topics", "DeleteShareGroupOffsetsRequestTopic", V0up, array=True, fields=(
         Field("TopicName", "string", V0up, entity="topicName"),
     )),
 ), source="trunk")
-_DeleteShareGroupOffsetsResponse = Message("DeleteShareGroupOffsetsResponse", "response", 92, V0to0, V0up, (
+_DeleteShareGroupOffsetsResponse = MessageSpec("DeleteShareGroupOffsetsResponse", "response", 92, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
@@ -3208,41 +3208,41 @@ _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription = (
     Field("Subtopologies", "TopologyDescriptionSubtopology", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology),
     Field("GlobalStores", "TopologyDescriptionGlobalStore", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore),
 )
-_StreamsGroupTopologyDescriptionUpdateRequest = Message("StreamsGroupTopologyDescriptionUpdateRequest", "request", 93, V0to0, V0up, (
+_StreamsGroupTopologyDescriptionUpdateRequest = MessageSpec("StreamsGroupTopologyDescriptionUpdateRequest", "request", 93, V0to0, V0up, (
     Field("GroupId", "string", V0up, entity="groupId"),
     Field("MemberId", "string", V0up),
     Field("TopologyEpoch", "int32", V0up),
     Field("TopologyDescription", "TopologyDescription", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription),
-), common_structs=(Struct("TopologyDescriptionNode", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode), Struct("TopologyDescriptionSubtopology", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology), Struct("TopologyDescriptionGlobalStore", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore), Struct("TopologyDescription", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription)), source="trunk")
-_StreamsGroupTopologyDescriptionUpdateResponse = Message("StreamsGroupTopologyDescriptionUpdateResponse", "response", 93, V0to0, V0up, (
+), common_structs=(StructSpec("TopologyDescriptionNode", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode), StructSpec("TopologyDescriptionSubtopology", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology), StructSpec("TopologyDescriptionGlobalStore", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore), StructSpec("TopologyDescription", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription)), source="trunk")
+_StreamsGroupTopologyDescriptionUpdateResponse = MessageSpec("StreamsGroupTopologyDescriptionUpdateResponse", "response", 93, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
 ), source="trunk")
-_UnregisterControllerRequest = Message("UnregisterControllerRequest", "request", 94, V0to0, V0up, (
+_UnregisterControllerRequest = MessageSpec("UnregisterControllerRequest", "request", 94, V0to0, V0up, (
     Field("ControllerId", "int32", V0up),
 ), source="trunk")
-_UnregisterControllerResponse = Message("UnregisterControllerResponse", "response", 94, V0to0, V0up, (
+_UnregisterControllerResponse = MessageSpec("UnregisterControllerResponse", "response", 94, V0to0, V0up, (
     Field("ThrottleTimeMs", "int32", V0up),
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
 ), source="trunk")
-_RequestHeader = Message("RequestHeader", "header", None, V1to2, V2up, (
+_RequestHeader = MessageSpec("RequestHeader", "header", None, V1to2, V2up, (
     Field("RequestApiKey", "int16", V0up),
     Field("RequestApiVersion", "int16", V0up),
     Field("CorrelationId", "int32", V0up),
     Field("ClientId", "string", V1up, nullable=V1up, flexible=NEVER),
 ), source="trunk")
-_RequestHeader_v39 = Message("RequestHeader", "header", None, V0to2, V2up, (
+_RequestHeader_v39 = MessageSpec("RequestHeader", "header", None, V0to2, V2up, (
     Field("RequestApiKey", "int16", V0up),
     Field("RequestApiVersion", "int16", V0up),
     Field("CorrelationId", "int32", V0up),
     Field("ClientId", "string", V1up, nullable=V1up, flexible=NEVER, ignorable=True),
 ), source="3.9")
-_ResponseHeader = Message("ResponseHeader", "header", None, V0to1, V1up, (
+_ResponseHeader = MessageSpec("ResponseHeader", "header", None, V0to1, V1up, (
     Field("CorrelationId", "int32", V0up),
 ), source="trunk")
-_ConsumerProtocolSubscription = Message("ConsumerProtocolSubscription", "data", None, V0to3, NEVER, (
+_ConsumerProtocolSubscription = MessageSpec("ConsumerProtocolSubscription", "data", None, V0to3, NEVER, (
     Field("Topics", "string", V0up, array=True),
     Field("UserData", "bytes", V0up, nullable=V0up, default="null"),
     Field("OwnedPartitions", "TopicPartition", V1up, array=True, ignorable=True, fields=(
@@ -3252,41 +3252,41 @@ _ConsumerProtocolSubscription = Message("ConsumerProtocolSubscription", "data", 
     Field("GenerationId", "int32", V2up, default="-1", ignorable=True),
     Field("RackId", "string", V3up, nullable=V3up, default="null", ignorable=True),
 ), source="trunk")
-_ConsumerProtocolAssignment = Message("ConsumerProtocolAssignment", "data", None, V0to3, NEVER, (
+_ConsumerProtocolAssignment = MessageSpec("ConsumerProtocolAssignment", "data", None, V0to3, NEVER, (
     Field("AssignedPartitions", "TopicPartition", V0up, array=True, fields=(
         Field("Topic", "string", V0up, map_key=True, entity="topicName"),
         Field("Partitions", "int32", V0up, array=True),
     )),
     Field("UserData", "bytes", V0up, nullable=V0up, default="null"),
 ), source="trunk")
-_ControlRecordTypeSchema = Message("ControlRecordTypeSchema", "data", None, V0to0, NEVER, (
+_ControlRecordTypeSchema = MessageSpec("ControlRecordTypeSchema", "data", None, V0to0, NEVER, (
     Field("Type", "int16", V0up),
 ), source="trunk")
-_EndTxnMarker = Message("EndTxnMarker", "data", None, V0to0, NEVER, (
+_EndTxnMarker = MessageSpec("EndTxnMarker", "data", None, V0to0, NEVER, (
     Field("CoordinatorEpoch", "int32", V0up),
 ), source="trunk")
 _LeaderChangeMessage_Voter = (
     Field("VoterId", "int32", V0up),
     Field("VoterDirectoryId", "uuid", V1up),
 )
-_LeaderChangeMessage = Message("LeaderChangeMessage", "data", None, V0to1, V0up, (
+_LeaderChangeMessage = MessageSpec("LeaderChangeMessage", "data", None, V0to1, V0up, (
     Field("Version", "int16", V0up),
     Field("LeaderId", "int32", V0up, entity="brokerId"),
     Field("Voters", "Voter", V0up, array=True, fields=_LeaderChangeMessage_Voter),
     Field("GrantingVoters", "Voter", V0up, array=True, fields=_LeaderChangeMessage_Voter),
-), common_structs=(Struct("Voter", V0up, _LeaderChangeMessage_Voter),), source="trunk")
-_SnapshotHeaderRecord = Message("SnapshotHeaderRecord", "data", None, V0to0, V0up, (
+), common_structs=(StructSpec("Voter", V0up, _LeaderChangeMessage_Voter),), source="trunk")
+_SnapshotHeaderRecord = MessageSpec("SnapshotHeaderRecord", "data", None, V0to0, V0up, (
     Field("Version", "int16", V0up),
     Field("LastContainedLogTimestamp", "int64", V0up),
 ), source="trunk")
-_SnapshotFooterRecord = Message("SnapshotFooterRecord", "data", None, V0to0, V0up, (
+_SnapshotFooterRecord = MessageSpec("SnapshotFooterRecord", "data", None, V0to0, V0up, (
     Field("Version", "int16", V0up),
 ), source="trunk")
-_KRaftVersionRecord = Message("KRaftVersionRecord", "data", None, V0to0, V0up, (
+_KRaftVersionRecord = MessageSpec("KRaftVersionRecord", "data", None, V0to0, V0up, (
     Field("Version", "int16", V0up),
     Field("KRaftVersion", "int16", V0up),
 ), source="trunk")
-_VotersRecord = Message("VotersRecord", "data", None, V0to0, V0up, (
+_VotersRecord = MessageSpec("VotersRecord", "data", None, V0to0, V0up, (
     Field("Version", "int16", V0up),
     Field("Voters", "Voter", V0up, array=True, fields=(
         Field("VoterId", "int32", V0up, entity="brokerId"),
@@ -3302,7 +3302,7 @@ _VotersRecord = Message("VotersRecord", "data", None, V0to0, V0up, (
         )),
     )),
 ), source="trunk")
-_DefaultPrincipalData = Message("DefaultPrincipalData", "data", None, V0to0, V0up, (
+_DefaultPrincipalData = MessageSpec("DefaultPrincipalData", "data", None, V0to0, V0up, (
     Field("Type", "string", V0up),
     Field("Name", "string", V0up),
     Field("TokenAuthenticated", "bool", V0up),
@@ -3408,21 +3408,21 @@ APIS: dict[int, Api] = {
 
 API_NAMES: dict[int, str] = {key: api.name for key, api in APIS.items()}
 
-REQUEST_HEADER: tuple[Message, ...] = (_RequestHeader, _RequestHeader_v39)
-RESPONSE_HEADER: tuple[Message, ...] = (_ResponseHeader,)
+REQUEST_HEADER: tuple[MessageSpec, ...] = (_RequestHeader, _RequestHeader_v39)
+RESPONSE_HEADER: tuple[MessageSpec, ...] = (_ResponseHeader,)
 
-CONSUMER_PROTOCOL_SUBSCRIPTION: tuple[Message, ...] = (_ConsumerProtocolSubscription,)
-CONSUMER_PROTOCOL_ASSIGNMENT: tuple[Message, ...] = (_ConsumerProtocolAssignment,)
-CONTROL_RECORD_KEY: tuple[Message, ...] = (_ControlRecordTypeSchema,)
-END_TXN_MARKER: tuple[Message, ...] = (_EndTxnMarker,)
-LEADER_CHANGE_MESSAGE: tuple[Message, ...] = (_LeaderChangeMessage,)
-SNAPSHOT_HEADER_RECORD: tuple[Message, ...] = (_SnapshotHeaderRecord,)
-SNAPSHOT_FOOTER_RECORD: tuple[Message, ...] = (_SnapshotFooterRecord,)
-KRAFT_VERSION_RECORD: tuple[Message, ...] = (_KRaftVersionRecord,)
-VOTERS_RECORD: tuple[Message, ...] = (_VotersRecord,)
-DEFAULT_PRINCIPAL_DATA: tuple[Message, ...] = (_DefaultPrincipalData,)
+CONSUMER_PROTOCOL_SUBSCRIPTION: tuple[MessageSpec, ...] = (_ConsumerProtocolSubscription,)
+CONSUMER_PROTOCOL_ASSIGNMENT: tuple[MessageSpec, ...] = (_ConsumerProtocolAssignment,)
+CONTROL_RECORD_KEY: tuple[MessageSpec, ...] = (_ControlRecordTypeSchema,)
+END_TXN_MARKER: tuple[MessageSpec, ...] = (_EndTxnMarker,)
+LEADER_CHANGE_MESSAGE: tuple[MessageSpec, ...] = (_LeaderChangeMessage,)
+SNAPSHOT_HEADER_RECORD: tuple[MessageSpec, ...] = (_SnapshotHeaderRecord,)
+SNAPSHOT_FOOTER_RECORD: tuple[MessageSpec, ...] = (_SnapshotFooterRecord,)
+KRAFT_VERSION_RECORD: tuple[MessageSpec, ...] = (_KRaftVersionRecord,)
+VOTERS_RECORD: tuple[MessageSpec, ...] = (_VotersRecord,)
+DEFAULT_PRINCIPAL_DATA: tuple[MessageSpec, ...] = (_DefaultPrincipalData,)
 
-DATA_SCHEMAS: dict[str, tuple[Message, ...]] = {
+DATA_SCHEMAS: dict[str, tuple[MessageSpec, ...]] = {
     "ConsumerProtocolSubscription": CONSUMER_PROTOCOL_SUBSCRIPTION,
     "ConsumerProtocolAssignment": CONSUMER_PROTOCOL_ASSIGNMENT,
     "ControlRecordTypeSchema": CONTROL_RECORD_KEY,

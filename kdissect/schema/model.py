@@ -80,7 +80,7 @@ class Field:
 
 
 @dataclass(frozen=True, slots=True)
-class Struct:
+class StructSpec:
     """A named struct shared by several fields of one message (the specs' commonStructs)."""
 
     name: str
@@ -89,7 +89,7 @@ class Struct:
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class MessageSpec:
     """One JSON definition: a request, a response, a header, or a data schema, from one spec snapshot."""
 
     name: str
@@ -98,13 +98,13 @@ class Message:
     valid: Versions
     flexible: Versions
     fields: tuple[Field, ...]
-    common_structs: tuple[Struct, ...] = ()
+    common_structs: tuple[StructSpec, ...] = ()
     source: str = "trunk"
     """Which snapshot defined it: "trunk", or "3.9" for versions Kafka 4 removed."""
     latest_unstable: bool = False
 
 
-def pick(definitions: tuple[Message, ...], version: int) -> Message | None:
+def pick(definitions: tuple[MessageSpec, ...], version: int) -> MessageSpec | None:
     """The definition that covers `version`: trunk first, then the older snapshot."""
     for message in definitions:
         if version in message.valid:
@@ -127,8 +127,8 @@ class Api:
 
     key: int
     name: str
-    requests: tuple[Message, ...]
-    responses: tuple[Message, ...]
+    requests: tuple[MessageSpec, ...]
+    responses: tuple[MessageSpec, ...]
     versions: tuple[int, ...]
     """Every version any snapshot defines, ascending."""
 
@@ -140,10 +140,10 @@ class Api:
     def max_version(self) -> int:
         return self.versions[-1]
 
-    def request(self, version: int) -> Message | None:
+    def request(self, version: int) -> MessageSpec | None:
         return pick(self.requests, version)
 
-    def response(self, version: int) -> Message | None:
+    def response(self, version: int) -> MessageSpec | None:
         return pick(self.responses, version)
 
     def flexible(self, version: int) -> bool:

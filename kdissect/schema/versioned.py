@@ -7,7 +7,7 @@ first field. Either way the first two bytes say which version to read.
 
 from __future__ import annotations
 
-from kdissect.schema import Message, pick
+from kdissect.schema import MessageSpec, pick
 from kdissect.schema.compiler import Compiler
 from kdissect.schema.model import nearest_version
 from kdissect.schema.tree import Partial, Struct
@@ -16,7 +16,7 @@ _compiler = Compiler(records=lambda buf, start, end: bytes(buf[start:end]))
 """Data schemas carry no records fields; one compiler serves them all."""
 
 
-def read_versioned(definitions: tuple[Message, ...], data: bytes) -> tuple[Struct | None, str | None]:
+def read_versioned(definitions: tuple[MessageSpec, ...], data: bytes) -> tuple[Struct | None, str | None]:
     """The struct, led by a "Version" field, and what went wrong, if anything.
 
     A version newer than the schema is read as the newest known one: such versions only append fields, so

@@ -14,8 +14,7 @@ from rich.tree import Tree
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.events import Exchange, Message, RequestHeader
-from kdissect.records.values import Message as LegacyMessage
-from kdissect.records.values import Record, RecordBatch, RecordSet, format_timestamp
+from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.json_lines import time_text

@@ -19,8 +19,7 @@ from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionEnd, ConnectionInfo, Endpoint, Exchange, Message, Notice, RequestHeader, ResponseHeader, TaggedField
-from kdissect.records.values import Message as LegacyMessage
-from kdissect.records.values import Record, RecordBatch, RecordSet, format_timestamp
+from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct, UnknownTag
 
