@@ -174,7 +174,7 @@ class _Session:
 
     def run(self, count: int | None, duration: float | None) -> str | None:
         """Capture until a stop; returns what went wrong when the capture itself failed, else None."""
-        from kdissect.net.linklayer import name as linktype_name
+        from kdissect.capture.linktypes import name as linktype_name
 
         capture = self.capture
         if not self.quiet:
@@ -265,8 +265,8 @@ class _Session:
                 return
 
     def _closing(self) -> None:
+        from kdissect.capture.linktypes import name as linktype_name
         from kdissect.diagnostic import Diagnostic
-        from kdissect.net.linklayer import name as linktype_name
         from kdissect.views.terminal import size
 
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters
