@@ -21,7 +21,7 @@ from kdissect.dissector import Dissector, Options, make_decoder, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
-from kdissect.pipeline.flows import unpack
+from kdissect.pipeline.blobs import unpack
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
 
 BATCH_ROWS = 4096
