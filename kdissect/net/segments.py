@@ -47,9 +47,6 @@ class SegmentDecoder:
 
     def __init__(self, max_fragment_bytes: int) -> None:
         self.fragments = FragmentTable(max_fragment_bytes)
-        self.not_ip = 0
-        self.not_tcp = 0
-        self.unknown_linktypes: dict[int, int] = {}
 
     def decode(self, packet: Packet) -> Segment | None:
         """The packet's TCP segment; None if it carries none (yet); Malformed if it cannot be read.
@@ -71,13 +68,11 @@ class SegmentDecoder:
                 return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, offset_flags & 0x1FF, data[head:end], 0))
         decoder = DECODERS.get(packet.linktype)
         if decoder is None:
-            self.unknown_linktypes[packet.linktype] = self.unknown_linktypes.get(packet.linktype, 0) + 1
             return None
         try:
             version, off = decoder(data)
             header = ip_header(data, version, off)
             if header is None:
-                self.not_ip += 1
                 return None
             src, dst, proto, start, end, missing, fragment = header
             if fragment is not None:
@@ -89,7 +84,6 @@ class SegmentDecoder:
                 if version == 6:
                     proto, start, _ = ipv6_extensions(data, proto, 0, end)
             if proto != IPPROTO_TCP:
-                self.not_tcp += 1
                 return None
             sport, dport, seq, ack, flags, payload_start = tcp(data, start, end)
         except (IndexError, struct.error):
