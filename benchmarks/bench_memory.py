@@ -28,8 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
-from kdissect.net.linklayer import LINKTYPE_ETHERNET
 from kdissect.net.tcp import SYN
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation

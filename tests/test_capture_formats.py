@@ -12,9 +12,9 @@ import pytest
 import zstandard
 
 from kdissect.capture import CaptureError, CaptureFile, Packet, open_capture
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_RAW
 from kdissect.capture.pcapng import EPB, PB, SPB
 from kdissect.capture.writer import PcapngWriter, PcapWriter, pcap_bytes
-from kdissect.net.linklayer import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_RAW
 from kdissect.testing import craft
 
 T0 = 1_700_000_000_000_000_000

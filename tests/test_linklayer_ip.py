@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.capture import Packet
-from kdissect.dissector import Dissector
-from kdissect.events import Exchange, Notice
-from kdissect.net.linklayer import (
+from kdissect.capture.linktypes import (
     LINKTYPE_ETHERNET,
     LINKTYPE_IPV4,
     LINKTYPE_IPV6,
@@ -23,6 +21,8 @@ from kdissect.net.linklayer import (
     LINKTYPE_NULL,
     LINKTYPE_RAW,
 )
+from kdissect.dissector import Dissector
+from kdissect.events import Exchange, Notice
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, PSH

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from kdissect.capture import open_capture
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL
 from kdissect.capture.live import (
     ANY,
     DLT_EN10MB,
@@ -34,7 +35,6 @@ from kdissect.capture.live import (
     drop_outgoing,
     open_live,
 )
-from kdissect.net.linklayer import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL
 from kdissect.views.json_lines import decode_bytes
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,13 +26,13 @@ from kdissect.capture import (
     open_capture,
     sync,
 )
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapngWriter, PcapWriter  # noqa: E402
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import (
     Exchange,
     Notice,
 )
-from kdissect.net.linklayer import LINKTYPE_ETHERNET
 from kdissect.pipeline import flows, rows, splits  # noqa: E402
 from kdissect.pipeline.core import CoreStage  # noqa: E402
 from kdissect.pipeline.inputs import InputError, expand  # noqa: E402

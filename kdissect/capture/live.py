@@ -35,8 +35,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_RAW
 from kdissect.capture.packet import Packet
-from kdissect.net.linklayer import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_RAW
 
 SNAPLEN = 262144
 """Bytes kept per packet, as tcpdump: more than any frame, 64 KiB loopback segments included."""

@@ -1,8 +1,7 @@
 """`kdissect live`: sniff an interface and dissect Kafka as it happens.
 
-`run_live` carries its own typer signature; cli.py registers it with `app.command("live")(run_live)`. Its
-options are `read`'s (commands/options.py), plus the capture's own: `--interface`, `--bpf`, `--write`,
-`--count`, `--duration`, `--promisc`.
+`live` takes `read`'s shared options (commands/options.py), plus the capture's own: `--interface`, `--bpf`,
+`--write`, `--count`, `--duration`, `--promisc`; cli.py registers it.
 
 The loop is single-threaded: it waits on the capture socket and on a wake-up pipe for signals, reads what
 is ready, feeds the packets to the core in capture order and hands the events to the JSON writer or the
@@ -22,63 +21,32 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kdissect.commands.options import (
-    ApiOpt,
-    ClientIdOpt,
-    ConnectionOpt,
-    ErrorsOpt,
-    GroupOpt,
-    JsonOpt,
-    LimitOpt,
-    MinLatencyOpt,
-    NoDecodeOpt,
-    NoReorderOpt,
-    OutputOpt,
-    PipeClosed,
-    SecretsOpt,
-    TopicOpt,
-    UserError,
-    VersionOpt,
-    make_filter,
-    make_options,
-    open_output,
-)
+from kdissect.commands.options import Common, PipeClosed, UserError, takes
 
-PortOpt = Annotated[
-    Optional[list[int]],
-    typer.Option("--port", "-p", help="A Kafka broker port (repeatable; default 9092). The capture filter is TCP on these ports."),
-]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No 'listening on' line and, with --json, no summary on stderr.")]
 BATCH = 512
 """Packets read per turn of the loop before the view and the stop conditions get a look."""
 TICK = 0.25
 """Longest wait for packets, in seconds: how often the view and --duration are looked at when all is quiet."""
 
 
-def run_live(
-    interface: Annotated[Optional[str], typer.Option("--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).", show_default=False)] = None,
-    port: PortOpt = None,
-    bpf: Annotated[Optional[str], typer.Option("--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094').")] = None,
-    json_out: JsonOpt = False,
-    output: OutputOpt = None,
+@takes("input", "decoding", "filters", "output", "secrets", helps={
+    "port": "A Kafka broker port (repeatable; default 9092). The capture filter is TCP on these ports.",
+    "quiet": "No 'listening on' line and, with --json, no summary on standard error.",
+})
+def live(
+    common: Common,
+    interface: Annotated[Optional[str], typer.Option(
+        "--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).",
+        show_default=False)] = None,
+    bpf: Annotated[Optional[str], typer.Option(
+        "--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094').")] = None,
     write: Annotated[Optional[Path], typer.Option("--write", "-w", help="Also save the captured packets to this pcap file.")] = None,
     count: Annotated[Optional[int], typer.Option("--count", "-c", help="Stop after this many packets.", min=1)] = None,
     duration: Annotated[Optional[float], typer.Option("--duration", "-d", help="Stop after this many seconds.", min=0)] = None,
-    promisc: Annotated[bool, typer.Option("--promisc", help="Put the interface in promiscuous mode (to see traffic of other hosts on a mirror port).")] = False,
-    api: ApiOpt = None,
-    version: VersionOpt = None,
-    topic: TopicOpt = None,
-    client_id: ClientIdOpt = None,
-    group: GroupOpt = None,
-    errors: ErrorsOpt = False,
-    connection: ConnectionOpt = None,
-    min_latency: MinLatencyOpt = None,
-    all_events: Annotated[bool, typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.")] = False,
-    headers_only: NoDecodeOpt = False,
-    no_reorder: NoReorderOpt = False,
-    limit: LimitOpt = None,
-    show_secrets: SecretsOpt = False,
-    quiet: QuietOpt = False,
+    promisc: Annotated[bool, typer.Option(
+        "--promisc", help="Put the interface in promiscuous mode (to see traffic of other hosts on a mirror port).")] = False,
+    all_events: Annotated[bool, typer.Option(
+        "--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output")] = False,
 ) -> None:
     """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
     Ctrl-C, --count or --duration ends the session with the final summary."""
@@ -87,9 +55,7 @@ def run_live(
     if not interface:
         known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
         raise UserError(f"say which interface to capture on: -i IFACE ({known})")
-    options = make_options(port, headers_only, no_reorder, limit, show_secrets)
-    wanted = make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
-    expression = capture_filter(options.ports, bpf)
+    expression = capture_filter(common.options.ports, bpf)
 
     pcap = None
     if write is not None:
@@ -103,8 +69,8 @@ def run_live(
         except LiveError as exc:
             raise UserError(str(exc)) from None
         try:
-            with open_output(output) as stream:
-                session = _Session(capture, options, wanted, stream, json_out, all_events, pcap, quiet)
+            with common.open_output() as stream:
+                session = _Session(capture, common.options, common.wanted, stream, common.json, all_events, pcap, common.quiet)
                 failure = session.run(count, duration)
         except BrokenPipeError:
             raise PipeClosed from None
@@ -208,7 +174,7 @@ class _Session:
 
     def run(self, count: int | None, duration: float | None) -> str | None:
         """Capture until a stop; returns what went wrong when the capture itself failed, else None."""
-        from kdissect.net.linklayer import name as linktype_name
+        from kdissect.capture.linktypes import name as linktype_name
 
         capture = self.capture
         if not self.quiet:
@@ -299,8 +265,8 @@ class _Session:
                 return
 
     def _closing(self) -> None:
+        from kdissect.capture.linktypes import name as linktype_name
         from kdissect.diagnostic import Diagnostic
-        from kdissect.net.linklayer import name as linktype_name
         from kdissect.views.terminal import size
 
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters

@@ -1,12 +1,24 @@
-"""What every command shares: the typed options, how they become the core's options and the filter,
-where output goes, and the one-line errors users see."""
+"""What every command shares: the options, declared once in groups, and what they become.
+
+A command names the groups it takes with `@takes("input", "filters", "output")` (or single options by name);
+typer then sees those options
+in the command's signature (each declared here, once), and the command receives them as one `Common` value:
+the core's `Options`, the exchange filter, where output goes. Errors the user can fix are `UserError`s,
+printed by cli.py as one line.
+"""
 
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
 import sys
+import typing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -19,49 +31,162 @@ class PipeClosed(Exception):
     """The reader of our output went away (`| head`): stop quietly. Not an OSError, so typer lets it through."""
 
 
-CaptureArg = Annotated[Path, typer.Argument(help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4).", show_default=False)]
-PortOpt = Annotated[
-    Optional[list[int]],
-    typer.Option("--port", "-p", help="A Kafka broker port (repeatable; default 9092). Other ports are recognised by their traffic."),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", "-j", help="Write NDJSON, one object per exchange (layout: docs/json.md).")]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of standard output.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-NoDecodeOpt = Annotated[bool, typer.Option("--headers-only", help="Read headers only: pair and time exchanges without decoding bodies (faster).")]
-NoReorderOpt = Annotated[bool, typer.Option("--no-reorder", help="Do not hold out-of-order TCP segments: any hole becomes a gap at once.")]
-def _limit_names() -> str:
-    from dataclasses import fields
+UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
+
+def _limit_names() -> str:
     from kdissect.limits import Limits
 
     return ", ".join(f"{f.name} ({f.default})" for f in fields(Limits))
 
 
-LimitOpt = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--limit",
-        help="Change a resource bound, NAME=VALUE (repeatable; VALUE may end in KiB, MiB or GiB), e.g. "
-        f"max_frame_size=1GiB. Bounds and defaults: {_limit_names()}.",
-    ),
-]
-SecretsOpt = Annotated[bool, typer.Option("--show-secrets", help="Show SASL passwords, proofs and tokens instead of redacting them.")]
-ApiOpt = Annotated[Optional[str], typer.Option("--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).")]
-VersionOpt = Annotated[Optional[str], typer.Option("--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.")]
-TopicOpt = Annotated[Optional[list[str]], typer.Option("--topic", help="Only exchanges naming this topic (repeatable).")]
-ClientIdOpt = Annotated[Optional[list[str]], typer.Option("--client-id", help="Only exchanges from this client id (repeatable).")]
-GroupOpt = Annotated[Optional[list[str]], typer.Option("--group", help="Only exchanges naming this consumer group (repeatable).")]
-ErrorsOpt = Annotated[bool, typer.Option("--errors", help="Only exchanges with an error code or a diagnostic.")]
-ConnectionOpt = Annotated[Optional[str], typer.Option("--connection", help="Only these connections: ids as listed in the flows table, comma-separated.")]
-MinLatencyOpt = Annotated[Optional[float], typer.Option("--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0)]
-
-UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+def _option(name: str, annotation: Any, default: Any = None) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def make_limits(settings: list[str] | None):
+CAPTURE = Annotated[Path, typer.Argument(help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4).", show_default=False)]
+"""The one positional argument of read, show and stats."""
+
+GROUPS: dict[str, list[inspect.Parameter]] = {
+    "input": [
+        _option("port", Annotated[Optional[list[int]], typer.Option(
+            "--port", "-p", help="A Kafka broker port (repeatable; default 9092). Other ports are recognised by their traffic.",
+            rich_help_panel="Input")]),
+        _option("no_reorder", Annotated[bool, typer.Option(
+            "--no-reorder", help="Do not hold out-of-order TCP segments: any hole becomes a gap at once.",
+            rich_help_panel="Input")], False),
+        _option("limit", Annotated[Optional[list[str]], typer.Option(
+            "--limit", help="Change a resource bound, NAME=VALUE (repeatable; VALUE may end in KiB, MiB or GiB), e.g. "
+            f"max_frame_size=1GiB. Bounds and defaults: {_limit_names()}.", rich_help_panel="Limits")]),
+    ],
+    "filters": [
+        _option("api", Annotated[Optional[str], typer.Option(
+            "--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).", rich_help_panel="Filters")]),
+        _option("version", Annotated[Optional[str], typer.Option(
+            "--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.", rich_help_panel="Filters")]),
+        _option("topic", Annotated[Optional[list[str]], typer.Option(
+            "--topic", help="Only exchanges naming this topic (repeatable).", rich_help_panel="Filters")]),
+        _option("client_id", Annotated[Optional[list[str]], typer.Option(
+            "--client-id", help="Only exchanges from this client id (repeatable).", rich_help_panel="Filters")]),
+        _option("group", Annotated[Optional[list[str]], typer.Option(
+            "--group", help="Only exchanges naming this consumer group (repeatable).", rich_help_panel="Filters")]),
+        _option("errors", Annotated[bool, typer.Option(
+            "--errors", help="Only exchanges with an error code or a diagnostic.", rich_help_panel="Filters")], False),
+        _option("connection", Annotated[Optional[str], typer.Option(
+            "--connection", help="Only these connections: ids as listed in the flows table, comma-separated.",
+            rich_help_panel="Filters")]),
+        _option("min_latency", Annotated[Optional[float], typer.Option(
+            "--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0, rich_help_panel="Filters")]),
+    ],
+    "output": [
+        _option("json_out", Annotated[bool, typer.Option(
+            "--json", "-j", help="Write NDJSON, one object per exchange (layout: docs/json.md).", rich_help_panel="Output")], False),
+        _option("output", Annotated[Optional[Path], typer.Option(
+            "--output", "-o", help="Write to this file instead of standard output.", rich_help_panel="Output")]),
+        _option("quiet", Annotated[bool, typer.Option(
+            "--quiet", "-q", help="Nothing on standard error but errors: no progress bar, no status lines.", rich_help_panel="Output")], False),
+    ],
+    "secrets": [
+        _option("show_secrets", Annotated[bool, typer.Option(
+            "--show-secrets", help="Show SASL passwords, proofs and tokens instead of redacting them.", rich_help_panel="Output")],
+            False),
+    ],
+    "decoding": [
+        _option("headers_only", Annotated[bool, typer.Option(
+            "--headers-only", help="Read headers only: pair and time exchanges without decoding bodies (faster).",
+            rich_help_panel="Input")], False),
+    ],
+}
+"""Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
+OPTIONS = {p.name: p for group in GROUPS.values() for p in group}
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """The shared options of one command run, made into what the commands use."""
+
+    options: Any
+    """The core's `dissector.Options`."""
+    wanted: Any
+    """The `views.filters.ExchangeFilter` of the filter options (matches everything when none is given)."""
+    output: Path | None = None
+    json: bool = False
+    quiet: bool = False
+
+    def open_output(self) -> Any:
+        return open_output(self.output)
+
+
+def takes(*groups: str, helps: dict[str, str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared options of `groups`; it receives them as its first argument, a `Common`.
+
+    typer reads the command's signature, so the wrapper's signature is the command's own parameters (after
+    the first) followed by the groups' options. `helps` rewords an option's help for this command alone.
+    """
+    shared = [_reworded(p, (helps or {}).get(p.name)) for item in groups for p in GROUPS.get(item) or [OPTIONS[item]]]
+
+    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        hints = typing.get_type_hints(command, include_extras=True)  # the commands' annotations are strings
+        own = [p.replace(annotation=hints[p.name]) for p in list(signature.parameters.values())[1:]]
+
+        @functools.wraps(command)
+        def run(**values: Any) -> Any:
+            given = {p.name: values.pop(p.name) for p in shared}
+            return command(make_common(given), **values)
+
+        run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in own + shared}
+        return run
+
+    return wrap
+
+
+def _reworded(parameter: inspect.Parameter, help: str | None) -> inspect.Parameter:
+    if help is None:
+        return parameter
+    kind, info = parameter.annotation.__origin__, copy.copy(parameter.annotation.__metadata__[0])
+    info.help = help
+    return parameter.replace(annotation=Annotated[kind, info])
+
+
+def make_common(values: dict[str, Any]) -> Common:
+    from kdissect.dissector import DEFAULT_PORTS, Options
+
+    ports = values.get("port")
+    options = Options(
+        ports=frozenset(ports) if ports else DEFAULT_PORTS,
+        limits=make_limits(values.get("limit")),
+        reorder=not values.get("no_reorder", False),
+        decode=not values.get("headers_only", False),
+        show_secrets=values.get("show_secrets", False),
+    )
+    return Common(
+        options,
+        make_filter(**{name: values.get(name) for name in FILTERS}),
+        values.get("output"),
+        values.get("json_out", False),
+        values.get("quiet", False),
+    )
+
+
+FILTERS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
+
+
+def make_filter(**given: Any) -> Any:
+    from kdissect.views import filters
+
+    try:
+        return filters.make_filter(
+            given.get("api"), given.get("version"), given.get("topic"), given.get("client_id"), given.get("group"),
+            bool(given.get("errors")), given.get("connection"), given.get("min_latency"),
+        )
+    except filters.FilterError as exc:
+        raise UserError(str(exc)) from None
+
+
+def make_limits(settings: list[str] | None) -> Any:
     """`Limits` with the user's NAME=VALUE settings applied; a wrong name or value is a UserError."""
-    from dataclasses import fields, replace
-
     from kdissect.limits import DEFAULT_LIMITS
 
     changes = {}
@@ -77,28 +202,6 @@ def make_limits(settings: list[str] | None):
             raise UserError(f"--limit {setting}: give NAME=VALUE with a positive VALUE and NAME one of {', '.join(sorted(known))}")
         changes[name] = value
     return replace(DEFAULT_LIMITS, **changes)
-
-
-def make_options(ports: list[int] | None, headers_only: bool, no_reorder: bool, limits: list[str] | None, show_secrets: bool, spans: bool = False):
-    from kdissect.dissector import DEFAULT_PORTS, Options
-
-    return Options(
-        ports=frozenset(ports) if ports else DEFAULT_PORTS,
-        limits=make_limits(limits),
-        reorder=not no_reorder,
-        decode=not headers_only,
-        show_secrets=show_secrets,
-        spans=spans,
-    )
-
-
-def make_filter(api, version, topic, client_id, group, errors, connection, min_latency):
-    from kdissect.views import filters
-
-    try:
-        return filters.make_filter(api, version, topic, client_id, group, errors, connection, min_latency)
-    except filters.FilterError as exc:
-        raise UserError(str(exc)) from None
 
 
 @contextmanager
@@ -118,7 +221,7 @@ def open_output(path: Path | None) -> Iterator[Any]:
         yield stream
 
 
-def open_source(path: Path):
+def open_source(path: Path) -> Any:
     from kdissect.capture import CaptureError, open_capture
 
     try:
@@ -127,7 +230,7 @@ def open_source(path: Path):
         raise UserError(str(exc)) from None
 
 
-def packets(capture, quiet: bool):
+def packets(capture: Any, quiet: bool) -> Iterator[Any]:
     """The capture's packets, with a progress bar on stderr when it is a terminal."""
     if quiet or not sys.stderr.isatty():
         yield from capture.packets()
@@ -135,7 +238,7 @@ def packets(capture, quiet: bool):
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    done, total = capture.progress()
+    _done, total = capture.progress()
     with Progress(
         TextColumn("[bold]reading"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
         console=Console(stderr=True), transient=True,

@@ -8,23 +8,21 @@ from typing import Annotated
 
 import typer
 
-from kdissect.commands.options import PortOpt, QuietOpt, UserError
+from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
+@takes("port", "quiet")
 def spark(
+    common: Common,
     captures: Annotated[list[str], typer.Argument(help="Captures: files, globs, directories, or URIs Spark can list (hdfs://, s3a://, ...).", show_default=False)],
     out: Annotated[str, typer.Option("--out", help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.", show_default=False)],
     master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")] = "local[*]",
     fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
-    port: PortOpt = None,
-    quiet: QuietOpt = False,
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    from kdissect.dissector import DEFAULT_PORTS
-
-    run_spark(captures, out, master, fmt, frozenset(port) if port else DEFAULT_PORTS, quiet)
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet)
 
 
 def run_spark(
@@ -41,6 +39,7 @@ def run_spark(
     from kdissect.pipeline.job import FORMATS, JobError, run
     from kdissect.pipeline.session import SparkUnavailable, start
     from kdissect.views.console import make_console
+    from kdissect.views.spark_summary import print_summary
 
     started = time.perf_counter()
     errors = make_console(sys.stderr)
@@ -72,31 +71,3 @@ def run_spark(
         spark.stop()
     progress("done")
     print_summary(totals, out, time.perf_counter() - started)
-
-
-def print_summary(totals, out: str, seconds: float) -> None:
-    from rich.table import Table
-
-    from kdissect.views.console import make_console
-
-    console = make_console(sys.stdout)
-    table = Table(title=f"kdissect spark → {out}", title_justify="left")
-    table.add_column("files", justify="right")
-    table.add_column("packets", justify="right")
-    table.add_column("connections", justify="right")
-    table.add_column("exchanges", justify="right")
-    table.add_column("records", justify="right")
-    table.add_column("diagnostics", justify="right")
-    table.add_column("time", justify="right")
-    table.add_row(
-        f"{totals.files:,}",
-        f"{totals.packets:,}",
-        f"{totals.connections:,}",
-        f"{totals.exchanges:,}",
-        f"{totals.records:,}",
-        f"{totals.diagnostics:,}",
-        f"{seconds:.1f} s",
-    )
-    console.print(table)
-    if totals.skipped:
-        console.print(f"{len(totals.skipped)} file(s) in the named directories were not captures and were skipped.")

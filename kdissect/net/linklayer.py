@@ -9,21 +9,22 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kdissect.capture.linktypes import (
+    DLT_RAW_ALIASES,
+    LINKTYPE_ETHERNET,
+    LINKTYPE_IPV4,
+    LINKTYPE_IPV6,
+    LINKTYPE_LINUX_SLL,
+    LINKTYPE_LINUX_SLL2,
+    LINKTYPE_LOOP,
+    LINKTYPE_NULL,
+    LINKTYPE_RAW,
+)
+
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
 VLAN_TPIDS = frozenset({0x8100, 0x88A8, 0x9100, 0x9200})
 """802.1Q and the 802.1ad / pre-standard QinQ outer tags."""
-
-LINKTYPE_NULL = 0
-LINKTYPE_ETHERNET = 1
-LINKTYPE_RAW = 101
-LINKTYPE_LOOP = 108
-LINKTYPE_LINUX_SLL = 113
-LINKTYPE_IPV4 = 228
-LINKTYPE_IPV6 = 229
-LINKTYPE_LINUX_SLL2 = 276
-DLT_RAW_ALIASES = (12, 14)
-"""BSD systems wrote DLT_RAW's platform value into some files instead of LINKTYPE_RAW."""
 
 BSD_AF_INET6 = frozenset({24, 28, 30})
 """AF_INET6 differs between NetBSD/OpenBSD (24), FreeBSD (28) and Darwin (30)."""
@@ -91,19 +92,3 @@ DECODERS: dict[int, Decoder] = {
     LINKTYPE_LINUX_SLL2: linux_sll2,
     **{alias: raw_ip for alias in DLT_RAW_ALIASES},
 }
-
-NAMES = {
-    LINKTYPE_NULL: "BSD loopback",
-    LINKTYPE_ETHERNET: "Ethernet",
-    LINKTYPE_RAW: "raw IP",
-    LINKTYPE_LOOP: "OpenBSD loopback",
-    LINKTYPE_LINUX_SLL: "Linux cooked (SLL)",
-    LINKTYPE_IPV4: "raw IPv4",
-    LINKTYPE_IPV6: "raw IPv6",
-    LINKTYPE_LINUX_SLL2: "Linux cooked v2 (SLL2)",
-    **{alias: "raw IP" for alias in DLT_RAW_ALIASES},
-}
-
-
-def name(linktype: int) -> str:
-    return NAMES.get(linktype, f"link type {linktype}")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
 from kdissect.capture.packet import Packet
 from kdissect.net.fragments import FragmentTable
 from kdissect.net.ip import ip_header, ipv6_extensions
-from kdissect.net.linklayer import DECODERS, LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2
+from kdissect.net.linklayer import DECODERS
 from kdissect.net.malformed import Malformed
 from kdissect.net.tcp import tcp
 

@@ -24,10 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-size", type=int, default=DEFAULT_SPLIT, help="bytes per range of a capture")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    from kdissect.commands.spark import print_summary
     from kdissect.pipeline.inputs import InputError
     from kdissect.pipeline.job import JobError, run
     from kdissect.pipeline.session import SparkUnavailable, start
+    from kdissect.views.spark_summary import print_summary
 
     try:
         spark = start(None)

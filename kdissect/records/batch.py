@@ -14,7 +14,7 @@ from kdissect.records.codecs import CODEC_NAMES, NONE, Problem
 from kdissect.records.context import Context
 from kdissect.records.control import decode_control
 from kdissect.records.crc import crc32c
-from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, RecordTwin
+from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, new_record
 from kdissect.wire import ZIGZAG, WireError, read_varint, read_varlong
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -136,8 +136,7 @@ def decode_v2_records(
     """
     records: list[Record] = []
     append = records.append
-    twin = RecordTwin
-    frozen = Record
+    new = new_record
     zz = ZIGZAG
     varint = read_varint
     varlong = read_varlong
@@ -241,7 +240,7 @@ def decode_v2_records(
                 f"{path}.record[{index}]",
             )
             p = rend
-        record = twin(
+        append(new(
             base_offset + offset_delta,
             base_ts + ts_delta if append_ts is None else append_ts,
             offset_delta,
@@ -251,9 +250,7 @@ def decode_v2_records(
             value,
             headers,
             None,
-        )
-        record.__class__ = frozen
-        append(record)
+        ))
         index += 1
     return records
 

@@ -12,10 +12,7 @@ import ipaddress
 import struct
 from typing import Sequence
 
-from kdissect.capture.packet import Packet
-from kdissect.net.linklayer import (
-    ETHERTYPE_IPV4,
-    ETHERTYPE_IPV6,
+from kdissect.capture.linktypes import (
     LINKTYPE_ETHERNET,
     LINKTYPE_IPV4,
     LINKTYPE_IPV6,
@@ -25,6 +22,8 @@ from kdissect.net.linklayer import (
     LINKTYPE_NULL,
     LINKTYPE_RAW,
 )
+from kdissect.capture.packet import Packet
+from kdissect.net.linklayer import ETHERTYPE_IPV4, ETHERTYPE_IPV6
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
 from kdissect.schema import request_header_version
 from kdissect.wire import write_uvarint

@@ -17,8 +17,8 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
+from kdissect.capture.linktypes import name as linktype_name
 from kdissect.events import Exchange
-from kdissect.net.linklayer import name as linktype_name
 from kdissect.views.summary import Flow, Summary
 from kdissect.views.terminal import COLUMNS, ReadView, _cell, exchange_row, size
 

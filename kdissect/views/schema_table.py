@@ -10,7 +10,7 @@ from rich.table import Table
 from kdissect.schema import APIS
 
 
-def _ranges(versions: tuple[int, ...]) -> str:
+def ranges(versions: tuple[int, ...]) -> str:
     out, start = [], versions[0]
     for prev, cur in zip(versions, versions[1:] + (None,)):
         if cur != prev + 1 if cur is not None else True:
@@ -28,11 +28,11 @@ def rows() -> list[dict]:
             {
                 "api_key": key,
                 "name": api.name,
-                "versions": _ranges(api.versions),
+                "versions": ranges(api.versions),
                 "min_version": api.min_version,
                 "max_version": api.max_version,
                 "flexible_from": flexible[0] if flexible else None,
-                "removed_in_kafka_4": _ranges(tuple(older)) if older else None,
+                "removed_in_kafka_4": ranges(tuple(older)) if older else None,
                 "unstable": [m.name for m in api.requests if m.latest_unstable] != [],
             }
         )
@@ -56,23 +56,8 @@ def print_schema(as_json: bool) -> None:
     Console().print(table)
 
 
-def print_source(spec: str) -> None:
-    from kdissect.cli import UserError
+def print_source(api_key: int, version: int, direction: str) -> None:
+    """The generated Python that decodes one body."""
     from kdissect.decode.decoder import Decoder
-    from kdissect.views.filters import FilterError, parse_apis
 
-    parts = spec.split(":")
-    try:
-        keys = parse_apis(parts[0])
-    except FilterError as exc:
-        raise UserError(str(exc)) from None
-    assert keys
-    key = next(iter(keys))
-    api = APIS.get(key)
-    if api is None:
-        raise UserError(f"API key {key} is unknown")
-    version = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else api.max_version
-    direction = parts[2] if len(parts) > 2 else "request"
-    if direction not in ("request", "response") or version not in api.versions:
-        raise UserError(f"give API[:VERSION[:request|response]] with a version in {_ranges(api.versions)}")
-    print(Decoder().bodies.source(key, version, direction))  # type: ignore[arg-type]
+    print(Decoder().bodies.source(api_key, version, direction))  # type: ignore[arg-type]

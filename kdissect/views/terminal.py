@@ -13,11 +13,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kdissect.capture.linktypes import name as linktype_name
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Exchange
 from kdissect.kafka.shared import Counters
-from kdissect.net.linklayer import name as linktype_name
 from kdissect.schema import error_name
 from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
 
