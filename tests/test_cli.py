@@ -139,7 +139,7 @@ def test_schema_lists_every_api_key():
     assert len(rows) == 95 and sum(r["max_version"] - r["min_version"] + 1 for r in rows) >= 368
     assert rows[0] == {**rows[0], "name": "Produce", "versions": "0-13", "flexible_from": 9}
     source = kdissect("schema", "--source", "Fetch:13:response").stdout.decode()
-    assert source.startswith("def _s") and "_records(buf, pos, e)" in source
+    assert source.startswith("def FetchResponse_v13(buf, pos):") and "_records(buf, pos, e)" in source
     compile(source, "generated", "exec")
 
 
