@@ -168,7 +168,7 @@ def test_malformed_packets_become_notices() -> None:
     good = craft.ipv4(*V4, craft.tcp(*V4, 1, 9092, 3, 0, ACK, b"x"))
     bad_version = bytes([0x55]) + good[1:]
     short_total = good[:2] + b"\x00\x10" + good[4:]
-    bad_offset = good[:20 + 12] + bytes([0x30]) + good[20 + 13 :]
+    bad_offset = good[: 20 + 12] + bytes([0x30]) + good[20 + 13 :]
     packets = [
         Packet(0, LINKTYPE_ETHERNET, b"\0" * 10, 10, 1),
         Packet(0, LINKTYPE_RAW, bad_version, len(bad_version), 2),
@@ -410,5 +410,5 @@ def test_snaplen_cut_payload_becomes_a_gap_at_the_right_offset(addresses) -> Non
 
 def test_snaplen_cut_inside_tcp_options_keeps_the_missing_count_right() -> None:
     data = craft.ipv4(*V4, craft.tcp(*V4, 1, 2, 3, 0, ACK, b"p" * 50, options=b"\x01" * 12))
-    segment = decode(Packet(0, LINKTYPE_RAW, data[:20 + 20 + 4], len(data), 1))
+    segment = decode(Packet(0, LINKTYPE_RAW, data[: 20 + 20 + 4], len(data), 1))
     assert (segment.payload, segment.missing) == (b"", 50)

@@ -27,19 +27,19 @@ from kdissect.capture import (
     sync,
 )
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
-from kdissect.capture.writer import PcapngWriter, PcapWriter  # noqa: E402
+from kdissect.capture.writer import PcapngWriter, PcapWriter
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import (
     Exchange,
     Notice,
 )
-from kdissect.pipeline import flows, rows, splits  # noqa: E402
-from kdissect.pipeline.core import CoreStage  # noqa: E402
-from kdissect.pipeline.inputs import InputError, expand  # noqa: E402
-from kdissect.pipeline.reader import read_split  # noqa: E402
-from kdissect.pipeline.tables import input_batch as to_batch  # noqa: E402
+from kdissect.pipeline import flows, rows, splits
+from kdissect.pipeline.core import CoreStage
+from kdissect.pipeline.inputs import InputError, expand
+from kdissect.pipeline.reader import read_split
+from kdissect.pipeline.tables import input_batch as to_batch
 from kdissect.testing import craft
-from kdissect.views.json_lines import decode_bytes, exchange_json  # noqa: E402
+from kdissect.views.json_lines import decode_bytes, exchange_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))

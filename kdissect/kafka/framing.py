@@ -26,8 +26,20 @@ class Framer:
     """Cuts frames from one direction and hands each to `on_frame`; reports trouble to `report`."""
 
     __slots__ = (
-        "on_frame", "report", "find", "min_size", "max_size", "buf", "offset", "synced", "skip", "scan_from",
-        "first_ts", "first_index", "last_ts", "last_index",
+        "on_frame",
+        "report",
+        "find",
+        "min_size",
+        "max_size",
+        "buf",
+        "offset",
+        "synced",
+        "skip",
+        "scan_from",
+        "first_ts",
+        "first_index",
+        "last_ts",
+        "last_index",
     )
 
     def __init__(
@@ -87,7 +99,9 @@ class Framer:
             end = pos + 4 + size
             if end > n or not self.min_size <= size <= self.max_size:
                 break
-            self.on_frame(new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(
+                new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index)
+            )
             pos = end
         self.offset += pos
         if pos < n:
@@ -128,7 +142,11 @@ class Framer:
             end = pos + 4 + size
             if end > len(buf):
                 break
-            self.on_frame(new_frame(bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(
+                new_frame(
+                    bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index
+                )
+            )
             self.first_ts, self.first_index = self.last_ts, self.last_index
             pos = end
         if pos:

@@ -62,8 +62,13 @@ class SegmentDecoder:
             end = off + total
             head = off + 20 + (offset_flags >> 12) * 4
             if (
-                first == 0x45 and proto == IPPROTO_TCP and not frag & 0x3FFF and end <= len(data) and 40 <= total
-                and offset_flags >= 0x5000 and head <= end  # a TCP data offset under 5 words: the slow path rejects it
+                first == 0x45
+                and proto == IPPROTO_TCP
+                and not frag & 0x3FFF
+                and end <= len(data)
+                and 40 <= total
+                and offset_flags >= 0x5000
+                and head <= end  # a TCP data offset under 5 words: the slow path rejects it
             ):
                 return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, offset_flags & 0x1FF, data[head:end], 0))
         decoder = DECODERS.get(packet.linktype)

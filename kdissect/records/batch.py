@@ -66,9 +66,7 @@ def decode_batch(buf: bytes, pos: int, end: int, path: str, ctx: Context) -> Rec
     else:
         data, over = ctx.inflate(codec, memoryview(buf)[start:end], "batch", start, path)
         uncompressed_size = len(data)
-        records = decode_v2_records(
-            data, 0, len(data), base_offset, base_ts, max_ts if log_append else None, "record", path, ctx, cut=over
-        )
+        records = decode_v2_records(data, 0, len(data), base_offset, base_ts, max_ts if log_append else None, "record", path, ctx, cut=over)
     if len(records) != count and not over:
         ctx.report(
             "batch.record-count-mismatch",
@@ -240,17 +238,19 @@ def decode_v2_records(
                 f"{path}.record[{index}]",
             )
             p = rend
-        append(new(
-            base_offset + offset_delta,
-            base_ts + ts_delta if append_ts is None else append_ts,
-            offset_delta,
-            ts_delta,
-            attributes,
-            key,
-            value,
-            headers,
-            None,
-        ))
+        append(
+            new(
+                base_offset + offset_delta,
+                base_ts + ts_delta if append_ts is None else append_ts,
+                offset_delta,
+                ts_delta,
+                attributes,
+                key,
+                value,
+                headers,
+                None,
+            )
+        )
         index += 1
     return records
 

@@ -41,6 +41,7 @@ class Unpackers(dict):
         unpack = self[n] = struct.Struct(">" + self.fmt * n).unpack_from
         return unpack
 
+
 RecordsHook = Callable[[Any, int, int], Any]
 """Given (buffer, start, end) of a records field's bytes, returns its decoded value."""
 
