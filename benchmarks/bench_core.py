@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from kdissect.capture import open_capture  # noqa: E402
+from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 
 
@@ -36,8 +36,12 @@ def run_core(path: str, decode: bool) -> tuple[float, int, int]:
 
 def run_tshark(path: str, *extra: str) -> float:
     start = time.perf_counter()
-    subprocess.run(["tshark", "-r", path, "-T", "fields", "-e", "frame.number", *extra],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(
+        ["tshark", "-r", path, "-T", "fields", "-e", "frame.number", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
     return time.perf_counter() - start
 
 
@@ -52,8 +56,10 @@ def main() -> None:
         path = os.path.join(HERE, "data", f"core-{args.mb}mb.pcap")
         if not os.path.exists(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            subprocess.run([sys.executable, os.path.join(HERE, "synth.py"), path, "--mb", str(args.mb),
-                            "--codecs", "none,gzip,snappy,lz4,zstd"], check=True)
+            subprocess.run(
+                [sys.executable, os.path.join(HERE, "synth.py"), path, "--mb", str(args.mb), "--codecs", "none,gzip,snappy,lz4,zstd"],
+                check=True,
+            )
     size = os.path.getsize(path)
     rows = []
     seconds, packets, exchanges = min((run_core(path, decode=False) for _ in range(args.repeat)), key=lambda r: r[0])
@@ -62,7 +68,9 @@ def main() -> None:
     rows.append(("kdissect: the same, and decode everything", decoded))
     if shutil.which("tshark"):
         rows.append(("tshark -T fields -e frame.number", min(run_tshark(path) for _ in range(args.repeat))))
-        rows.append(("  the same, Kafka dissector disabled", min(run_tshark(path, "--disable-protocol", "kafka") for _ in range(args.repeat))))
+        rows.append(
+            ("  the same, Kafka dissector disabled", min(run_tshark(path, "--disable-protocol", "kafka") for _ in range(args.repeat)))
+        )
     else:
         print("tshark is not installed: no reference to compare with (apt-get install tshark)")
     reference = rows[2][1] if len(rows) > 2 else None

@@ -75,8 +75,13 @@ def _metadata() -> MetadataResponse:
             is_internal=False,
             partitions=tuple(
                 MetadataResponsePartition(
-                    error_code=ErrorCode.none, partition_index=p, leader_id=p % 3, leader_epoch=5,
-                    replica_nodes=(0, 1, 2), isr_nodes=(0, 1, 2), offline_replicas=(),
+                    error_code=ErrorCode.none,
+                    partition_index=p,
+                    leader_id=p % 3,
+                    leader_epoch=5,
+                    replica_nodes=(0, 1, 2),
+                    isr_nodes=(0, 1, 2),
+                    offline_replicas=(),
                 )
                 for p in range(3)
             ),
@@ -89,18 +94,34 @@ def _metadata() -> MetadataResponse:
 
 def _produce() -> ProduceRequest:
     partition = PartitionProduceData(index=0, records=_records(1, 5))
-    return ProduceRequest(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
-                          topic_data=(TopicProduceData(name="orders", partition_data=(partition,)),))
+    return ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(TopicProduceData(name="orders", partition_data=(partition,)),),
+    )
 
 
 def _fetch() -> FetchResponse:
     partitions = tuple(
-        PartitionData(partition_index=p, error_code=ErrorCode.none, high_watermark=100, last_stable_offset=100,
-                      log_start_offset=0, aborted_transactions=(), preferred_read_replica=-1, records=_records(3, 5))
+        PartitionData(
+            partition_index=p,
+            error_code=ErrorCode.none,
+            high_watermark=100,
+            last_stable_offset=100,
+            log_start_offset=0,
+            aborted_transactions=(),
+            preferred_read_replica=-1,
+            records=_records(3, 5),
+        )
         for p in range(2)
     )
-    return FetchResponse(throttle_time=NO_TIME, error_code=ErrorCode.none, session_id=7,
-                         responses=(FetchableTopicResponse(topic="orders", partitions=partitions),))
+    return FetchResponse(
+        throttle_time=NO_TIME,
+        error_code=ErrorCode.none,
+        session_id=7,
+        responses=(FetchableTopicResponse(topic="orders", partitions=partitions),),
+    )
 
 
 def _api_versions() -> ApiVersionsResponse:
@@ -113,9 +134,22 @@ CASES = [
     ("Metadata v12 response (100 topics)", 3, 12, "response", _metadata(), kp_metadata.MetadataResponse),
     ("Produce v9 request (5 records)", 0, 9, "request", _produce(), kp_produce.ProduceRequest),
     ("Fetch v12 response (6 batches)", 1, 12, "response", _fetch(), kp_fetch.FetchResponse),
-    ("Heartbeat v4 request", 12, 4, "request",
-     HeartbeatRequest(group_id="group", generation_id=3, member_id="member-1", group_instance_id=None), kp_group.HeartbeatRequest),
-    ("Heartbeat v4 response", 12, 4, "response", HeartbeatResponse(throttle_time=NO_TIME, error_code=ErrorCode.none), kp_group.HeartbeatResponse),
+    (
+        "Heartbeat v4 request",
+        12,
+        4,
+        "request",
+        HeartbeatRequest(group_id="group", generation_id=3, member_id="member-1", group_instance_id=None),
+        kp_group.HeartbeatRequest,
+    ),
+    (
+        "Heartbeat v4 response",
+        12,
+        4,
+        "response",
+        HeartbeatResponse(throttle_time=NO_TIME, error_code=ErrorCode.none),
+        kp_group.HeartbeatResponse,
+    ),
     ("ApiVersions v3 response", 18, 3, "response", _api_versions(), kp_api_versions.ApiVersionsResponse),
 ]
 
@@ -197,11 +231,14 @@ def main() -> None:
 
     reader_native = entity_reader.__module__ == native.__name__ or "kio_native" in repr(entity_reader)
     print(f"Python {sys.version.split()[0]}; kio reader: {'native extension ' + native.__name__ if reader_native else 'pure Python'}")
-    print("µs per message, best of %d; ratio = kdissect time / other time (>1: kdissect slower)\n" % repeats)
+    print(f"µs per message, best of {repeats}; ratio = kdissect time / other time (>1: kdissect slower)\n")
 
     raw_bodies = CompiledBodies(lambda buf, start, end: bytes(buf[start:end]))
     record_bodies = CompiledBodies(lambda buf, start, end: decode_records(buf[start:end]))
-    header = f"{'message':36} {'bytes':>6} {'kio':>8} {'kafka-py':>9} {'body':>8} {'×kio':>6} {'×kp':>6} {'+records':>9} {'Decoder':>8} {'×kio':>6} {'×kp':>6}"
+    header = (
+        f"{'message':36} {'bytes':>6} {'kio':>8} {'kafka-py':>9} {'body':>8} {'×kio':>6} {'×kp':>6}"
+        f" {'+records':>9} {'Decoder':>8} {'×kio':>6} {'×kp':>6}"
+    )
     print(header)
     print("-" * len(header))
     totals = [0.0] * 5
@@ -222,15 +259,23 @@ def main() -> None:
         mix.append(calls[2])
         t = best_us(calls, repeats, min_time)
         totals = [a + b for a, b in zip(totals, t)]
-        print(f"{label:36} {len(data):6} {t[0]:8.1f} {t[1]:9.1f} {t[2]:8.1f} {t[2] / t[0]:6.2f} {t[2] / t[1]:6.2f} "
-              f"{t[3]:9.1f} {t[4]:8.1f} {t[4] / t[0]:6.2f} {t[4] / t[1]:6.2f}")
+        print(
+            f"{label:36} {len(data):6} {t[0]:8.1f} {t[1]:9.1f} {t[2]:8.1f} {t[2] / t[0]:6.2f} {t[2] / t[1]:6.2f} "
+            f"{t[3]:9.1f} {t[4]:8.1f} {t[4] / t[0]:6.2f} {t[4] / t[1]:6.2f}"
+        )
     t = [x / len(CASES) for x in totals]
     print("-" * len(header))
-    print(f"{'mix, one of each (mean)':36} {'':6} {t[0]:8.1f} {t[1]:9.1f} {t[2]:8.1f} {t[2] / t[0]:6.2f} {t[2] / t[1]:6.2f} "
-          f"{t[3]:9.1f} {t[4]:8.1f} {t[4] / t[0]:6.2f} {t[4] / t[1]:6.2f}")
-    print("\nmessages/s over the mix: " + ", ".join(
-        f"{name} {1e6 / x:,.0f}" for name, x in zip(("kio", "kafka-python", "kdissect body", "kdissect +records", "kdissect Decoder"), t)
-    ))
+    print(
+        f"{'mix, one of each (mean)':36} {'':6} {t[0]:8.1f} {t[1]:9.1f} {t[2]:8.1f} {t[2] / t[0]:6.2f} {t[2] / t[1]:6.2f} "
+        f"{t[3]:9.1f} {t[4]:8.1f} {t[4] / t[0]:6.2f} {t[4] / t[1]:6.2f}"
+    )
+    print(
+        "\nmessages/s over the mix: "
+        + ", ".join(
+            f"{name} {1e6 / x:,.0f}"
+            for name, x in zip(("kio", "kafka-python", "kdissect body", "kdissect +records", "kdissect Decoder"), t)
+        )
+    )
 
     if args.profile:
         profiler = cProfile.Profile()

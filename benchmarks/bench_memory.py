@@ -12,7 +12,8 @@ ACKs. Frames are encoded once per connection and replayed with new correlation i
 about a minute. The hostile capture: thousands of connections, each sending one of: a 2 GiB size prefix, a
 negative one, a size prefix of 100 MB (the largest believed) followed by 64 KB and a FIN, an array count of
 2**31 - 1, a string length of 2**31 - 1, a record whose varints claim 2**31 bytes, two zstd batches that
-each decompress to 1 GiB (cut at 64 MiB, each costing that much decompression), and SYNs alone. Both are streamed to disk, never held in memory, and never committed.
+each decompress to 1 GiB (cut at 64 MiB, each costing that much decompression), and SYNs alone. Both are streamed
+to disk, never held in memory, and never committed.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def traffic(path: str, size: int, connections: int, partitions: int, records: in
         conv = Conversation(client=f"10.1.{i // 250}.{i % 250 + 1}", server="10.0.0.9", client_port=40000 + i, clock=clock)
         codecs = itertools.cycle(CODECS[i % len(CODECS) :] + CODECS[: i % len(CODECS)])
         batches = [
-            encode_batch([Draft(f"k{n}".encode(), os.urandom(value_size // 8) * 8, ((b"h", b"v"),), n) for n in range(records)], codec=next(codecs))
+            encode_batch(
+                [Draft(f"k{n}".encode(), os.urandom(value_size // 8) * 8, ((b"h", b"v"),), n) for n in range(records)], codec=next(codecs)
+            )
             for _ in range(partitions)
         ]
         frames = (

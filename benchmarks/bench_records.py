@@ -20,8 +20,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from kdissect.capture import open_capture  # noqa: E402
-from kdissect.decode.body import Body  # noqa: E402
+from kdissect.capture import open_capture
+from kdissect.decode.body import Body
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 
@@ -56,8 +56,9 @@ def tshark_verbose(path: str) -> float:
 
 def tshark_values(path: str) -> int:
     """Record values tshark decoded (kafka.message_value occurrences)."""
-    out = subprocess.run(["tshark", "-r", path, "-T", "fields", "-e", "kafka.message_value"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["tshark", "-r", path, "-T", "fields", "-e", "kafka.message_value"], capture_output=True, text=True, check=True
+    ).stdout
     return sum(len(line.split(",")) for line in out.splitlines() if line)
 
 
@@ -70,17 +71,35 @@ def main() -> None:
     if not tshark:
         print("tshark is not installed: no reference to compare with (apt-get install tshark)")
     os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
-    print(f"{'case':24} {'records':>9} {'kdissect rec/s':>15} {'tshark -V s':>12} {'kdissect s':>11} {'× tshark time':>14} {'tshark values':>14}")
+    print(
+        f"{'case':24} {'records':>9} {'kdissect rec/s':>15} {'tshark -V s':>12} {'kdissect s':>11}"
+        f" {'× tshark time':>14} {'tshark values':>14}"
+    )
     for label, codecs, per_batch in CASES:
         path = os.path.join(HERE, "data", f"records-{label.split(',')[0]}-{per_batch}-{args.mb}mb.pcap")
         if not os.path.exists(path):
-            subprocess.run([sys.executable, os.path.join(HERE, "synth.py"), path, "--mb", str(args.mb), "--codecs", ",".join(codecs),
-                            "--records", str(per_batch)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    os.path.join(HERE, "synth.py"),
+                    path,
+                    "--mb",
+                    str(args.mb),
+                    "--codecs",
+                    ",".join(codecs),
+                    "--records",
+                    str(per_batch),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         seconds, records = min((kdissect_records(path) for _ in range(args.repeat)), key=lambda r: r[0])
         if tshark:
             verbose = min(tshark_verbose(path) for _ in range(args.repeat))
             values = tshark_values(path)
-            print(f"{label:24} {records:9,} {records / seconds:15,.0f} {verbose:12.2f} {seconds:11.2f} {seconds / verbose:14.2f} {values:14,}")
+            print(
+                f"{label:24} {records:9,} {records / seconds:15,.0f} {verbose:12.2f} {seconds:11.2f} {seconds / verbose:14.2f} {values:14,}"
+            )
         else:
             print(f"{label:24} {records:9,} {records / seconds:15,.0f} {'-':>12} {seconds:11.2f} {'-':>14} {'-':>14}")
 

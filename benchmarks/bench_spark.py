@@ -94,7 +94,9 @@ def run_cli(paths: list[str]) -> float:
     started = time.perf_counter()
     for path in paths:
         with open(os.devnull, "w") as sink:
-            subprocess.run([sys.executable, "-c", "from kdissect.cli import main; main()", "read", "--json", "--quiet", path], stdout=sink, check=True)
+            subprocess.run(
+                [sys.executable, "-c", "from kdissect.cli import main; main()", "read", "--json", "--quiet", path], stdout=sink, check=True
+            )
     return time.perf_counter() - started
 
 
@@ -164,7 +166,10 @@ def main() -> None:
         for master in ("local[1]", "local[2]"):
             if master in results:
                 r = results[master]
-                print(f"  {master}: whole run {r['wall'] / base:.2f}, job alone {r['job'] / base:.2f}, job again (warm) {r['warm'] / base:.2f}")
+                print(
+                    f"  {master}: whole run {r['wall'] / base:.2f}, job alone {r['job'] / base:.2f},"
+                    f" job again (warm) {r['warm'] / base:.2f}"
+                )
     if "local[1]" in results and "local[2]" in results:
         one, two = results["local[1]"], results["local[2]"]
         print(f"  local[2] / local[1]: job {two['job'] / one['job']:.2f}, job again (warm) {two['warm'] / one['warm']:.2f}")

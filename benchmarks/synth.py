@@ -26,6 +26,8 @@ from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request,
 from kdissect.testing.record_encoder import Draft, encode_batch
 
 PRODUCE, FETCH = 0, 1
+
+
 def batches(rng: random.Random, codecs: list[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
     out = []
     for i, codec in zip(range(count), itertools.cycle(codecs)):
@@ -39,33 +41,68 @@ def batches(rng: random.Random, codecs: list[str], count: int, records: int, val
 
 def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng: random.Random):
     """The packets of one connection, one exchange pair at a time."""
-    conv = Conversation(client=f"10.1.{index // 250}.{index % 250 + 1}", server="10.0.0.9", client_port=40000 + index,
-                        server_isn=rng.randrange(1 << 32), client_isn=rng.randrange(1 << 32), clock=clock)
+    conv = Conversation(
+        client=f"10.1.{index // 250}.{index % 250 + 1}",
+        server="10.0.0.9",
+        client_port=40000 + index,
+        server_isn=rng.randrange(1 << 32),
+        client_isn=rng.randrange(1 << 32),
+        clock=clock,
+    )
     yield conv.handshake()
     correlation, offset = 1, 0
     while True:
         parts = batches(rng, args.codecs, args.partitions, args.records, args.value_size, offset)
-        produce = encode_body(PRODUCE, args.produce, "request", {
-            "Acks": -1, "TimeoutMs": 30000,
-            "TopicData": [{"Name": "bench", "PartitionData": [{"Index": p, "Records": b} for p, b in enumerate(parts)]}],
-        })
+        produce = encode_body(
+            PRODUCE,
+            args.produce,
+            "request",
+            {
+                "Acks": -1,
+                "TimeoutMs": 30000,
+                "TopicData": [{"Name": "bench", "PartitionData": [{"Index": p, "Records": b} for p, b in enumerate(parts)]}],
+            },
+        )
         flexible = is_flexible(PRODUCE, args.produce)
         yield conv.send(CLIENT, request(PRODUCE, args.produce, correlation, produce, client_id="bench"), args.mss)
-        answer = encode_body(PRODUCE, args.produce, "response", {
-            "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
-        })
+        answer = encode_body(
+            PRODUCE,
+            args.produce,
+            "response",
+            {
+                "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
+            },
+        )
         yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
         correlation += 1
-        fetch = encode_body(FETCH, args.fetch, "request", {
-            "ReplicaId": -1, "MaxWaitMs": 500, "MinBytes": 1, "MaxBytes": 52428800,
-            "Topics": [{"Topic": "bench", "Partitions": [{"Partition": p, "FetchOffset": offset} for p in range(len(parts))]}],
-        })
+        fetch = encode_body(
+            FETCH,
+            args.fetch,
+            "request",
+            {
+                "ReplicaId": -1,
+                "MaxWaitMs": 500,
+                "MinBytes": 1,
+                "MaxBytes": 52428800,
+                "Topics": [{"Topic": "bench", "Partitions": [{"Partition": p, "FetchOffset": offset} for p in range(len(parts))]}],
+            },
+        )
         yield conv.send(CLIENT, request(FETCH, args.fetch, correlation, fetch, client_id="bench"), args.mss)
-        answer = encode_body(FETCH, args.fetch, "response", {
-            "Responses": [{"Topic": "bench", "Partitions": [
-                {"PartitionIndex": p, "HighWatermark": offset + args.records, "Records": b} for p, b in enumerate(parts)
-            ]}],
-        })
+        answer = encode_body(
+            FETCH,
+            args.fetch,
+            "response",
+            {
+                "Responses": [
+                    {
+                        "Topic": "bench",
+                        "Partitions": [
+                            {"PartitionIndex": p, "HighWatermark": offset + args.records, "Records": b} for p, b in enumerate(parts)
+                        ],
+                    }
+                ],
+            },
+        )
         flexible = is_flexible(FETCH, args.fetch)
         yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
         correlation += 1

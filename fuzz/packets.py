@@ -20,7 +20,9 @@ OTHER_BROKER = (b"\x0a\x00\x00\x02", 19092)
 SYN, FIN, RST, ACK = 0x02, 0x01, 0x04, 0x10
 
 
-def raw_packet(src: tuple[bytes, int], dst: tuple[bytes, int], seq: int, ack: int, flags: int, payload: bytes, ts: int, index: int) -> Packet:
+def raw_packet(
+    src: tuple[bytes, int], dst: tuple[bytes, int], seq: int, ack: int, flags: int, payload: bytes, ts: int, index: int
+) -> Packet:
     tcp = _TCP.pack(src[1], dst[1], seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 12 | flags, 65535, 0, 0)
     ip = _IP.pack(0x45, 0, 20 + len(tcp) + len(payload), 0, 0, 64, 6, 0, src[0], dst[0])
     data = ip + tcp + payload

@@ -40,9 +40,16 @@ def fuzz_one(name: str, seconds: int, corpus: Path) -> tuple[bool, int, str]:
     if regressions.is_dir():
         seeds.append(str(regressions))
     command = [
-        sys.executable, "-m", f"fuzz.{name}", *seeds,
-        f"-max_total_time={seconds}", f"-timeout={TIMEOUT}", f"-rss_limit_mb={RSS_LIMIT_MB}",
-        f"-artifact_prefix={artifacts}/{name}-", "-print_final_stats=1", "-print_pcs=0",
+        sys.executable,
+        "-m",
+        f"fuzz.{name}",
+        *seeds,
+        f"-max_total_time={seconds}",
+        f"-timeout={TIMEOUT}",
+        f"-rss_limit_mb={RSS_LIMIT_MB}",
+        f"-artifact_prefix={artifacts}/{name}-",
+        "-print_final_stats=1",
+        "-print_pcs=0",
     ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     output = result.stdout + result.stderr

@@ -32,9 +32,7 @@ from kdissect.records.codecs import GZIP
 from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
 
 ROOT = Path(__file__).resolve().parent.parent
-CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(
-    p for p in (ROOT.parent / "shared" / "captures-public").glob("*.pcap*")
-)
+CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(p for p in (ROOT.parent / "shared" / "captures-public").glob("*.pcap*"))
 HARNESSES = ("pcap_reader", "reassembly", "framing", "message_decoder", "records", "dissect")
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 MAX_SEED = 32 << 10

@@ -44,7 +44,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None,
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = None,
 ) -> None:
     """A Kafka wire-protocol dissector: captures in, Kafka requests and responses out."""
 
@@ -71,7 +73,10 @@ def main(argv: list[str] | None = None) -> None:
         if not hasattr(exc, "format_message"):
             if os.environ.get("KDISSECT_DEBUG"):
                 raise
-            print(f"kdissect: internal error: {type(exc).__name__}: {exc} (please report it; KDISSECT_DEBUG=1 shows the traceback)", file=sys.stderr)
+            print(
+                f"kdissect: internal error: {type(exc).__name__}: {exc} (please report it; KDISSECT_DEBUG=1 shows the traceback)",
+                file=sys.stderr,
+            )
             _exit(EXIT_INTERNAL)
         context = getattr(exc, "ctx", None)
         path = getattr(context, "command_path", "kdissect") or "kdissect"

@@ -59,13 +59,10 @@ class Dissector:
         try:
             segment = self._segments.decode(packet)
         except Malformed as exc:
-            counters.malformed += 1
-            counters.malformed_codes[exc.code] = counters.malformed_codes.get(exc.code, 0) + 1
             self._shared.emit(Notice(Diagnostic(exc.code, exc.reason, "warning", "packet"), None, packet.ts, packet.index))
             return self._take()
         if segment is None:
             return self._take()
-        counters.tcp_segments += 1
         ts, index, src, sport, dst, dport, seq, ack, flags, payload, missing = segment
         entry = self._flows.get((src, sport, dst, dport))
         if entry is not None and not flags & 0x07:  # the common case: data or a bare ACK on a live connection

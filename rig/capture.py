@@ -70,17 +70,22 @@ def tcpdump(
         raise CaptureError("tcpdump is not installed (apt-get install tcpdump)")
     command = [
         binary,
-        "-i", interface,
-        "-s", "0",
+        "-i",
+        interface,
+        "-s",
+        "0",
         "--immediate-mode",
         # In immediate mode libpcap's ring has one slot per packet, each as large as the
         # snaplen (256 KiB with -s 0 on "any"), so the default 2 MiB ring holds ~8 packets
         # and a burst overflows it. 64 MiB holds hundreds.
-        "-B", "65536",
+        "-B",
+        "65536",
         "-U",  # write each packet out as it arrives
         "-n",
-        "-Z", getpass.getuser(),  # keep the file owned by whoever runs the rig
-        "-w", path,
+        "-Z",
+        getpass.getuser(),  # keep the file owned by whoever runs the rig
+        "-w",
+        path,
     ]
     if nano:
         command += ["--time-stamp-precision", "nano"]
@@ -91,8 +96,11 @@ def tcpdump(
     stats = CaptureStats()
     listening = threading.Event()
     proc = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
     def read_stderr() -> None:

@@ -100,8 +100,7 @@ def kcat_binary() -> str:
 def kcat_name(bundled: bool = True) -> str:
     """E.g. ``"kcat 1.7.1 (librdkafka 2.16.0)"``, read from ``kcat -V``."""
     try:
-        out = subprocess.run([kcat_binary(), "-V"], capture_output=True, text=True,
-                             env=kcat_env(bundled), timeout=10).stdout
+        out = subprocess.run([kcat_binary(), "-V"], capture_output=True, text=True, env=kcat_env(bundled), timeout=10).stdout
     except (RuntimeError, OSError):
         return "kcat (not installed)"
     version = re.search(r"Version (\S+)", out)
@@ -112,8 +111,7 @@ def kcat_name(bundled: bool = True) -> str:
 def all_client_versions() -> dict:
     """Every client the rig knows, for the capture line of a manifest."""
     out = {}
-    for key, fn in (("confluent-kafka", confluent_name), ("kafka-python", kafka_python_name),
-                    ("aiokafka", aiokafka_name)):
+    for key, fn in (("confluent-kafka", confluent_name), ("kafka-python", kafka_python_name), ("aiokafka", aiokafka_name)):
         try:
             out[key] = fn()
         except ImportError:

@@ -75,23 +75,62 @@ class Manifest:
     def op(self, client: str, op: str, result: str = "ok", **fields: Any) -> dict:
         return self.write("op", client=client, op=op, **fields, result=result)
 
-    def produced(self, client: str, *, topic: str, partition: Optional[int], offset: Optional[int],
-                 timestamp: Optional[int], key: Optional[bytes], value: Optional[bytes],
-                 headers: Optional[Iterable] = None, codec: str = "none", acks: Any = 1,
-                 **extra: Any) -> dict:
+    def produced(
+        self,
+        client: str,
+        *,
+        topic: str,
+        partition: Optional[int],
+        offset: Optional[int],
+        timestamp: Optional[int],
+        key: Optional[bytes],
+        value: Optional[bytes],
+        headers: Optional[Iterable] = None,
+        codec: str = "none",
+        acks: Any = 1,
+        **extra: Any,
+    ) -> dict:
         return self.write(
-            "produced", client=client, topic=topic, partition=partition, offset=offset,
-            timestamp=timestamp, key=enc(key), value=enc(value), headers=enc_headers(headers),
-            codec=codec, acks=acks, **extra,
+            "produced",
+            client=client,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            timestamp=timestamp,
+            key=enc(key),
+            value=enc(value),
+            headers=enc_headers(headers),
+            codec=codec,
+            acks=acks,
+            **extra,
         )
 
-    def consumed(self, client: str, *, group: Optional[str], topic: str, partition: int,
-                 offset: int, timestamp: Optional[int], key: Optional[bytes],
-                 value: Optional[bytes], headers: Optional[Iterable] = None, **extra: Any) -> dict:
+    def consumed(
+        self,
+        client: str,
+        *,
+        group: Optional[str],
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: Optional[int],
+        key: Optional[bytes],
+        value: Optional[bytes],
+        headers: Optional[Iterable] = None,
+        **extra: Any,
+    ) -> dict:
         return self.write(
-            "consumed", client=client, group=group, topic=topic, partition=partition,
-            offset=offset, timestamp=timestamp, key=enc(key), value=enc(value),
-            headers=enc_headers(headers), **extra,
+            "consumed",
+            client=client,
+            group=group,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            timestamp=timestamp,
+            key=enc(key),
+            value=enc(value),
+            headers=enc_headers(headers),
+            **extra,
         )
 
     def read(self) -> list[dict]:

@@ -67,8 +67,25 @@ def netns_pair(mtu: int = 1500, tag: str | None = None) -> Iterator[NetnsPair]:
         for ns in (pair.broker_ns, pair.client_ns):
             _ip("netns", "add", ns)
             created.append(ns)
-        _ip("link", "add", "name", pair.broker_if, "netns", pair.broker_ns, "mtu", str(mtu),
-            "type", "veth", "peer", "name", pair.client_if, "netns", pair.client_ns, "mtu", str(mtu))
+        _ip(
+            "link",
+            "add",
+            "name",
+            pair.broker_if,
+            "netns",
+            pair.broker_ns,
+            "mtu",
+            str(mtu),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            pair.client_if,
+            "netns",
+            pair.client_ns,
+            "mtu",
+            str(mtu),
+        )
         for ns, iface, addr in (
             (pair.broker_ns, pair.broker_if, pair.broker_ip),
             (pair.client_ns, pair.client_if, pair.client_ip),
@@ -80,8 +97,7 @@ def netns_pair(mtu: int = 1500, tag: str | None = None) -> Iterator[NetnsPair]:
                 # Without this the kernel hands tcpdump 64 KiB "segments" (TSO/GSO)
                 # and the capture no longer shows MTU-sized frames. Checksum offload
                 # off too, so the captured checksums are the real ones.
-                _in_ns(ns, "ethtool", "-K", iface, "tso", "off", "gso", "off", "gro", "off",
-                       "tx", "off", "rx", "off")
+                _in_ns(ns, "ethtool", "-K", iface, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off")
             else:
                 raise RuntimeError("ethtool is not installed (apt-get install ethtool)")
         yield pair

@@ -69,8 +69,8 @@ def read_pcap(path: str) -> PcapFile:
     packets = []
     pos = 24
     while pos + 16 <= len(data):
-        sec, frac, caplen, wire_len = struct.unpack(endian + "IIII", data[pos:pos + 16])
-        frame = data[pos + 16:pos + 16 + caplen]
+        sec, frac, caplen, wire_len = struct.unpack(endian + "IIII", data[pos : pos + 16])
+        frame = data[pos + 16 : pos + 16 + caplen]
         pos += 16 + caplen
         ts = sec + frac / (1e9 if nano else 1e6)
         packet = _parse_frame(linktype, frame, ts, wire_len)
@@ -83,7 +83,7 @@ def _parse_frame(linktype: int, frame: bytes, ts: float, wire_len: int):
     if linktype == LINKTYPE_ETHERNET:
         ethertype, off = struct.unpack("!H", frame[12:14])[0], 14
         while ethertype == 0x8100:  # VLAN tags
-            ethertype, off = struct.unpack("!H", frame[off + 2:off + 4])[0], off + 4
+            ethertype, off = struct.unpack("!H", frame[off + 2 : off + 4])[0], off + 4
     elif linktype == LINKTYPE_LINUX_SLL:
         ethertype, off = struct.unpack("!H", frame[14:16])[0], 16
     elif linktype == LINKTYPE_LINUX_SLL2:
@@ -102,8 +102,7 @@ def _parse_frame(linktype: int, frame: bytes, ts: float, wire_len: int):
     sport, dport, seq = struct.unpack("!HHI", tcp[:8])
     data_off = (tcp[12] >> 4) * 4
     flags = tcp[13]
-    return Packet(ts, (_ip(src_ip), sport), (_ip(dst_ip), dport), seq, flags, bytes(tcp[data_off:]),
-                  wire_len)
+    return Packet(ts, (_ip(src_ip), sport), (_ip(dst_ip), dport), seq, flags, bytes(tcp[data_off:]), wire_len)
 
 
 def _ip(raw: bytes) -> str:
@@ -146,7 +145,7 @@ def reassemble(packets: list) -> dict:
                 stream.gaps += 1
                 out.extend(b"\0" * (off - len(out)))
             if end > len(out):
-                out.extend(payload[len(out) - off:])
+                out.extend(payload[len(out) - off :])
             stream.segments.append((off, len(payload)))
         stream.data = bytes(out)
         streams[key] = stream
@@ -165,12 +164,12 @@ def frames(stream: Stream) -> Iterator[Frame]:
     pos = 0
     data = stream.data
     while pos + 4 <= len(data):
-        size = struct.unpack("!i", data[pos:pos + 4])[0]
+        size = struct.unpack("!i", data[pos : pos + 4])[0]
         if size < 0 or pos + 4 + size > len(data):
             break
         start, end = pos, pos + 4 + size
         segs = sum(1 for off, ln in stream.segments if off < end and off + ln > start)
-        yield Frame(pos, size, data[pos + 4:end], segs)
+        yield Frame(pos, size, data[pos + 4 : end], segs)
         pos = end
 
 
@@ -195,12 +194,12 @@ def batch_codecs(data: bytes, legacy: bool = True) -> Counter:
     while 0 <= pos < n:
         start = pos - 16
         if start >= 0 and pos + 7 <= n:
-            length = struct.unpack("!i", data[start + 8:start + 12])[0]
+            length = struct.unpack("!i", data[start + 8 : start + 12])[0]
             end = start + 12 + length
             if 49 <= length and end <= n:
-                crc = struct.unpack("!I", data[pos + 1:pos + 5])[0]
-                if crc32c is None or crc32c(data[pos + 5:end]) == crc:
-                    attrs = struct.unpack("!h", data[pos + 5:pos + 7])[0]
+                crc = struct.unpack("!I", data[pos + 1 : pos + 5])[0]
+                if crc32c is None or crc32c(data[pos + 5 : end]) == crc:
+                    attrs = struct.unpack("!h", data[pos + 5 : pos + 7])[0]
                     tag = "v2 " + CODEC_NAMES.get(attrs & 7, str(attrs & 7))
                     if attrs & 0x10:
                         tag += " transactional"
@@ -214,11 +213,11 @@ def batch_codecs(data: bytes, legacy: bool = True) -> Counter:
             if magic > 1:
                 continue
             start = pos - 16
-            size = struct.unpack("!i", data[start + 8:start + 12])[0]
+            size = struct.unpack("!i", data[start + 8 : start + 12])[0]
             end = start + 12 + size
             if size < 14 or end > n:
                 continue
-            crc = struct.unpack("!I", data[start + 12:start + 16])[0]
+            crc = struct.unpack("!I", data[start + 12 : start + 16])[0]
             if zlib.crc32(data[pos:end]) == crc:
                 found[f"v{magic} " + CODEC_NAMES.get(data[pos + 1] & 7, "?")] += 1
     return found
@@ -293,7 +292,7 @@ def summarize(path: str, port: int | None = None) -> Summary:
             order[src].append(corr)
             clen = struct.unpack("!h", fr.body[8:10])[0]
             if clen >= 0:
-                client_ids.add(fr.body[10:10 + clen].decode("utf-8", "replace"))
+                client_ids.add(fr.body[10 : 10 + clen].decode("utf-8", "replace"))
             max_frame = max(max_frame, fr.size)
             max_segs = max(max_segs, fr.segments)
     for (src, dst), stream in ordered:
@@ -341,12 +340,14 @@ def summarize(path: str, port: int | None = None) -> Summary:
 def main(argv: list[str]) -> int:
     for path in argv:
         s = summarize(path)
-        print(f"{path}: {s.linktype}{' nano' if s.nano else ''}, {s.packets} packets, "
-              f"{s.connections} connections, {sum(s.requests.values())} requests, "
-              f"{s.responses} responses, {len(s.unanswered)} unanswered "
-              f"(+{len(s.unanswered_at_close)} cut off by a close), {s.gaps} gaps, "
-              f"largest frame {s.max_frame} B over up to {s.max_segments_per_frame} segments, "
-              f"largest packet {s.mtu_max_packet} B")
+        print(
+            f"{path}: {s.linktype}{' nano' if s.nano else ''}, {s.packets} packets, "
+            f"{s.connections} connections, {sum(s.requests.values())} requests, "
+            f"{s.responses} responses, {len(s.unanswered)} unanswered "
+            f"(+{len(s.unanswered_at_close)} cut off by a close), {s.gaps} gaps, "
+            f"largest frame {s.max_frame} B over up to {s.max_segments_per_frame} segments, "
+            f"largest packet {s.mtu_max_packet} B"
+        )
         print("  " + s.api_table())
         print("  batches: " + ", ".join(f"{k} x{n}" for k, n in sorted(s.codecs().items())))
         for label, items in (("unanswered", s.unanswered), ("cut off by a close", s.unanswered_at_close)):

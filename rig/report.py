@@ -1,7 +1,7 @@
 """Summaries of the corpus: re-check captures and print the table of captures/README.md.
 
-    python -m rig check            # every capture whole and agreeing with its manifest
-    python -m rig table            # the markdown table, from the files themselves
+python -m rig check            # every capture whole and agreeing with its manifest
+python -m rig table            # the markdown table, from the files themselves
 """
 
 from __future__ import annotations
@@ -42,29 +42,41 @@ def _notes(lines: list[dict], summary: pcapinfo.Summary) -> str:
             errors[f"{line.get('op', 'produce')}: {result.split(':')[0]}"] += 1
     notes += [f"{text}" + (f" x{n}" if n > 1 else "") for text, n in sorted(errors.items())]
     if summary.unanswered_at_close:
-        notes.append("no reply before close: " + ", ".join(
-            f"{pcapinfo.api_name(k)} v{v}" for k, v, _ in summary.unanswered_at_close))
+        notes.append("no reply before close: " + ", ".join(f"{pcapinfo.api_name(k)} v{v}" for k, v, _ in summary.unanswered_at_close))
     if summary.max_segments_per_frame > 1:
         notes.append(f"frames up to {summary.max_frame} B over {summary.max_segments_per_frame} segments")
     return "; ".join(notes)
 
 
 def table(registry: dict[str, Scenario], out: Path = CAPTURES) -> str:
-    rows = ["| file | bytes | scenario | clients | link | API key(version)s seen (requests) | "
-            "batches seen (requests + responses) | records p/c | notes |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| file | bytes | scenario | clients | link | API key(version)s seen (requests) | "
+        "batches seen (requests + responses) | records p/c | notes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for sc in captured(registry, out):
         pcap = out / f"{sc.name}.pcap"
         lines = Manifest(str(out / f"{sc.name}.manifest.jsonl")).read()
         head = lines[0]
         summary = pcapinfo.summarize(str(pcap), head["broker"]["port"])
         clients = sorted({line["client"] for line in lines[1:] if "client" in line})
-        link = f"{summary.linktype}" + (" ns" if summary.nano else "") + (
-            f", MTU {head['mtu']}" if head.get("mtu") else "")
+        link = f"{summary.linktype}" + (" ns" if summary.nano else "") + (f", MTU {head['mtu']}" if head.get("mtu") else "")
         codecs = ", ".join(f"{k} x{n}" for k, n in sorted(summary.codecs().items())) or "-"
         produced = sum(1 for line in lines if line["kind"] == "produced")
         consumed = sum(1 for line in lines if line["kind"] == "consumed")
-        rows.append(" | ".join([
-            f"| {pcap.name}", str(pcap.stat().st_size), sc.title, "<br>".join(clients), link,
-            summary.api_table(), codecs, f"{produced}/{consumed}", _notes(lines, summary) + " |"]))
+        rows.append(
+            " | ".join(
+                [
+                    f"| {pcap.name}",
+                    str(pcap.stat().st_size),
+                    sc.title,
+                    "<br>".join(clients),
+                    link,
+                    summary.api_table(),
+                    codecs,
+                    f"{produced}/{consumed}",
+                    _notes(lines, summary) + " |",
+                ]
+            )
+        )
     return "\n".join(rows)

@@ -32,8 +32,7 @@ class CheckFailed(RuntimeError):
     pass
 
 
-def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_PORT,
-                 verbose: bool = True) -> pcapinfo.Summary:
+def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_PORT, verbose: bool = True) -> pcapinfo.Summary:
     out_dir.mkdir(parents=True, exist_ok=True)
     pcap = out_dir / f"{sc.name}.pcap"
     manifest_path = out_dir / f"{sc.name}.manifest.jsonl"
@@ -60,8 +59,7 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             scenario=sc.name,
             title=sc.title,
             file=pcap.name,
-            broker={"software": "tansu", "version": broker.version, "host": broker.host,
-                    "port": broker.port, "storage": "memory"},
+            broker={"software": "tansu", "version": broker.version, "host": broker.host, "port": broker.port, "storage": "memory"},
             clients=clients.all_client_versions(),
             interface=interface,
             link_type=None,  # filled in from the pcap afterwards
@@ -73,8 +71,7 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             date=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
             command=f"python -m rig {sc.name}",
         )
-        stats = stack.enter_context(
-            tcpdump(str(pcap), interface, f"tcp port {broker.port}", netns=capture_ns, nano=sc.nano))
+        stats = stack.enter_context(tcpdump(str(pcap), interface, f"tcp port {broker.port}", netns=capture_ns, nano=sc.nano))
         _run_workload(sc, broker.bootstrap, manifest_path, client_ns, verbose)
     _fix_link_type(manifest_path, pcap)
     if verbose:
@@ -95,10 +92,8 @@ def _fix_link_type(manifest_path: Path, pcap: Path) -> None:
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
-def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None,
-                  verbose: bool) -> None:
-    command = [sys.executable, "-m", "rig", "workload", sc.name,
-               "--bootstrap", bootstrap, "--manifest", str(manifest_path)]
+def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None, verbose: bool) -> None:
+    command = [sys.executable, "-m", "rig", "workload", sc.name, "--bootstrap", bootstrap, "--manifest", str(manifest_path)]
     if netns is not None:
         command = ["ip", "netns", "exec", netns, *command]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -114,8 +109,7 @@ def check(sc: Scenario, pcap: Path, manifest_path: Path, port: int) -> pcapinfo.
     if summary.gaps:
         problems.append(f"{summary.gaps} TCP sequence gaps (lost packets)")
     if summary.unanswered:
-        problems.append("unanswered requests: " + ", ".join(
-            f"{pcapinfo.api_name(k)} v{v} corr {c}" for k, v, c in summary.unanswered))
+        problems.append("unanswered requests: " + ", ".join(f"{pcapinfo.api_name(k)} v{v} corr {c}" for k, v, c in summary.unanswered))
     seen = {key for key, _ in summary.requests}
     missing = sorted(set(sc.expect_apis) - seen)
     if missing:
@@ -123,8 +117,11 @@ def check(sc: Scenario, pcap: Path, manifest_path: Path, port: int) -> pcapinfo.
     lines = Manifest(str(manifest_path)).read()
     if not lines or lines[0].get("kind") != "capture":
         problems.append("manifest does not start with a capture line")
-    codec_at = {(ln["topic"], ln["partition"], ln["offset"]): ln.get("codec")
-                for ln in lines if ln["kind"] == "produced" and ln.get("offset") is not None}
+    codec_at = {
+        (ln["topic"], ln["partition"], ln["offset"]): ln.get("codec")
+        for ln in lines
+        if ln["kind"] == "produced" and ln.get("offset") is not None
+    }
     for line in lines:
         if line["kind"] not in ("produced", "consumed"):
             continue

@@ -133,7 +133,9 @@ def struct_of(fields: tuple[Field, ...], version: int, flex: bool) -> st.SearchS
     def build(parts: tuple[tuple[Any, ...], tuple[Any, ...], list[tuple[int, bytes]]]) -> Struct:
         values, tag_values, extra = parts
         tags: list[tuple[int, str, Any]] = [
-            (f.tag, f.name, value) for f, value in zip(tagged, tag_values) if value is not ABSENT  # type: ignore[misc]
+            (f.tag, f.name, value)
+            for f, value in zip(tagged, tag_values)
+            if value is not ABSENT  # type: ignore[misc]
         ]
         tags += [(tag, f"unknown tag {tag}", UnknownTag(tag, data, -1)) for tag, data in extra]
         tags.sort(key=lambda t: t[0])

@@ -524,8 +524,6 @@ def indexed(path: str, split_size: int) -> tuple[ranges.CaptureInfo, list[ranges
     return info, planned, found
 
 
-
-
 def true_offsets(path: str) -> list[int]:
     with open_capture(path) as capture:
         return [p.offset for p in capture.packets()]

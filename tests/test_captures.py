@@ -75,11 +75,17 @@ def produced(exchanges: list[Exchange]) -> list[dict]:
             first = records[0].offset if records else 0
             base = base_offsets.get((placed.topic, placed.partition))
             for record in records:
-                out.append({
-                    "topic": placed.topic, "partition": placed.partition, "key": record.key, "value": record.value,
-                    "headers": headers_of(record), "timestamp": record.timestamp,
-                    "offset": None if base is None else base + record.offset - first,
-                })
+                out.append(
+                    {
+                        "topic": placed.topic,
+                        "partition": placed.partition,
+                        "key": record.key,
+                        "value": record.value,
+                        "headers": headers_of(record),
+                        "timestamp": record.timestamp,
+                        "offset": None if base is None else base + record.offset - first,
+                    }
+                )
     return out
 
 
@@ -129,8 +135,11 @@ def test_produced_records_equal_the_manifest(path):
     for entry in expected:
         key, value = decode_bytes(entry["key"]), decode_bytes(entry["value"])
         matches = [
-            r for r in decoded
-            if r["topic"] == entry["topic"] and r["key"] == key and r["value"] == value
+            r
+            for r in decoded
+            if r["topic"] == entry["topic"]
+            and r["key"] == key
+            and r["value"] == value
             and (entry["partition"] is None or r["partition"] == entry["partition"])
             and [(k, v) for k, v in r["headers"]] == manifest_headers(entry)
         ]

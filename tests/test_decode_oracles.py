@@ -66,12 +66,12 @@ def same_float(a: float, b: Any) -> bool:
 # ================================================================================================ kio
 
 kio_index = pytest.importorskip("kio.index")
-from kio.schema.index import schema_name_map  # noqa: E402
-from kio.serial import entity_writer  # noqa: E402
-from kio.serial._implicit_defaults import get_tagged_field_default  # noqa: E402
-from kio.serial._introspect import get_field_tag  # noqa: E402
-from kio.static.constants import EntityType  # noqa: E402
-from kio.static.primitive import Interval, Records  # noqa: E402
+from kio.schema.index import schema_name_map
+from kio.serial import entity_writer
+from kio.serial._implicit_defaults import get_tagged_field_default
+from kio.serial._introspect import get_field_tag
+from kio.static.constants import EntityType
+from kio.static.primitive import Interval, Records
 
 KIO_RENAMED = {
     # (api key, kio field): kdissect's name. The specs renamed these; the wire did not change.
@@ -253,11 +253,11 @@ def test_kio_covers_what_it_claims():
 # ======================================================================================= kafka-python
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
-from kafka.protocol.api_message import ApiMessage  # noqa: E402
-from kafka.protocol.old import types as old_types  # noqa: E402
-from kafka.protocol.old.api import Request as OldRequest  # noqa: E402
-from kafka.protocol.old.api import Response as OldResponse  # noqa: E402
-from kafka.protocol.schemas.fields.codecs import BitField  # noqa: E402
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.old import types as old_types
+from kafka.protocol.old.api import Request as OldRequest
+from kafka.protocol.old.api import Response as OldResponse
+from kafka.protocol.schemas.fields.codecs import BitField
 
 for _module in pkgutil.walk_packages(kafka_protocol.__path__, "kafka.protocol."):
     importlib.import_module(_module.name)
@@ -312,7 +312,7 @@ class KafkaPythonGenerator:
         if t == "uuid":
             return uuid.UUID(int=self.r.getrandbits(128))
         if t == "string":
-            return self.r.choice(["", "é", "topic-%d" % self.r.randint(0, 99), "日本語"])
+            return self.r.choice(["", "é", f"topic-{self.r.randint(0, 99)}", "日本語"])
         if t in ("bytes", "records"):
             return bytes(self.r.getrandbits(8) for _ in range(self.r.randint(0, 6)))
         raise AssertionError(f"no generator for kafka-python type {t}")
@@ -492,15 +492,41 @@ def test_kafka_python_skips_are_still_wrong(name):
 CAPTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "captures-public"
 TSHARK = shutil.which("tshark")
 T_FIELDS = [
-    "tcp.srcport", "tcp.dstport", "kafka.request_key", "kafka.request.version", "kafka.response.version",
-    "kafka.correlation_id", "kafka.client_id", "kafka.topic_name", "kafka.partition_id", "kafka.error",
-    "kafka.api_versions.api_key", "kafka.api_versions.min_version", "kafka.api_versions.max_version", "_ws.expert.message",
+    "tcp.srcport",
+    "tcp.dstport",
+    "kafka.request_key",
+    "kafka.request.version",
+    "kafka.response.version",
+    "kafka.correlation_id",
+    "kafka.client_id",
+    "kafka.topic_name",
+    "kafka.partition_id",
+    "kafka.error",
+    "kafka.api_versions.api_key",
+    "kafka.api_versions.min_version",
+    "kafka.api_versions.max_version",
+    "_ws.expert.message",
 ]
 
 
 def tshark_rows(path: Path) -> list[dict[str, list[str]]]:
-    command = [TSHARK, "-r", str(path), "-d", "tcp.port==36333,kafka", "-Y", "kafka", "-T", "fields",
-               "-E", "separator=\t", "-E", "occurrence=a", "-E", "aggregator=\x1f"]
+    command = [
+        TSHARK,
+        "-r",
+        str(path),
+        "-d",
+        "tcp.port==36333,kafka",
+        "-Y",
+        "kafka",
+        "-T",
+        "fields",
+        "-E",
+        "separator=\t",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=\x1f",
+    ]
     for f in T_FIELDS:
         command += ["-e", f]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout

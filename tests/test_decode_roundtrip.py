@@ -147,14 +147,37 @@ def _peak_allocation(fn) -> int:
 LYING = [
     # (description, api key, version, direction, body bytes, field the diagnostic names)
     ("int32 count of structs", 3, 5, "response", struct.pack(">ii", 0, 2**31 - 1), "Brokers"),
-    ("int32 count of int32s", 3, 0, "response", struct.pack(">i", 0) + struct.pack(">i", 1) + struct.pack(">h", 0)
-     + struct.pack(">h", 1) + b"t" + struct.pack(">i", 1) + struct.pack(">hii", 0, 0, 0) + struct.pack(">i", 2**31 - 1) + bytes(4),
-     "Topics[0].Partitions[0].ReplicaNodes"),
+    (
+        "int32 count of int32s",
+        3,
+        0,
+        "response",
+        struct.pack(">i", 0)
+        + struct.pack(">i", 1)
+        + struct.pack(">h", 0)
+        + struct.pack(">h", 1)
+        + b"t"
+        + struct.pack(">i", 1)
+        + struct.pack(">hii", 0, 0, 0)
+        + struct.pack(">i", 2**31 - 1)
+        + bytes(4),
+        "Topics[0].Partitions[0].ReplicaNodes",
+    ),
     ("int32 count of strings", 15, 0, "request", struct.pack(">i", 2**31 - 1), "Groups"),
     ("compact count of structs", 3, 12, "response", struct.pack(">i", 0) + write_uvarint(2**31), "Brokers"),
-    ("compact count of uuids in a tagged field", 63, 1, "request",
-     struct.pack(">iqq??", 1, 2, 3, False, False) + write_uvarint(1) + write_uvarint(0) + write_uvarint(9) + write_uvarint(2**31 - 1) + bytes(4),
-     "OfflineLogDirs"),
+    (
+        "compact count of uuids in a tagged field",
+        63,
+        1,
+        "request",
+        struct.pack(">iqq??", 1, 2, 3, False, False)
+        + write_uvarint(1)
+        + write_uvarint(0)
+        + write_uvarint(9)
+        + write_uvarint(2**31 - 1)
+        + bytes(4),
+        "OfflineLogDirs",
+    ),
 ]
 
 

@@ -37,7 +37,9 @@ class Recorder:
         else:
             find = lambda buf, start: find_response(buf, start, max_size, self.correlations)
         self.correlations: list[int] = []
-        self.framer = Framer(self.frames.append, lambda d, ts, i: self.reports.append((d.code, d.offset)), find, 8 if requests else 4, max_size, synced)
+        self.framer = Framer(
+            self.frames.append, lambda d, ts, i: self.reports.append((d.code, d.offset)), find, 8 if requests else 4, max_size, synced
+        )
         self.index = 0
 
     def data(self, chunk: bytes) -> None:
@@ -481,7 +483,9 @@ def test_produce_acks_zero_left_at_the_end() -> None:
 
 
 def test_orphan_response() -> None:
-    evs = exchange_session((CLIENT, craft.request(3, 1, 1, b"\0\0\0\0")), (SERVER, craft.response(99, b"\0")), (SERVER, craft.response(1, b"\0")))
+    evs = exchange_session(
+        (CLIENT, craft.request(3, 1, 1, b"\0\0\0\0")), (SERVER, craft.response(99, b"\0")), (SERVER, craft.response(1, b"\0"))
+    )
     assert statuses(evs) == [("orphan-response", 99), ("ok", 1)]
 
 

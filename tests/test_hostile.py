@@ -362,7 +362,9 @@ def test_two_gib_size_prefix() -> None:
     found again and the neighbours on the same connection decode."""
     garbage = struct.pack(">i", 2**31 - 1) + b"\xee" * 64
     packets = conversation(
-        (CLIENT, small(1)), (CLIENT, garbage), (CLIENT, small(2)),
+        (CLIENT, small(1)),
+        (CLIENT, garbage),
+        (CLIENT, small(2)),
         (SERVER, craft.response(1, b"\0" * 8) + craft.response(2, b"\0" * 8)),
     )
     tracemalloc.start()
@@ -406,7 +408,9 @@ def test_garbage_frame_between_exchanges_costs_only_itself() -> None:
     """A well-sized frame of 0xff bytes reads as API key -1: kept raw as its own exchange, the neighbours intact."""
     garbage = struct.pack(">i", 30) + b"\xff" * 30
     packets = conversation(
-        (CLIENT, small(1)), (CLIENT, garbage), (CLIENT, small(2)),
+        (CLIENT, small(1)),
+        (CLIENT, garbage),
+        (CLIENT, small(2)),
         (SERVER, craft.response(1, b"\0" * 8) + craft.response(2, b"\0" * 8)),
     )
     found = exchanges(dissect(packets))
@@ -467,10 +471,16 @@ def test_acks_zero_requests_wait_only_within_their_own_bound() -> None:
 def test_acks_zero_bound_leaves_requests_that_expect_answers_in_place() -> None:
     conv = craft.Conversation()
     frames = [small(1)] + [produce(c, b"", acks=0) for c in (2, 3, 4)] + [small(5)]
-    packets = conv.handshake() + conv.send(CLIENT, b"".join(frames)) + conv.send(SERVER, craft.response(1, b"\0") + craft.response(5, b"\0"))
+    packets = (
+        conv.handshake() + conv.send(CLIENT, b"".join(frames)) + conv.send(SERVER, craft.response(1, b"\0") + craft.response(5, b"\0"))
+    )
     events = dissect(packets + conv.close(), max_outstanding_acks_zero=2)
     assert [(e.status, e.correlation_id) for e in exchanges(events)] == [
-        ("no-response-expected", 2), ("ok", 1), ("no-response-expected", 3), ("no-response-expected", 4), ("ok", 5)
+        ("no-response-expected", 2),
+        ("ok", 1),
+        ("no-response-expected", 3),
+        ("no-response-expected", 4),
+        ("ok", 5),
     ]
 
 
@@ -533,7 +543,12 @@ def test_bad_crc_and_failed_decompression_stay_in_their_exchange() -> None:
     bad_crc[-1] ^= 1
     broken = bytearray(encode_batch([Draft(b"k", b"v" * 500)], codec="lz4"))
     broken[70:90] = b"\xaa" * 20
-    frames = [(CLIENT, produce(1, good)), (CLIENT, produce(2, bytes(bad_crc))), (CLIENT, produce(3, bytes(broken))), (CLIENT, produce(4, good))]
+    frames = [
+        (CLIENT, produce(1, good)),
+        (CLIENT, produce(2, bytes(bad_crc))),
+        (CLIENT, produce(3, bytes(broken))),
+        (CLIENT, produce(4, good)),
+    ]
     frames += [(SERVER, craft.response(c, b"\0" * 12)) for c in (1, 2, 3, 4)]
     found = {e.correlation_id: codes(e.request) for e in exchanges(dissect(conversation(*frames)))}
     assert found[1] == [] and found[4] == []
@@ -558,7 +573,12 @@ def test_record_lengths_past_their_record_copy_nothing_more() -> None:
     assert peak < 64 << 20
     kept = sum(len(r.key or b"") + len(r.value or b"") for r in records.records())
     assert kept <= len(blob)
-    assert {d.code for d in records.diagnostics} <= {"batch.crc-mismatch", "record.bad-length", "record.bad-header-count", "varint.truncated"}
+    assert {d.code for d in records.diagnostics} <= {
+        "batch.crc-mismatch",
+        "record.bad-length",
+        "record.bad-header-count",
+        "varint.truncated",
+    }
 
 
 # -- the fuzzers' findings ------------------------------------------------------------------------------------------

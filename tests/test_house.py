@@ -93,8 +93,11 @@ def test_imports_follow_the_floors() -> None:
 
 
 def test_nothing_in_the_product_imports_the_test_tools() -> None:
-    users = [name for name, path in modules().items() if unit_of(name) != "testing" and any(
-        unit_of(target) == "testing" for target in imports(path))]
+    users = [
+        name
+        for name, path in modules().items()
+        if unit_of(name) != "testing" and any(unit_of(target) == "testing" for target in imports(path))
+    ]
     assert not users
 
 

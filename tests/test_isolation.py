@@ -274,7 +274,9 @@ def test_flip_a_size_prefix(name: str, data: st.DataObject) -> None:
     at = start + data.draw(st.integers(0, 3))
     packets = _flip(base, direction, key[0], key[1], at, at + 1, data.draw(st.integers(1, 255)))
     flipped = next(
-        i + 1 for i, carried in enumerate(base.ranges) if carried and carried[:3] == (key[0], key[1], direction) and carried[3] <= at < carried[4]
+        i + 1
+        for i, carried in enumerate(base.ranges)
+        if carried and carried[:3] == (key[0], key[1], direction) and carried[3] <= at < carried[4]
     )
     touched = {other for other, frames in base.frames.items() if other[:2] == key[:2] and max(last for *_, last in frames) >= flipped}
     assert_untouched_identical(base, decode(packets), touched)

@@ -20,11 +20,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kdissect.capture import open_capture  # noqa: E402
+from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
-from kdissect.events import ConnectionEnd, Exchange, Notice  # noqa: E402
-from kdissect.views import json_lines  # noqa: E402
-from kdissect.views.stats import Stats  # noqa: E402
+from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.views import json_lines
+from kdissect.views.stats import Stats
 
 DOC = ROOT / "docs" / "json.md"
 MARKER = re.compile(r"<!-- example: (\S+) (\w+)=(\S+)(?: drop=(\d+))? -->\n```json\n(.*?)\n```", re.S)

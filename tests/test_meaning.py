@@ -36,10 +36,18 @@ def exchanges(conversations: list[tuple[Conversation, list[tuple[int, int, dict,
 
 def sasl(mechanism: str, client_first: bytes, server_first: bytes = b"", **options) -> list[Exchange]:
     conv = Conversation(clock=Clock())
-    return exchanges([(conv, [
-        (SASL_HANDSHAKE, 1, {"Mechanism": mechanism}, {"Mechanisms": [mechanism]}),
-        (SASL_AUTHENTICATE, 2, {"AuthBytes": client_first}, {"AuthBytes": server_first}),
-    ])], **options)
+    return exchanges(
+        [
+            (
+                conv,
+                [
+                    (SASL_HANDSHAKE, 1, {"Mechanism": mechanism}, {"Mechanisms": [mechanism]}),
+                    (SASL_AUTHENTICATE, 2, {"AuthBytes": client_first}, {"AuthBytes": server_first}),
+                ],
+            )
+        ],
+        **options,
+    )
 
 
 def rendered(exchange: Exchange) -> str:
@@ -100,11 +108,22 @@ def test_topic_id_named_from_a_metadata_response_on_another_connection():
     topic_id = str(uuid.UUID(int=0x1234))
     metadata = Conversation(client_port=40001, clock=Clock())
     fetch = Conversation(client_port=40002, clock=metadata.clock)
-    found = exchanges([
-        (metadata, [(METADATA, 12, {"Topics": None}, {"Topics": [{"Name": "orders", "TopicId": topic_id}]})]),
-        (fetch, [(FETCH, 13, {"Topics": [{"TopicId": topic_id, "Partitions": [{"Partition": 0}]}]},
-                  {"Responses": [{"TopicId": topic_id, "Partitions": [{"PartitionIndex": 0}]}]})]),
-    ])
+    found = exchanges(
+        [
+            (metadata, [(METADATA, 12, {"Topics": None}, {"Topics": [{"Name": "orders", "TopicId": topic_id}]})]),
+            (
+                fetch,
+                [
+                    (
+                        FETCH,
+                        13,
+                        {"Topics": [{"TopicId": topic_id, "Partitions": [{"Partition": 0}]}]},
+                        {"Responses": [{"TopicId": topic_id, "Partitions": [{"PartitionIndex": 0}]}]},
+                    )
+                ],
+            ),
+        ]
+    )
     fetched = next(e for e in found if e.api_key == FETCH)
     for message in (fetched.request, fetched.response):
         assert message.body.topics == ("orders",)
@@ -117,8 +136,21 @@ def test_consumer_assignment_read_only_when_the_protocol_is_consumer():
     assignment = b"\x00\x01" + b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x00\x00\x00\x01\x00\x00\x00\x00" + b"\xff\xff\xff\xff"
     for kind, expected in (("consumer", True), ("connect", False)):
         conv = Conversation(clock=Clock())
-        (sync,) = exchanges([(conv, [(SYNC_GROUP, 5, {"GroupId": "g", "ProtocolType": kind, "Assignments": []},
-                                      {"ProtocolType": kind, "Assignment": assignment})])])
+        (sync,) = exchanges(
+            [
+                (
+                    conv,
+                    [
+                        (
+                            SYNC_GROUP,
+                            5,
+                            {"GroupId": "g", "ProtocolType": kind, "Assignments": []},
+                            {"ProtocolType": kind, "Assignment": assignment},
+                        )
+                    ],
+                )
+            ]
+        )
         fields = sync.response.body.fields
         assert (fields.annotations is not None) is expected
         if expected:

@@ -20,25 +20,25 @@ import pytest
 
 pa = pytest.importorskip("pyarrow", reason="the pipeline needs pyarrow: pip install 'kdissect[spark]'")
 
-from kdissect.capture import open_capture, ranges  # noqa: E402
-from kdissect.capture.linktypes import LINKTYPE_ETHERNET  # noqa: E402
-from kdissect.capture.writer import PcapngWriter, PcapWriter  # noqa: E402
-from kdissect.dissector import Options, make_dissector  # noqa: E402
-from kdissect.events import (  # noqa: E402
+from kdissect.capture import open_capture, ranges
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET
+from kdissect.capture.writer import PcapngWriter, PcapWriter
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import (
     Exchange,
     Notice,
 )
-from kdissect.net.flow_key import MALFORMED, flow_key  # noqa: E402
-from kdissect.net.malformed import Malformed  # noqa: E402
-from kdissect.net.segments import SegmentDecoder  # noqa: E402
-from kdissect.pipeline import rows  # noqa: E402
-from kdissect.pipeline.blobs import pack, unpack  # noqa: E402
-from kdissect.pipeline.core import CoreStage  # noqa: E402
-from kdissect.pipeline.inputs import InputError, expand  # noqa: E402
-from kdissect.pipeline.reader import read_split  # noqa: E402
-from kdissect.pipeline.tables import input_batch as to_batch  # noqa: E402
-from kdissect.testing import craft  # noqa: E402
-from kdissect.views.json_lines import decode_bytes, exchange_json  # noqa: E402
+from kdissect.net.flow_key import MALFORMED, flow_key
+from kdissect.net.malformed import Malformed
+from kdissect.net.segments import SegmentDecoder
+from kdissect.pipeline import rows
+from kdissect.pipeline.blobs import pack, unpack
+from kdissect.pipeline.core import CoreStage
+from kdissect.pipeline.inputs import InputError, expand
+from kdissect.pipeline.reader import read_split
+from kdissect.pipeline.tables import input_batch as to_batch
+from kdissect.testing import craft
+from kdissect.views.json_lines import decode_bytes, exchange_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))

@@ -64,7 +64,11 @@ EXCHANGES: dict[str, list[tuple]] = {
     "deepflow__13-leave-group-v4.pcap": [("ok", 13, 4, 201, "consumer-zzzz12-1")],
     "deepflow__14-sync-group-v5.pcap": [("ok", 14, 5, 120, "consumer-zzzz12-1")],
     "deepflow__18-api-versions-v3.pcap": [("ok", 18, 3, 2, "adminclient-1")],
-    "deepflow__mixed-with-unsupported.pcap": [("ok", 1, 13, 15551976, FRAUD), ("ok", 8, 8, 15551977, FRAUD), ("ok", 12, 4, 15551978, FRAUD)],
+    "deepflow__mixed-with-unsupported.pcap": [
+        ("ok", 1, 13, 15551976, FRAUD),
+        ("ok", 8, 8, 15551977, FRAUD),
+        ("ok", 12, 4, 15551978, FRAUD),
+    ],
     "deepflow__produce-v9_old.pcap": [("unanswered", 0, 9, 5, "console-producer")],  # one packet: request only
     "go-sniffer__kafka.pcap": [("ok", 3, 0, 1, "kafka-python-producer-1"), ("ok", 0, 1, 1, "kafka-python-producer-1")],
     "ndpi__kafka_2023.pcapng": NDPI_2023,
@@ -103,7 +107,8 @@ LIBRDKAFKA_TRAILER = [("body.trailing-bytes", corr) for corr in (129, 168, 4, 15
 DIAGNOSTICS = {
     # file: every diagnostic kdissect may give, (code, correlation id or None for capture-level ones)
     "go-sniffer__kafka.pcap": [("pcap.caplen-exceeds-origlen", None)],  # incl_len 92 > orig_len 76 on every record
-    "ndpi__kafka_2024.pcap": LIBRDKAFKA_TRAILER + [
+    "ndpi__kafka_2024.pcap": LIBRDKAFKA_TRAILER
+    + [
         ("capture.misnamed", None),  # pcapng despite the .pcap name
         ("capture.time-backwards", None),  # packet 19 is 2.5 s earlier than packet 18 (tshark: frame.time_delta < 0)
     ],
@@ -300,7 +305,18 @@ def test_cli_json_matches_the_core():
     """`kdissect read F --json -p 9092 -p 36333`: one parseable object per exchange, saying what the core says."""
     name = "ndpi__kafka_2024.pcap"
     result = subprocess.run(
-        [sys.executable, "-c", "from kdissect.cli import main; main()", "read", str(CAPTURES / name), "--json", "-p", "9092", "-p", "36333"],
+        [
+            sys.executable,
+            "-c",
+            "from kdissect.cli import main; main()",
+            "read",
+            str(CAPTURES / name),
+            "--json",
+            "-p",
+            "9092",
+            "-p",
+            "36333",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

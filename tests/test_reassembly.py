@@ -525,7 +525,9 @@ def test_syn_retransmission_is_not_a_new_connection() -> None:
     conv = craft.Conversation()
     syn = conv.segment(CLIENT, flags=SYN)
     again = syn._replace(index=syn.index + 100)
-    packets = [syn, again, conv.segment(SERVER, flags=SYN | ACK), conv.ack(CLIENT)] + conv.send(CLIENT, REQUEST) + conv.send(SERVER, RESPONSE)
+    packets = (
+        [syn, again, conv.segment(SERVER, flags=SYN | ACK), conv.ack(CLIENT)] + conv.send(CLIENT, REQUEST) + conv.send(SERVER, RESPONSE)
+    )
     dissector = Dissector()
     evs = list(dissector.run(packets))
     assert oks(evs) == [(1, 7)]

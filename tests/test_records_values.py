@@ -71,7 +71,7 @@ def test_values_are_frozen_and_equal_by_value():
 
 
 def test_values_survive_pickle_and_copy():
-    """Records are built as unfrozen twins and then retyped; the result must be an ordinary instance."""
+    """Records are built by a fast constructor that retypes its instance; the result must be an ordinary one."""
     blob = encode_batch([Draft(b"k", b"v", (("a", None),), 5)]) + encode_message_set([Draft(b"k", b"v")], magic=1, codec="gzip")
     rs = decode_records(blob)
     assert pickle.loads(pickle.dumps(rs)) == rs == copy.deepcopy(rs)

@@ -223,9 +223,15 @@ def test_data_schemas_and_control_records():
     assert schema.CONTROL_RECORD_TYPES[6] == ("KRAFT_VOTERS", "VotersRecord")
     for type_name, value_schema in schema.CONTROL_RECORD_TYPES.values():
         assert schema.DATA_SCHEMAS[value_schema], type_name
-    for definitions in (schema.END_TXN_MARKER, schema.LEADER_CHANGE_MESSAGE, schema.SNAPSHOT_HEADER_RECORD,
-                        schema.SNAPSHOT_FOOTER_RECORD, schema.KRAFT_VERSION_RECORD, schema.VOTERS_RECORD,
-                        schema.DEFAULT_PRINCIPAL_DATA):
+    for definitions in (
+        schema.END_TXN_MARKER,
+        schema.LEADER_CHANGE_MESSAGE,
+        schema.SNAPSHOT_HEADER_RECORD,
+        schema.SNAPSHOT_FOOTER_RECORD,
+        schema.KRAFT_VERSION_RECORD,
+        schema.VOTERS_RECORD,
+        schema.DEFAULT_PRINCIPAL_DATA,
+    ):
         assert definitions and all(m.kind == "data" and m.api_key is None for m in definitions)
 
 

@@ -14,14 +14,14 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kdissect.capture import open_capture  # noqa: E402
+from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
-from kdissect.views.detail import DetailView  # noqa: E402
-from kdissect.views.filters import make_filter  # noqa: E402
-from kdissect.views.sink import EventSink  # noqa: E402
-from kdissect.views.stats import Stats, print_stats  # noqa: E402
-from kdissect.views.terminal import ReadView  # noqa: E402
+from kdissect.views.detail import DetailView
+from kdissect.views.filters import make_filter
+from kdissect.views.sink import EventSink
+from kdissect.views.stats import Stats, print_stats
+from kdissect.views.terminal import ReadView
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 

@@ -202,8 +202,6 @@ class CaptureStats:
     """Their length on the wire."""
     kernel_drops: int = 0
     """Packets the kernel (or libpcap) dropped because kdissect did not read fast enough."""
-    loopback_copies: int = 0
-    """Outgoing loopback copies dropped in Python (on `any`); on a loopback interface the kernel drops them."""
 
 
 class LiveCapture(Protocol):
@@ -318,8 +316,7 @@ class PacketSocketCapture:
             except (BlockingIOError, InterruptedError):
                 break
             if address[2] == PACKET_OUTGOING and address[0] in loopbacks:
-                stats.loopback_copies += 1
-                continue
+                continue  # on `any`, loopback traffic comes twice; on a loopback interface the kernel drops the copy
             ts = 0
             wire = n
             vlan = None
@@ -391,7 +388,6 @@ class PcapCapture:
         self.expression = expression
         self.stats = CaptureStats()
         self._index = 0
-        self._dropped_before = 0
         errbuf = ctypes.create_string_buffer(pcap.PCAP_ERRBUF_SIZE)
         handle = pcap.pcap_create(interface.encode(), errbuf)
         if not handle:

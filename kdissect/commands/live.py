@@ -29,24 +29,41 @@ TICK = 0.25
 """Longest wait for packets, in seconds: how often the view and --duration are looked at when all is quiet."""
 
 
-@takes("input", "decoding", "filters", "output", "secrets", helps={
-    "port": "A Kafka broker port (repeatable; default 9092). The capture filter is TCP on these ports.",
-    "quiet": "No 'listening on' line and, with --json, no summary on standard error.",
-})
+@takes(
+    "input",
+    "decoding",
+    "filters",
+    "output",
+    "secrets",
+    helps={
+        "port": "A Kafka broker port (repeatable; default 9092). The capture filter is TCP on these ports.",
+        "quiet": "No 'listening on' line and, with --json, no summary on standard error.",
+    },
+)
 def live(
     common: Common,
-    interface: Annotated[Optional[str], typer.Option(
-        "--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).",
-        show_default=False)] = None,
-    bpf: Annotated[Optional[str], typer.Option(
-        "--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094').")] = None,
+    interface: Annotated[
+        Optional[str],
+        typer.Option(
+            "--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).", show_default=False
+        ),
+    ] = None,
+    bpf: Annotated[
+        Optional[str],
+        typer.Option(
+            "--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094')."
+        ),
+    ] = None,
     write: Annotated[Optional[Path], typer.Option("--write", "-w", help="Also save the captured packets to this pcap file.")] = None,
     count: Annotated[Optional[int], typer.Option("--count", "-c", help="Stop after this many packets.", min=1)] = None,
     duration: Annotated[Optional[float], typer.Option("--duration", "-d", help="Stop after this many seconds.", min=0)] = None,
-    promisc: Annotated[bool, typer.Option(
-        "--promisc", help="Put the interface in promiscuous mode (to see traffic of other hosts on a mirror port).")] = False,
-    all_events: Annotated[bool, typer.Option(
-        "--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output")] = False,
+    promisc: Annotated[
+        bool, typer.Option("--promisc", help="Put the interface in promiscuous mode (to see traffic of other hosts on a mirror port).")
+    ] = False,
+    all_events: Annotated[
+        bool,
+        typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
+    ] = False,
 ) -> None:
     """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
     Ctrl-C, --count or --duration ends the session with the final summary."""
@@ -136,8 +153,9 @@ class _Stopper:
 class _Session:
     """One live session: the capture, the core, and where the events go."""
 
-    def __init__(self, capture: Any, options: Any, wanted: Any, stream: Any, json_out: bool, all_events: bool,
-                 pcap: Any, quiet: bool) -> None:
+    def __init__(
+        self, capture: Any, options: Any, wanted: Any, stream: Any, json_out: bool, all_events: bool, pcap: Any, quiet: bool
+    ) -> None:
         from kdissect.dissector import make_dissector
         from kdissect.views import json_lines
         from kdissect.views.sink import EventSink
@@ -179,8 +197,11 @@ class _Session:
         capture = self.capture
         if not self.quiet:
             shown = f", filter '{capture.expression}'" if capture.expression else ""
-            print(f"kdissect: listening on {capture.interface}, link type {linktype_name(capture.linktype)}{shown}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"kdissect: listening on {capture.interface}, link type {linktype_name(capture.linktype)}{shown}",
+                file=sys.stderr,
+                flush=True,
+            )
         stopper = _Stopper()
         stopper.install()
         poller = select.poll()
@@ -279,21 +300,26 @@ class _Session:
                 print(
                     f"kdissect: {stats.packets} packets ({size(stats.bytes)}) captured on {capture.interface}{drops}; "
                     f"{summary.exchanges} exchanges{shown} on {counters.kafka_connections} Kafka connections",
-                    file=sys.stderr, flush=True,
+                    file=sys.stderr,
+                    flush=True,
                 )
             return
         notes = []
         if stats.kernel_drops:
-            notes.append(Diagnostic(
-                "capture.dropped",
-                f"{stats.kernel_drops} packets were dropped by the kernel before kdissect read them; "
-                "the connections they belonged to have gaps",
-                "warning",
-            ))
+            notes.append(
+                Diagnostic(
+                    "capture.dropped",
+                    f"{stats.kernel_drops} packets were dropped by the kernel before kdissect read them; "
+                    "the connections they belonged to have gaps",
+                    "warning",
+                )
+            )
         view = self.read_view
         assert view is not None
-        view.title(f"live on {capture.interface}",
-                   linktype_name(capture.linktype) + (f", filter '{capture.expression}'" if capture.expression else ""), None)
+        view.title(
+            f"live on {capture.interface}",
+            linktype_name(capture.linktype) + (f", filter '{capture.expression}'" if capture.expression else ""),
+            None,
+        )
         view.closing(summary, counters, [capture.linktype], notes)
         self.stream.flush()
-

@@ -49,52 +49,162 @@ CAPTURE = Annotated[Path, typer.Argument(help="A pcap or pcapng capture, plain o
 
 GROUPS: dict[str, list[inspect.Parameter]] = {
     "input": [
-        _option("port", Annotated[Optional[list[int]], typer.Option(
-            "--port", "-p", help="A Kafka broker port (repeatable; default 9092). Other ports are recognised by their traffic.",
-            rich_help_panel="Input")]),
-        _option("no_reorder", Annotated[bool, typer.Option(
-            "--no-reorder", help="Do not hold out-of-order TCP segments: any hole becomes a gap at once.",
-            rich_help_panel="Input")], False),
-        _option("limit", Annotated[Optional[list[str]], typer.Option(
-            "--limit", help="Change a resource bound, NAME=VALUE (repeatable; VALUE may end in KiB, MiB or GiB), e.g. "
-            f"max_frame_size=1GiB. Bounds and defaults: {_limit_names()}.", rich_help_panel="Limits")]),
+        _option(
+            "port",
+            Annotated[
+                Optional[list[int]],
+                typer.Option(
+                    "--port",
+                    "-p",
+                    help="A Kafka broker port (repeatable; default 9092). Other ports are recognised by their traffic.",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+        _option(
+            "no_reorder",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--no-reorder", help="Do not hold out-of-order TCP segments: any hole becomes a gap at once.", rich_help_panel="Input"
+                ),
+            ],
+            False,
+        ),
+        _option(
+            "limit",
+            Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    "--limit",
+                    help="Change a resource bound, NAME=VALUE (repeatable; VALUE may end in KiB, MiB or GiB), e.g. "
+                    f"max_frame_size=1GiB. Bounds and defaults: {_limit_names()}.",
+                    rich_help_panel="Limits",
+                ),
+            ],
+        ),
     ],
     "filters": [
-        _option("api", Annotated[Optional[str], typer.Option(
-            "--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).", rich_help_panel="Filters")]),
-        _option("version", Annotated[Optional[str], typer.Option(
-            "--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.", rich_help_panel="Filters")]),
-        _option("topic", Annotated[Optional[list[str]], typer.Option(
-            "--topic", help="Only exchanges naming this topic (repeatable).", rich_help_panel="Filters")]),
-        _option("client_id", Annotated[Optional[list[str]], typer.Option(
-            "--client-id", help="Only exchanges from this client id (repeatable).", rich_help_panel="Filters")]),
-        _option("group", Annotated[Optional[list[str]], typer.Option(
-            "--group", help="Only exchanges naming this consumer group (repeatable).", rich_help_panel="Filters")]),
-        _option("errors", Annotated[bool, typer.Option(
-            "--errors", help="Only exchanges with an error code or a diagnostic.", rich_help_panel="Filters")], False),
-        _option("connection", Annotated[Optional[str], typer.Option(
-            "--connection", help="Only these connections: ids as listed in the flows table, comma-separated.",
-            rich_help_panel="Filters")]),
-        _option("min_latency", Annotated[Optional[float], typer.Option(
-            "--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0, rich_help_panel="Filters")]),
+        _option(
+            "api",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).", rich_help_panel="Filters"
+                ),
+            ],
+        ),
+        _option(
+            "version",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.", rich_help_panel="Filters"
+                ),
+            ],
+        ),
+        _option(
+            "topic",
+            Annotated[
+                Optional[list[str]],
+                typer.Option("--topic", help="Only exchanges naming this topic (repeatable).", rich_help_panel="Filters"),
+            ],
+        ),
+        _option(
+            "client_id",
+            Annotated[
+                Optional[list[str]],
+                typer.Option("--client-id", help="Only exchanges from this client id (repeatable).", rich_help_panel="Filters"),
+            ],
+        ),
+        _option(
+            "group",
+            Annotated[
+                Optional[list[str]],
+                typer.Option("--group", help="Only exchanges naming this consumer group (repeatable).", rich_help_panel="Filters"),
+            ],
+        ),
+        _option(
+            "errors",
+            Annotated[bool, typer.Option("--errors", help="Only exchanges with an error code or a diagnostic.", rich_help_panel="Filters")],
+            False,
+        ),
+        _option(
+            "connection",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--connection",
+                    help="Only these connections: ids as listed in the flows table, comma-separated.",
+                    rich_help_panel="Filters",
+                ),
+            ],
+        ),
+        _option(
+            "min_latency",
+            Annotated[
+                Optional[float],
+                typer.Option("--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0, rich_help_panel="Filters"),
+            ],
+        ),
     ],
     "output": [
-        _option("json_out", Annotated[bool, typer.Option(
-            "--json", "-j", help="Write NDJSON, one object per exchange (layout: docs/json.md).", rich_help_panel="Output")], False),
-        _option("output", Annotated[Optional[Path], typer.Option(
-            "--output", "-o", help="Write to this file instead of standard output.", rich_help_panel="Output")]),
-        _option("quiet", Annotated[bool, typer.Option(
-            "--quiet", "-q", help="Nothing on standard error but errors: no progress bar, no status lines.", rich_help_panel="Output")], False),
+        _option(
+            "json_out",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--json", "-j", help="Write NDJSON, one object per exchange (layout: docs/json.md).", rich_help_panel="Output"
+                ),
+            ],
+            False,
+        ),
+        _option(
+            "output",
+            Annotated[
+                Optional[Path],
+                typer.Option("--output", "-o", help="Write to this file instead of standard output.", rich_help_panel="Output"),
+            ],
+        ),
+        _option(
+            "quiet",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--quiet",
+                    "-q",
+                    help="Nothing on standard error but errors: no progress bar, no status lines.",
+                    rich_help_panel="Output",
+                ),
+            ],
+            False,
+        ),
     ],
     "secrets": [
-        _option("show_secrets", Annotated[bool, typer.Option(
-            "--show-secrets", help="Show SASL passwords, proofs and tokens instead of redacting them.", rich_help_panel="Output")],
-            False),
+        _option(
+            "show_secrets",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--show-secrets", help="Show SASL passwords, proofs and tokens instead of redacting them.", rich_help_panel="Output"
+                ),
+            ],
+            False,
+        ),
     ],
     "decoding": [
-        _option("headers_only", Annotated[bool, typer.Option(
-            "--headers-only", help="Read headers only: pair and time exchanges without decoding bodies (faster).",
-            rich_help_panel="Input")], False),
+        _option(
+            "headers_only",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--headers-only",
+                    help="Read headers only: pair and time exchanges without decoding bodies (faster).",
+                    rich_help_panel="Input",
+                ),
+            ],
+            False,
+        ),
     ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
@@ -178,8 +288,14 @@ def make_filter(**given: Any) -> Any:
 
     try:
         return filters.make_filter(
-            given.get("api"), given.get("version"), given.get("topic"), given.get("client_id"), given.get("group"),
-            bool(given.get("errors")), given.get("connection"), given.get("min_latency"),
+            given.get("api"),
+            given.get("version"),
+            given.get("topic"),
+            given.get("client_id"),
+            given.get("group"),
+            bool(given.get("errors")),
+            given.get("connection"),
+            given.get("min_latency"),
         )
     except filters.FilterError as exc:
         raise UserError(str(exc)) from None
@@ -240,8 +356,12 @@ def packets(capture: Any, quiet: bool) -> Iterator[Any]:
 
     _done, total = capture.progress()
     with Progress(
-        TextColumn("[bold]reading"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn("[bold]reading"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
     ) as progress:
         task = progress.add_task("read", total=total or None)
         for i, packet in enumerate(capture.packets()):

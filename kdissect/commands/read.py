@@ -13,8 +13,10 @@ from kdissect.commands.options import CAPTURE, Common, open_source, packets, tak
 def read(
     common: Common,
     capture: CAPTURE,
-    all_events: Annotated[bool, typer.Option(
-        "--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output")] = False,
+    all_events: Annotated[
+        bool,
+        typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
+    ] = False,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.dissector import make_dissector

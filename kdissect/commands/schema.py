@@ -11,8 +11,10 @@ from kdissect.commands.options import UserError
 
 def schema(
     json_out: Annotated[bool, typer.Option("--json", "-j", help="Write one JSON object per API key.")] = False,
-    source: Annotated[Optional[str], typer.Option(
-        "--source", help="Print the generated decoder of API[:VERSION[:request|response]], e.g. Fetch:13:response.")] = None,
+    source: Annotated[
+        Optional[str],
+        typer.Option("--source", help="Print the generated decoder of API[:VERSION[:request|response]], e.g. Fetch:13:response."),
+    ] = None,
 ) -> None:
     """What kdissect decodes: every API key, its versions, and where flexible versions start."""
     from kdissect.views.schema_table import print_schema, print_source

@@ -14,12 +14,17 @@ from kdissect.commands.options import CAPTURE, Common, UserError, open_source, p
 def show(
     common: Common,
     capture: CAPTURE,
-    exchange: Annotated[Optional[list[int]], typer.Option(
-        "--exchange", "-e", help="Exchange number as `read` lists it (repeatable).")] = None,
-    correlation_id: Annotated[Optional[list[int]], typer.Option(
-        "--correlation-id", "-c", help="Exchanges with this correlation id (repeatable; combine with --connection).")] = None,
-    frame: Annotated[Optional[list[int]], typer.Option(
-        "--frame", "-f", help="The exchange whose request or response spans this packet number (repeatable).")] = None,
+    exchange: Annotated[
+        Optional[list[int]], typer.Option("--exchange", "-e", help="Exchange number as `read` lists it (repeatable).")
+    ] = None,
+    correlation_id: Annotated[
+        Optional[list[int]],
+        typer.Option("--correlation-id", "-c", help="Exchanges with this correlation id (repeatable; combine with --connection)."),
+    ] = None,
+    frame: Annotated[
+        Optional[list[int]],
+        typer.Option("--frame", "-f", help="The exchange whose request or response spans this packet number (repeatable)."),
+    ] = None,
     hexdump: Annotated[bool, typer.Option("--hex", help="Show each field's offset and bytes, and each frame's hex dump.")] = False,
 ) -> None:
     """Show exchanges in full: every field of request and response, record batches and records included."""

@@ -15,9 +15,17 @@ from kdissect.pipeline.splits import DEFAULT_SPLIT
 @takes("port", "quiet")
 def spark(
     common: Common,
-    captures: Annotated[list[str], typer.Argument(help="Captures: files, globs, directories, or URIs Spark can list (hdfs://, s3a://, ...).", show_default=False)],
-    out: Annotated[str, typer.Option("--out", help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.", show_default=False)],
-    master: Annotated[str, typer.Option("--master", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")] = "local[*]",
+    captures: Annotated[
+        list[str],
+        typer.Argument(help="Captures: files, globs, directories, or URIs Spark can list (hdfs://, s3a://, ...).", show_default=False),
+    ],
+    out: Annotated[
+        str,
+        typer.Option("--out", help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.", show_default=False),
+    ],
+    master: Annotated[
+        str, typer.Option("--master", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")
+    ] = "local[*]",
     fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).

@@ -5,9 +5,14 @@ from __future__ import annotations
 from kdissect.commands.options import CAPTURE, Common, open_source, packets, takes
 
 
-@takes("input", "filters", "output", helps={
-    "json_out": "Write NDJSON, one object per table (apis, topics, clients, groups, rebalances).",
-})
+@takes(
+    "input",
+    "filters",
+    "output",
+    helps={
+        "json_out": "Write NDJSON, one object per table (apis, topics, clients, groups, rebalances).",
+    },
+)
 def stats(common: Common, capture: CAPTURE) -> None:
     """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
     and consumer groups with their rebalances and offset commits."""

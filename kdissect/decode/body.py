@@ -73,7 +73,7 @@ class CompiledBodies:
             used = version if version in api.versions else nearest_version(api.versions, version)
             definition = pick(api.requests if direction == "request" else api.responses, used)
             assert definition is not None
-            decode = self._compiler.compile(definition.fields, used, used in definition.flexible)
+            decode = self._compiler.compile(definition, used)
             target = Target(decode, definition, used, used != version, plan(definition.fields, used))
         self._targets[key] = target
         return target
@@ -83,8 +83,7 @@ class CompiledBodies:
         target = self.target(api_key, version, direction)
         if target is None:
             return None
-        definition, used = target.definition, target.used
-        return self._compiler.source(definition.fields, used, used in definition.flexible)
+        return self._compiler.source(target.definition, target.used)
 
     @staticmethod
     def run(target: Target, version: int, data: Any, start: int) -> tuple[Struct | None, list[Diagnostic]]:
@@ -107,7 +106,8 @@ class CompiledBodies:
             diagnostics.append(Diagnostic("body.malformed", failure.reason, "error", "frame", failure.offset, failure.where()))
             return failure.value, diagnostics
         if end < len(data):
-            diagnostics.append(Diagnostic("body.trailing-bytes", f"{len(data) - end} bytes follow the end of the body", "warning", "frame", end))
+            trailing = f"{len(data) - end} bytes follow the end of the body"
+            diagnostics.append(Diagnostic("body.trailing-bytes", trailing, "warning", "frame", end))
         return fields, diagnostics
 
     def decode(self, api_key: int, version: int, direction: Direction, data: Any, start: int) -> tuple[Body, list[Diagnostic]]:
@@ -121,5 +121,6 @@ class CompiledBodies:
 
 def unknown_api(api_key: int, version: int, data: Any, start: int) -> tuple[Body, list[Diagnostic]]:
     """An API key kdissect does not know: the body is kept raw."""
-    diagnostic = Diagnostic("body.unknown-api", f"API key {api_key} is unknown to kdissect; the body is kept raw", "warning", "frame", start)
+    message = f"API key {api_key} is unknown to kdissect; the body is kept raw"
+    diagnostic = Diagnostic("body.unknown-api", message, "warning", "frame", start)
     return Body(f"api {api_key}", version, None, raw=bytes(data[start:])), [diagnostic]

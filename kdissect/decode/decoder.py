@@ -56,9 +56,7 @@ class Decoder:
         if fields is not None:
             if api_key in embedded.API_KEYS:
                 request_body = request.body if request is not None and isinstance(request.body, Body) else None
-                embedded.annotate(
-                    api_key, direction, fields, request_body.fields if request_body else None, session, self.show_secrets
-                )
+                embedded.annotate(api_key, direction, fields, request_body.fields if request_body else None, session, self.show_secrets)
             if target.plan is not None:
                 found = meaning.Findings()
                 meaning.walk(fields, target.plan, found, self.topic_names)

@@ -20,6 +20,7 @@ API_KEYS = frozenset({JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, S
 """The APIs that carry payloads inside payloads."""
 CONSUMER = "consumer"
 
+
 def _protocol(holder: Struct, field: str, schema: tuple[MessageSpec, ...], protocol_type: str | None) -> None:
     """Annotate `holder.field` with its consumer-protocol reading when the group speaks that protocol.
 
@@ -41,13 +42,13 @@ def _each(value: object) -> list[Struct]:
     return [v for v in value if isinstance(v, Struct)] if isinstance(value, list) else []
 
 
-def annotate(
-    api_key: int, direction: str, body: Struct, request: Struct | None, session: Session, show_secrets: bool
-) -> None:
+def annotate(api_key: int, direction: str, body: Struct, request: Struct | None, session: Session, show_secrets: bool) -> None:
     """Read the embedded payloads of one decoded body, in place."""
     if api_key == JOIN_GROUP:
         group = body.get("GroupId") if request is None else request.get("GroupId")
-        kind = body.get("ProtocolType") if direction == "request" else (body.get("ProtocolType") or (request and request.get("ProtocolType")))
+        kind = (
+            body.get("ProtocolType") if direction == "request" else (body.get("ProtocolType") or (request and request.get("ProtocolType")))
+        )
         if direction == "request" and isinstance(group, str) and isinstance(kind, str):
             session.protocol_types[group] = kind
         for item in _each(body.get("Protocols" if direction == "request" else "Members")):

@@ -102,9 +102,7 @@ def _text(path: Path, name: str) -> str:
     return ".".join(reversed(parts))
 
 
-def walk(
-    struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, str], path: Path = None, topic: str | None = None
-) -> None:
+def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, str], path: Path = None, topic: str | None = None) -> None:
     """Collect findings under `struct`. Topic context flows down: records and partitions inherit it.
 
     A struct that names its topic only by id gets the name learnt earlier in the capture, as an annotation.

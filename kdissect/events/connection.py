@@ -58,4 +58,3 @@ class ConnectionEnd:
     """Segments that arrived before a hole in front of them was filled."""
     mid_stream: bool
     """The capture holds no SYN for this connection: it started before the capture did."""
-

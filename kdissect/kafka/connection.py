@@ -323,4 +323,3 @@ def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:
             len(frame.data),
         ),
     )
-

@@ -113,9 +113,7 @@ def _ids_pattern(correlations: tuple[int, ...]) -> re.Pattern[bytes]:
     return re.compile(rb"(?=[\x00-\x7f]...(?:" + ids + rb"))", re.S)
 
 
-def find_response(
-    buf: bytes | bytearray, start: int, max_size: int, correlations: Collection[int]
-) -> tuple[int | None, int]:
+def find_response(buf: bytes | bytearray, start: int, max_size: int, correlations: Collection[int]) -> tuple[int | None, int]:
     """Like `find_request`, for a response: one whose correlation id is one of `correlations`, or a run of
     whole frames from the start of the buffer (`frames_fill`).
 

@@ -26,8 +26,20 @@ class Framer:
     """Cuts frames from one direction and hands each to `on_frame`; reports trouble to `report`."""
 
     __slots__ = (
-        "on_frame", "report", "find", "min_size", "max_size", "buf", "offset", "synced", "skip", "scan_from",
-        "first_ts", "first_index", "last_ts", "last_index", "frames", "lost_frames",
+        "on_frame",
+        "report",
+        "find",
+        "min_size",
+        "max_size",
+        "buf",
+        "offset",
+        "synced",
+        "skip",
+        "scan_from",
+        "first_ts",
+        "first_index",
+        "last_ts",
+        "last_index",
     )
 
     def __init__(
@@ -53,8 +65,6 @@ class Framer:
         self.scan_from = 0
         self.first_ts = self.last_ts = 0
         self.first_index = self.last_index = 0
-        self.frames = 0
-        self.lost_frames = 0
 
     def start(self, mid_stream: bool) -> None:
         """The stream's first byte is a frame's first byte, unless the capture began mid-stream."""
@@ -89,8 +99,9 @@ class Framer:
             end = pos + 4 + size
             if end > n or not self.min_size <= size <= self.max_size:
                 break
-            self.frames += 1
-            self.on_frame(new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(
+                new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index)
+            )
             pos = end
         self.offset += pos
         if pos < n:
@@ -131,8 +142,11 @@ class Framer:
             end = pos + 4 + size
             if end > len(buf):
                 break
-            self.frames += 1
-            self.on_frame(new_frame(bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(
+                new_frame(
+                    bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index
+                )
+            )
             self.first_ts, self.first_index = self.last_ts, self.last_index
             pos = end
         if pos:
@@ -168,7 +182,6 @@ class Framer:
         elif self.synced and len(self.buf) >= 4:
             size = _SIZE(self.buf, 0)[0]
             need = 4 + size - len(self.buf)
-            self.lost_frames += 1
             self.on_frame(new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
             self.offset += len(self.buf)
             self.buf.clear()
@@ -196,7 +209,6 @@ class Framer:
         """The stream ended: a frame still short of bytes is handed on as incomplete."""
         if self.synced and len(self.buf) >= 4:
             size = _SIZE(self.buf, 0)[0]
-            self.lost_frames += 1
             self.on_frame(new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
         elif self.buf:
             self._skipped(len(self.buf), self.offset)

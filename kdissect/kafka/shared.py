@@ -7,7 +7,7 @@ to the dissector that owns them.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kdissect.diagnostic import Diagnostic
@@ -39,8 +39,6 @@ class Counters:
     bytes: int = 0
     first_ts: int | None = None
     last_ts: int | None = None
-    tcp_segments: int = 0
-    malformed: int = 0
     connections: int = 0
     kafka_connections: int = 0
     ignored_connections: int = 0
@@ -49,7 +47,6 @@ class Counters:
     empty_connections: int = 0
     """Connections on a Kafka port that carried no data (SYN floods, port scans, refused connects)."""
     exchanges: int = 0
-    malformed_codes: dict[str, int] = field(default_factory=dict)
 
 
 class Shared:

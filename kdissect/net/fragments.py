@@ -22,7 +22,6 @@ class FragmentTable:
     def __init__(self, max_bytes: int) -> None:
         self._max_bytes = max_bytes
         self._pending: OrderedDict[tuple, list] = OrderedDict()
-        self.reassembled = 0
         self.dropped = 0
         """Datagrams given up: evicted, over the byte bound, or cut by the capture's snapshot length."""
 
@@ -58,7 +57,6 @@ class FragmentTable:
         if len(whole) < total:
             return None
         del self._pending[key]
-        self.reassembled += 1
         return bytes(whole[:total])
 
     def incomplete(self) -> int:

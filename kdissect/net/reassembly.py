@@ -38,9 +38,27 @@ class Reassembler:
     """Reassembles one direction. Offsets count bytes from the first byte after the SYN (or the first seen)."""
 
     __slots__ = (
-        "sink", "report", "max_buffer", "reorder", "started", "mid_stream", "next_seq", "offset",
-        "pending", "pending_heap", "pending_bytes", "recent", "fin_offset", "reset",
-        "bytes", "retransmitted", "out_of_order", "gaps", "gap_bytes", "peer_ack_seq", "isn",
+        "sink",
+        "report",
+        "max_buffer",
+        "reorder",
+        "started",
+        "mid_stream",
+        "next_seq",
+        "offset",
+        "pending",
+        "pending_heap",
+        "pending_bytes",
+        "recent",
+        "fin_offset",
+        "reset",
+        "bytes",
+        "retransmitted",
+        "out_of_order",
+        "gaps",
+        "gap_bytes",
+        "peer_ack_seq",
+        "isn",
     )
 
     def __init__(self, sink: StreamSink, report: Report, max_buffer: int, reorder: bool = True) -> None:

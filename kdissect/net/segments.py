@@ -50,8 +50,13 @@ def plain_ipv4_tcp(linktype: int, data: bytes) -> tuple[bytes, int, bytes, int, 
         end = off + total
         head = off + 20 + (offset_flags >> 12) * 4
         if (
-            first == 0x45 and proto == IPPROTO_TCP and not frag & 0x3FFF and end <= len(data) and 40 <= total
-            and offset_flags >= 0x5000 and head <= end  # a TCP data offset under 5 words: the general path rejects it
+            first == 0x45
+            and proto == IPPROTO_TCP
+            and not frag & 0x3FFF
+            and end <= len(data)
+            and 40 <= total
+            and offset_flags >= 0x5000
+            and head <= end  # a TCP data offset under 5 words: the general path rejects it
         ):
             return src, sport, dst, dport, seq, ack, offset_flags & 0x1FF, head, end
     return None
@@ -65,9 +70,6 @@ class SegmentDecoder:
 
     def __init__(self, max_fragment_bytes: int) -> None:
         self.fragments = FragmentTable(max_fragment_bytes)
-        self.not_ip = 0
-        self.not_tcp = 0
-        self.unknown_linktypes: dict[int, int] = {}
 
     def decode(self, packet: Packet) -> Segment | None:
         """The packet's TCP segment; None if it carries none (yet); Malformed if it cannot be read.
@@ -82,13 +84,11 @@ class SegmentDecoder:
             return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, flags, data[head:end], 0))
         decoder = DECODERS.get(packet.linktype)
         if decoder is None:
-            self.unknown_linktypes[packet.linktype] = self.unknown_linktypes.get(packet.linktype, 0) + 1
             return None
         try:
             version, off = decoder(data)
             header = ip_header(data, version, off)
             if header is None:
-                self.not_ip += 1
                 return None
             src, dst, proto, start, end, missing, fragment = header
             if fragment is not None:
@@ -100,7 +100,6 @@ class SegmentDecoder:
                 if version == 6:
                     proto, start, _ = ipv6_extensions(data, proto, 0, end)
             if proto != IPPROTO_TCP:
-                self.not_tcp += 1
                 return None
             sport, dport, seq, ack, flags, payload_start = tcp(data, start, end)
         except (IndexError, struct.error):

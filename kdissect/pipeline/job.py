@@ -1,10 +1,10 @@
 """The Spark job, stage by stage: list, probe, plan and index ranges (splits.py), dissect, name topics, write the tables.
 
-    captures ──probe──▶ ranges ──index (tasks)──▶ settled ranges
-    settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk, packets blob)
-        ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
-        ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
-        ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
+captures ──probe──▶ ranges ──index (tasks)──▶ settled ranges
+settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk, packets blob)
+    ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
+    ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
+    ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
 """
 
 from __future__ import annotations

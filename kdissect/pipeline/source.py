@@ -71,4 +71,3 @@ class CaptureReader(DataSourceReader):
                 held, size = [], 0
         if held:
             yield to_batch(held)
-

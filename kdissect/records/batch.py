@@ -14,7 +14,7 @@ from kdissect.records.codecs import CODEC_NAMES, NONE, Problem
 from kdissect.records.context import Context
 from kdissect.records.control import decode_control
 from kdissect.records.crc import crc32c
-from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, RecordTwin
+from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, new_record
 from kdissect.wire import ZIGZAG, WireError, read_varint, read_varlong
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -66,9 +66,7 @@ def decode_batch(buf: bytes, pos: int, end: int, path: str, ctx: Context) -> Rec
     else:
         data, over = ctx.inflate(codec, memoryview(buf)[start:end], "batch", start, path)
         uncompressed_size = len(data)
-        records = decode_v2_records(
-            data, 0, len(data), base_offset, base_ts, max_ts if log_append else None, "record", path, ctx, cut=over
-        )
+        records = decode_v2_records(data, 0, len(data), base_offset, base_ts, max_ts if log_append else None, "record", path, ctx, cut=over)
     if len(records) != count and not over:
         ctx.report(
             "batch.record-count-mismatch",
@@ -136,8 +134,7 @@ def decode_v2_records(
     """
     records: list[Record] = []
     append = records.append
-    twin = RecordTwin
-    frozen = Record
+    new = new_record
     zz = ZIGZAG
     varint = read_varint
     varlong = read_varlong
@@ -241,19 +238,19 @@ def decode_v2_records(
                 f"{path}.record[{index}]",
             )
             p = rend
-        record = twin(
-            base_offset + offset_delta,
-            base_ts + ts_delta if append_ts is None else append_ts,
-            offset_delta,
-            ts_delta,
-            attributes,
-            key,
-            value,
-            headers,
-            None,
+        append(
+            new(
+                base_offset + offset_delta,
+                base_ts + ts_delta if append_ts is None else append_ts,
+                offset_delta,
+                ts_delta,
+                attributes,
+                key,
+                value,
+                headers,
+                None,
+            )
         )
-        record.__class__ = frozen
-        append(record)
         index += 1
     return records
 

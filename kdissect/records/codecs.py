@@ -160,9 +160,7 @@ def _repair_lz4_header(frame: Buffer, problems: list[Problem]) -> bytes:
     hc = lz4_header_checksum_index(frame)
     good = (xxh32(frame[4:hc]) >> 8) & 0xFF
     if frame[hc] == (xxh32(frame[:hc]) >> 8) & 0xFF:
-        problems.append(
-            ("codec.lz4-legacy-checksum", "note", "lz4: header checksum computed the pre-0.10 way (KAFKA-3160); tolerated")
-        )
+        problems.append(("codec.lz4-legacy-checksum", "note", "lz4: header checksum computed the pre-0.10 way (KAFKA-3160); tolerated"))
     else:
         problems.append(
             ("codec.lz4-header-checksum", "warning", f"lz4: header checksum {frame[hc]:#04x}, expected {good:#04x}; decoded anyway")
@@ -181,4 +179,3 @@ def _unzstd(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
 
 
 _DECOMPRESSORS = {GZIP: _gunzip, SNAPPY: _unsnappy, LZ4: _unlz4, ZSTD: _unzstd}
-

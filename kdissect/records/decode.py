@@ -17,9 +17,7 @@ from kdissect.records.values import LegacyMessage, RecordBatch, RecordSet
 _HEADER_UP_TO_MAGIC = 17
 
 
-def decode_records(
-    data: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LIMITS, budget: Budget | None = None
-) -> RecordSet:
+def decode_records(data: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LIMITS, budget: Budget | None = None) -> RecordSet:
     """Decode a records field. Never raises: what cannot be decoded is described by diagnostics.
 
     Offsets of diagnostics with scope "batch" count from the start of `data`; with scope "record" they count

@@ -11,7 +11,7 @@ from kdissect.diagnostic import Scope
 from kdissect.records.codecs import CODEC_NAMES, NONE
 from kdissect.records.context import Context
 from kdissect.records.crc import crc32
-from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, LegacyMessage, LegacyMessageTwin
+from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, LegacyMessage, new_legacy_message
 
 ENTRY = struct.Struct(">qi")
 """Offset and size: the log entry framing shared by every magic, v2 batches included."""
@@ -97,7 +97,7 @@ def decode_message(
             inner = tuple(decode_inner_set(data, offset + shift, magic, path, ctx, depth + 1, over, inner_append_ts))
     elif codec != NONE:
         ctx.report("messageset.null-wrapper", "compressed message with a null value", "error", scope, pos, path)
-    message = LegacyMessageTwin(
+    return new_legacy_message(
         (pos, end),
         offset + shift,
         size,
@@ -114,8 +114,6 @@ def decode_message(
         uncompressed_size,
         inner,
     )
-    message.__class__ = LegacyMessage
-    return message
 
 
 def decode_inner_set(

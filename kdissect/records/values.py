@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from kdissect.diagnostic import Diagnostic
-from kdissect.frozen import unfrozen_twin
+from kdissect.frozen import fast_constructor
 from kdissect.schema.tree import Struct
 
 Header = tuple[str | bytes, bytes | None]
@@ -114,8 +114,8 @@ class LegacyMessage:
         return ()
 
 
-RecordTwin = unfrozen_twin(Record)
-LegacyMessageTwin = unfrozen_twin(LegacyMessage)
+new_record = fast_constructor(Record)
+new_legacy_message = fast_constructor(LegacyMessage)
 
 
 @dataclass(frozen=True, slots=True)

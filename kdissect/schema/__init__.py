@@ -67,9 +67,7 @@ CONTROLLED_SHUTDOWN = 7
 # First flexible request version of each API key; flexibleVersions is always open-ended ("N+"), so a
 # version newer than the tables still counts as flexible. Keys that are never flexible are absent.
 _FLEXIBLE_FROM: dict[int, int] = {
-    key: min(m.flexible.lo for m in a.requests if m.flexible)
-    for key, a in APIS.items()
-    if any(m.flexible for m in a.requests)
+    key: min(m.flexible.lo for m in a.requests if m.flexible) for key, a in APIS.items() if any(m.flexible for m in a.requests)
 }
 
 

@@ -4,15 +4,24 @@ For each struct the compiler writes straight-line source: runs of fixed-width fi
 `struct.unpack_from`, lengths and counts are checked before anything is sliced or allocated, and every level
 catches failures to hand its partial struct upwards. The hot path then does no per-field interpretation of the
 schema. `source()` shows the code, for anyone who wants to read what runs.
+
+Every generated name says what it reads: `FetchResponse_v13` decodes that body, `FetchResponse_v13_Responses`
+the struct of its Responses field, `FetchResponse_v13_Responses_Partitions_tag_0_DivergingEpoch` a tagged
+field; a common struct keeps the specs' name wherever it is used (`ConsumerGroupDescribeResponse_v1_Assignment`).
+`_names`, `_groups`, `_tags` and `_flat` end the names of a decoder's constants. Names depend only on the
+definition and version, so the printed source is the same whatever was decoded before. Each function's source
+is registered with `linecache` under `<kdissect decoder NAME>`, so tracebacks and debuggers show its lines.
 """
 
 from __future__ import annotations
 
+import linecache
 import struct
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kdissect.schema import runtime
-from kdissect.schema.model import Field
+from kdissect.schema.model import Field, MessageSpec
 from kdissect.schema.tree import Partial, Struct
 from kdissect.wire import WireError, read_uvarint
 
@@ -32,10 +41,23 @@ class Unpackers(dict):
         unpack = self[n] = struct.Struct(">" + self.fmt * n).unpack_from
         return unpack
 
+
 RecordsHook = Callable[[Any, int, int], Any]
 """Given (buffer, start, end) of a records field's bytes, returns its decoded value."""
 
 Decode = Callable[[Any, int], "tuple[Struct, int]"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One definition at one version: what every decoder generated for it shares."""
+
+    name: str
+    """The body's decoder, e.g. "FetchResponse_v13": the names of its structs and constants start with it."""
+    version: int
+    flexible: bool
+    common: frozenset[str]
+    """The definition's common structs: each is one decoder named after it, wherever it is used."""
 
 
 class Compiler:
@@ -53,65 +75,79 @@ class Compiler:
             "_tags": runtime.read_tags,
             "_count": runtime.check_count,
             "_uv": read_uvarint,
-            "_unpack": struct.unpack_from,
-            "_Ih": struct.Struct(">h").unpack_from,
-            "_Ii": struct.Struct(">i").unpack_from,
             "_records": records,
-            **{f"_A{fmt}": Unpackers(fmt) for fmt in FIXED.values()},
+            **{f"_unpack_{type_}s": Unpackers(fmt) for type_, fmt in FIXED.items()},
         }
-        self._unpackers: dict[str, str] = {}
-        self._struct_names: dict[str, str] = {}
-        """Struct decoder name -> the namespace name of its field names."""
-        self._cache: dict[tuple[int, int, bool], str] = {}
+        self._units: dict[tuple[int, int], str] = {}
+        """(id of a definition, version) -> its body's decoder."""
+        self._structs: dict[tuple[str, int], str] = {}
+        """(unit name, id of a struct's fields) -> the struct's decoder."""
+        self._calls: dict[str, list[str]] = {}
+        """Decoder -> the functions whose source goes with its own: its tagged-field readers and the decoders it
+        or they call, in order."""
         self._sources: dict[str, str] = {}
-        self._counter = 0
 
-    def compile(self, fields: tuple[Field, ...], version: int, flexible: bool) -> Decode:
-        """The decode function for a struct (or a whole message body) at `version`."""
-        return self.namespace[self._struct(fields, version, flexible)]
+    def compile(self, definition: MessageSpec, version: int) -> Decode:
+        """The decode function for a definition's body at `version`."""
+        return self.namespace[self._unit(definition, version)]
 
-    def source(self, fields: tuple[Field, ...], version: int, flexible: bool) -> str:
-        """The generated source of a struct's decoder and of every decoder it calls."""
-        root = self._struct(fields, version, flexible)
-        seen, order = set(), []
+    def source(self, definition: MessageSpec, version: int) -> str:
+        """The generated source of a body's decoder and of every decoder it calls."""
+        order: list[str] = []
 
         def visit(name: str) -> None:
-            if name in seen:
-                return
-            seen.add(name)
-            order.append(name)
-            for other in self._sources:
-                if other != name and f"{other}(" in self._sources[name]:
-                    visit(other)
+            if name not in order:
+                order.append(name)
+                for callee in self._calls[name]:
+                    visit(callee)
 
-        visit(root)
+        visit(self._unit(definition, version))
         return "\n".join(self._sources[name] for name in order)
 
-    def _unpacker(self, fmt: str) -> str:
-        """The namespace name of a pre-built unpacker for `fmt`: no format-string lookup at run time."""
-        name = self._unpackers.get(fmt)
+    def _unit(self, definition: MessageSpec, version: int) -> str:
+        key = (id(definition), version)
+        name = self._units.get(key)
         if name is None:
-            name = self._unpackers[fmt] = self._name("_U")
-            self.namespace[name] = struct.Struct(">" + fmt).unpack_from
+            common = frozenset(s.name for s in definition.common_structs)
+            unit = Unit(f"{definition.name}_v{version}", version, version in definition.flexible, common)
+            name = self._units[key] = self._struct(definition.fields, unit, unit.name)
         return name
 
-    def _name(self, prefix: str) -> str:
-        self._counter += 1
-        return f"{prefix}{self._counter}"
+    def _unpacker(self, types: list[str]) -> str:
+        """The namespace name of a pre-built unpacker for a run of fixed-width types: no format-string lookup at
+        run time."""
+        name = "_unpack_" + "_".join(types)
+        if name not in self.namespace:
+            self.namespace[name] = struct.Struct(">" + "".join(FIXED[t] for t in types)).unpack_from
+        return name
 
-    def _struct(self, fields: tuple[Field, ...], version: int, flexible: bool) -> str:
-        key = (id(fields), version, flexible)
-        cached = self._cache.get(key)
+    def _free(self, name: str) -> str:
+        """A name no generated function or constant holds yet: two different structs must never share one."""
+        if name in self._calls or name in self.namespace:
+            raise ValueError(f"two generated decoders or constants would both be named {name}")
+        return name
+
+    def _claim(self, name: str) -> str:
+        """Reserve a function's name."""
+        self._calls[self._free(name)] = []
+        return name
+
+    def _put(self, name: str, value: Any) -> str:
+        """Add a decoder's constant to the namespace."""
+        self.namespace[self._free(name)] = value
+        return name
+
+    def _struct(self, fields: tuple[Field, ...], unit: Unit, fn: str) -> str:
+        key = (unit.name, id(fields))
+        cached = self._structs.get(key)
         if cached:
             return cached
-        fn = self._name("_s")
-        self._cache[key] = fn
+        self._structs[key] = self._claim(fn)
+        version, flexible = unit.version, unit.flexible
         present = [f for f in fields if version in f.versions]
         regular = [f for f in present if version not in f.tagged]
         tagged = [f for f in present if version in f.tagged]
-        names, groups = self._name("_N"), self._name("_G")
-        self.namespace[names] = tuple(f.name for f in regular)
-        self._struct_names[fn] = names
+        names = self._put(f"{fn}_names", tuple(f.name for f in regular))
         group_table: dict[int, tuple[tuple[str, int], ...]] = {}
         spans = self.spans
         body: list[str] = []
@@ -122,10 +158,11 @@ class Compiler:
                 j = i
                 while j < len(regular) and regular[j].type in FIXED and not regular[j].array:
                     j += 1
-                fmts = [FIXED[f.type] for f in regular[i:j]]
+                types = [f.type for f in regular[i:j]]
+                fmts = [FIXED[t] for t in types]
                 group_table[i] = tuple((fmt, SIZES[fmt]) for fmt in fmts)
                 size = sum(SIZES[fmt] for fmt in fmts)
-                body.append(f"vals += {self._unpacker(''.join(fmts))}(buf, pos)")
+                body.append(f"vals += {self._unpacker(types)}(buf, pos)")
                 if spans:
                     edges, at = [], 0
                     for fmt in fmts:
@@ -137,15 +174,14 @@ class Compiler:
                 continue
             if spans:
                 body.append("s = pos")
-            body += self._field(field, version, flexible, "v", in_struct=True)
+            body += self._field(field, unit, fn, "v", in_struct=True)
             body.append("vals.append(v)")
             if spans:
                 body.append("sp += (s, pos)")
             i += 1
-        self.namespace[groups] = group_table
+        groups = self._put(f"{fn}_groups", group_table)
         if flexible:
-            table = self._name("_T")
-            self.namespace[table] = {f.tag: (f.name, self._single(f, version, flexible)) for f in tagged}
+            table = self._put(f"{fn}_tags", {f.tag: (f.name, self._single(f, unit, fn)) for f in tagged})
             body += [
                 "n = buf[pos]",
                 "if n < 128:",
@@ -176,33 +212,45 @@ class Compiler:
         self._define(fn, "\n".join(lines) + "\n")
         return fn
 
-    def _single(self, field: Field, version: int, flexible: bool) -> Callable[[Any, int], tuple[Any, int]]:
-        """A function reading one field's value: how a known tagged field is decoded."""
-        fn = self._name("_f")
+    def _single(self, field: Field, unit: Unit, parent: str) -> Callable[[Any, int], tuple[Any, int]]:
+        """A function reading one field's value: how a known tagged field of `parent` is decoded."""
+        fn = self._claim(f"{parent}_tag_{field.tag}_{field.name}")
+        self._calls[parent].append(fn)
         if field.type in FIXED and not field.array:
-            fmt = FIXED[field.type]
-            body = [f"v = {self._unpacker(fmt)}(buf, pos)[0]", f"pos += {SIZES[fmt]}"]
+            body = [f"v = {self._unpacker([field.type])}(buf, pos)[0]", f"pos += {SIZES[FIXED[field.type]]}"]
         else:
-            body = self._field(field, version, flexible, "v", in_struct=False)
+            body = self._field(field, unit, parent, "v", in_struct=False)
         lines = [f"def {fn}(buf, pos):", "    end = len(buf)"] + ["    " + line for line in body] + ["    return v, pos"]
         self._define(fn, "\n".join(lines) + "\n")
         return self.namespace[fn]
 
     def _define(self, fn: str, source: str) -> None:
+        """Run a function's source into the namespace, and show it to tracebacks and debuggers."""
         self._sources[fn] = source
-        exec(compile(source, f"<kdissect decoder {fn}>", "exec"), self.namespace)
+        filename = f"<kdissect decoder {fn}{' with spans' if self.spans else ''}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        exec(compile(source, filename, "exec"), self.namespace)
 
-    def _field(self, field: Field, version: int, flexible: bool, out: str, in_struct: bool) -> list[str]:
-        """Statements that read one non-fixed field (or any array) into `out`, advancing `pos`.
+    def _sub(self, field: Field, unit: Unit, parent: str) -> str:
+        """The decoder of a struct field of `parent`: a common struct is named after itself, any other after
+        its path."""
+        name = f"{unit.name}_{field.type}" if field.type in unit.common else f"{parent}_{field.name}"
+        sub = self._struct(field.fields, unit, name)
+        self._calls[parent].append(sub)
+        return sub
+
+    def _field(self, field: Field, unit: Unit, parent: str, out: str, in_struct: bool) -> list[str]:
+        """Statements that read one non-fixed field (or any array) of `parent` into `out`, advancing `pos`.
 
         Inside a struct's decoder a failing child leaves its partial value in `vals` and names itself in the
         path; a tagged field's reader (`in_struct` false) leaves both to `read_tags`.
         """
-        compact = flexible if field.flexible is None else version in field.flexible
+        version = unit.version
+        compact = unit.flexible if field.flexible is None else version in field.flexible
         if field.array:
-            return self._array(field, version, flexible, compact, out, in_struct)
+            return self._array(field, unit, parent, compact, out, in_struct)
         if field.is_struct:
-            sub = self._struct(field.fields, version, flexible)
+            sub = self._sub(field, unit, parent)
             call = [f"{out}, pos = {sub}(buf, pos)"]
             if in_struct:
                 call = [
@@ -224,8 +272,7 @@ class Compiler:
     def _value(self, type_: str, compact: bool, out: str, name: str) -> list[str]:
         """Statements reading one primitive value of a non-grouped type."""
         if type_ in FIXED:
-            fmt = FIXED[type_]
-            return [f"{out} = {self._unpacker(fmt)}(buf, pos)[0]", f"pos += {SIZES[fmt]}"]
+            return [f"{out} = {self._unpacker([type_])}(buf, pos)[0]", f"pos += {SIZES[FIXED[type_]]}"]
         if type_ == "uuid":
             return [
                 "e = pos + 16",
@@ -252,24 +299,22 @@ class Compiler:
         lines.append("    pos = e")
         return lines
 
-    @staticmethod
-    def _length(compact: bool, width: int, name: str) -> list[str]:
+    def _length(self, compact: bool, width: int, name: str) -> list[str]:
         """Read a length or count into `n`, -1 meaning null, refusing other negatives."""
         if compact:
             return ["n = buf[pos]", "if n < 128:", "    pos += 1", "else:", "    n, pos = _uv(buf, pos)", "n -= 1"]
-        fmt = "h" if width == 2 else "i"
         return [
-            f"n = _I{fmt}(buf, pos)[0]",
+            f"n = {self._unpacker(['int16' if width == 2 else 'int32'])}(buf, pos)[0]",
             f"pos += {width}",
             "if n < -1:",
             f"    raise WireError('{name} has a negative length ' + str(n))",
         ]
 
-    def _array(self, field: Field, version: int, flexible: bool, compact: bool, out: str, in_struct: bool) -> list[str]:
+    def _array(self, field: Field, unit: Unit, parent: str, compact: bool, out: str, in_struct: bool) -> list[str]:
         element = field.type
         lines = self._length(compact, 4, field.name)
         lines += ["if n < 0:", f"    {out} = None", "else:"]
-        min_size = self._min_size(field, version, flexible, compact)
+        min_size = self._min_size(field, unit, compact)
         if min_size:
             inner: list[str] = [
                 f"if n * {min_size} > end - pos:",
@@ -278,13 +323,12 @@ class Compiler:
         else:
             inner = [f"_count(n, end - pos, 0, {field.name!r})"]
         if element in FIXED:
-            fmt = FIXED[element]
             inner += [
-                f"{out} = list(_A{fmt}[n](buf, pos))",
-                f"pos += n * {SIZES[fmt]}",
+                f"{out} = list(_unpack_{element}s[n](buf, pos))",
+                f"pos += n * {SIZES[FIXED[element]]}",
             ]
         elif field.is_struct:
-            sub = self._struct(field.fields, version, flexible)
+            sub = self._sub(field, unit, parent)
             loop = [
                 f"{out} = []",
                 "try:",
@@ -296,41 +340,43 @@ class Compiler:
                 f"    p.path.insert(0, '[' + str(len({out}) - 1) + ']')",
             ]
             if in_struct:
-                loop += [f"    vals.append({out})", *(["    sp += (s, p.offset)"] if self.spans else []), f"    p.path.insert(0, {field.name!r})"]
+                loop += [f"    vals.append({out})", *(["    sp += (s, p.offset)"] if self.spans else [])]
+                loop.append(f"    p.path.insert(0, {field.name!r})")
             else:
                 loop.append(f"    p.value = {out}")
             loop.append("    raise")
-            inner += self._flat_structs(field, version, flexible, sub, out, loop)
+            inner += self._flat_structs(field, unit, sub, out, loop)
         else:
             inner += [f"{out} = []", "for _ in range(n):"]
             inner += ["    " + line for line in self._value(element, compact, "x", field.name)]
             inner.append(f"    {out}.append(x)")
         return lines + ["    " + line for line in inner]
 
-    def _flat_structs(self, field: Field, version: int, flexible: bool, sub: str, out: str, loop: list[str]) -> list[str]:
+    def _flat_structs(self, field: Field, unit: Unit, sub: str, out: str, loop: list[str]) -> list[str]:
         """Arrays of structs made only of fixed-width fields (ApiVersions' keys, most partition lists of
         responses) are read in one unpack when no element carries tagged fields; otherwise, and for the
         span-recording variant, element by element."""
+        version, flexible = unit.version, unit.flexible
         present = [f for f in field.fields if version in f.versions]
         if self.spans or not present or any(f.array or f.type not in FIXED or version in f.tagged for f in present):
             return loop
         fmts = "".join(FIXED[f.type] for f in present)
         head = struct.calcsize(">" + fmts)
         stride = head + (1 if flexible else 0)
-        table = self._name("_V")
-        self.namespace[table] = Unpackers(fmts + ("x" if flexible else ""))
-        names = self._struct_names[sub]
+        table = f"{sub}_flat"
+        if table not in self.namespace:
+            self._put(table, Unpackers(fmts + ("x" if flexible else "")))
         k = len(present)
         untagged = f"not any(buf[pos + {head} : pos + n * {stride} : {stride}])" if flexible else "True"
         return [
             f"if {untagged}:",
             f"    flat = {table}[n](buf, pos)",
-            f"    {out} = [Struct({names}, list(flat[i : i + {k}]), None) for i in range(0, n * {k}, {k})]",
+            f"    {out} = [Struct({sub}_names, list(flat[i : i + {k}]), None) for i in range(0, n * {k}, {k})]",
             f"    pos += n * {stride}",
             "else:",
         ] + ["    " + line for line in loop]
 
-    def _min_size(self, field: Field, version: int, flexible: bool, compact: bool) -> int:
+    def _min_size(self, field: Field, unit: Unit, compact: bool) -> int:
         """The fewest bytes one element can take: the bound that makes a lying count harmless."""
         element = field.type
         if element in FIXED:
@@ -339,9 +385,10 @@ class Compiler:
             return MIN_SIZE[element]
         if element in ("string", "bytes", "records"):
             return 1 if compact else (2 if element == "string" else 4)
-        return self._struct_min_size(field.fields, version, flexible)
+        return self._struct_min_size(field.fields, unit)
 
-    def _struct_min_size(self, fields: tuple[Field, ...], version: int, flexible: bool) -> int:
+    def _struct_min_size(self, fields: tuple[Field, ...], unit: Unit) -> int:
+        version, flexible = unit.version, unit.flexible
         total = 1 if flexible else 0
         for f in fields:
             if version not in f.versions or version in f.tagged:
@@ -350,7 +397,7 @@ class Compiler:
             if f.array:
                 total += 1 if compact else 4
             elif f.is_struct:
-                total += 1 if version in f.nullable else self._struct_min_size(f.fields, version, flexible)
+                total += 1 if version in f.nullable else self._struct_min_size(f.fields, unit)
             else:
-                total += self._min_size(f, version, flexible, compact)
+                total += self._min_size(f, unit, compact)
         return total

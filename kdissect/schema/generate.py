@@ -175,10 +175,7 @@ class MessageBuilder:
         fields = self.fields(spec.get("fields", ()))
         for name in self.common:  # also the ones no field uses: they are facts of the message
             self.struct_fields(name)
-        structs = tuple(
-            StructSpec(name, Versions.parse(self.common[name]["versions"]), fields)
-            for name, fields in self.built.items()
-        )
+        structs = tuple(StructSpec(name, Versions.parse(self.common[name]["versions"]), fields) for name, fields in self.built.items())
         return MessageSpec(
             name=spec["name"],
             kind=kind,
@@ -263,9 +260,7 @@ class Tables:
 
 def build_tables(snapshots: list[Snapshot]) -> Tables:
     def definitions(name: str, kind: Kind) -> tuple[MessageSpec, ...]:
-        found = [
-            MessageBuilder(snap.specs[name], snap.label).build(kind) for snap in snapshots if name in snap.specs
-        ]
+        found = [MessageBuilder(snap.specs[name], snap.label).build(kind) for snap in snapshots if name in snap.specs]
         return union(found)
 
     def api_definitions(key: int, kind: Kind) -> tuple[MessageSpec, ...]:

@@ -151,6 +151,4 @@ class Api:
         return message is not None and version in message.flexible
 
 
-PRIMITIVES = frozenset(
-    {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "uuid", "string", "bytes", "records"}
-)
+PRIMITIVES = frozenset({"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "uuid", "string", "bytes", "records"})

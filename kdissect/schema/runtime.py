@@ -75,8 +75,13 @@ def _reason(exc: BaseException, field: str) -> str:
 
 
 def fail(
-    names: tuple[str, ...], groups: dict[int, tuple[tuple[str, int], ...]], vals: list, spans: list | None,
-    buf: Any, pos: int, exc: BaseException,
+    names: tuple[str, ...],
+    groups: dict[int, tuple[tuple[str, int], ...]],
+    vals: list,
+    spans: list | None,
+    buf: Any,
+    pos: int,
+    exc: BaseException,
 ) -> Partial:
     """Turn a primitive read failure into a Partial naming the exact field, decoding what still fits."""
     group = groups.get(len(vals))

@@ -87,4 +87,3 @@ class Partial(Exception):
         for part in self.path:
             out += part if part.startswith("[") or not out else "." + part
         return out
-

@@ -32,7 +32,7 @@ def read_versioned(definitions: tuple[MessageSpec, ...], data: bytes) -> tuple[S
     problem = None
     in_band = bool(definition.fields) and definition.fields[0].name == "Version" and definition.fields[0].type == "int16"
     try:
-        fields, end = _compiler.compile(definition.fields, used, used in definition.flexible)(data, 0 if in_band else 2)
+        fields, end = _compiler.compile(definition, used)(data, 0 if in_band else 2)
         if end < len(data) and version <= known[-1]:
             problem = f"{len(data) - end} bytes follow the end of {definition.name}"
     except Partial as failure:

@@ -43,7 +43,9 @@ CLIENT, SERVER = 0, 1
 # -- link layers ------------------------------------------------------------------------------------------------
 
 
-def ethernet(payload: bytes, ethertype: int, vlans: Sequence[int] = (), src: bytes = b"\x02\0\0\0\0\x01", dst: bytes = b"\x02\0\0\0\0\x02") -> bytes:
+def ethernet(
+    payload: bytes, ethertype: int, vlans: Sequence[int] = (), src: bytes = b"\x02\0\0\0\0\x01", dst: bytes = b"\x02\0\0\0\0\x02"
+) -> bytes:
     """An Ethernet II frame; `vlans` are VLAN ids, outermost first: one is 802.1Q, more are QinQ (802.1ad outer)."""
     tags = b""
     for i, vid in enumerate(vlans):
@@ -107,8 +109,17 @@ def checksum(data: bytes) -> int:
 
 
 def ipv4(
-    src: str, dst: str, payload: bytes, proto: int = TCP, ident: int = 0, options: bytes = b"",
-    offset: int = 0, more: bool = False, dont_fragment: bool = False, total_length: int | None = None, ttl: int = 64,
+    src: str,
+    dst: str,
+    payload: bytes,
+    proto: int = TCP,
+    ident: int = 0,
+    options: bytes = b"",
+    offset: int = 0,
+    more: bool = False,
+    dont_fragment: bool = False,
+    total_length: int | None = None,
+    ttl: int = 64,
 ) -> bytes:
     """An IPv4 packet. `offset` is the fragment offset in bytes (a multiple of 8); `total_length=0` mimics
     segmentation offload, where the capture sees the header before the NIC fills the length in."""
@@ -156,8 +167,13 @@ def extension(kind: int, next_header: int, units: int = 0) -> bytes:
 
 
 def ipv6(
-    src: str, dst: str, payload: bytes, proto: int = TCP, extensions: Sequence[int | tuple[int, int]] = (),
-    payload_length: int | None = None, hop_limit: int = 64,
+    src: str,
+    dst: str,
+    payload: bytes,
+    proto: int = TCP,
+    extensions: Sequence[int | tuple[int, int]] = (),
+    payload_length: int | None = None,
+    hop_limit: int = 64,
 ) -> bytes:
     """An IPv6 packet with extension headers in the order given: each a kind, or (kind, extra 8-octet units)."""
     chain = [(e, 0) if isinstance(e, int) else e for e in extensions]
@@ -171,8 +187,14 @@ def ipv6(
 
 
 def ipv6_fragments(
-    src: str, dst: str, payload: bytes, count: int, proto: int = TCP, ident: int = 1,
-    before: Sequence[int] = (), after: Sequence[int] = (),
+    src: str,
+    dst: str,
+    payload: bytes,
+    count: int,
+    proto: int = TCP,
+    ident: int = 1,
+    before: Sequence[int] = (),
+    after: Sequence[int] = (),
 ) -> list[bytes]:
     """The IPv6 fragments of one packet: `before` are the unfragmentable extension headers repeated in every
     fragment, `after` the extension headers that belong to the fragmented part (as RFC 8200 puts them)."""
@@ -194,7 +216,18 @@ def ipv6_fragments(
 # -- TCP ----------------------------------------------------------------------------------------------------------
 
 
-def tcp(src: str, dst: str, sport: int, dport: int, seq: int, ack: int, flags: int, payload: bytes = b"", options: bytes = b"", window: int = 65535) -> bytes:
+def tcp(
+    src: str,
+    dst: str,
+    sport: int,
+    dport: int,
+    seq: int,
+    ack: int,
+    flags: int,
+    payload: bytes = b"",
+    options: bytes = b"",
+    window: int = 65535,
+) -> bytes:
     """A TCP segment with its checksum over the IPv4 or IPv6 pseudo-header of `src` and `dst`."""
     options += b"\0" * (-len(options) % 4)
     header = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (5 + len(options) // 4) << 12 | flags, window, 0, 0)
@@ -276,7 +309,9 @@ class Conversation:
         src, dst = self.ends[side][0], self.ends[1 - side][0]
         return frame(self.linktype, ip(src, dst, ip_payload, **ip_options), self.vlans)
 
-    def segment(self, side: int, payload: bytes = b"", flags: int = ACK | PSH, seq: int | None = None, ack: int | None = None, **ip_options) -> Packet:
+    def segment(
+        self, side: int, payload: bytes = b"", flags: int = ACK | PSH, seq: int | None = None, ack: int | None = None, **ip_options
+    ) -> Packet:
         """One packet from `side`. Without an explicit `seq` the side's sequence number advances past it."""
         if seq is None:
             seq = self.next[side]
@@ -311,7 +346,9 @@ class Conversation:
         """The usual four-way close started by the client."""
         return [self.fin(CLIENT), self.fin(SERVER), self.ack(CLIENT)]
 
-    def fragmented(self, side: int, payload: bytes, count: int, ident: int = 1, before: Sequence[int] = (), after: Sequence[int] = ()) -> list[Packet]:
+    def fragmented(
+        self, side: int, payload: bytes, count: int, ident: int = 1, before: Sequence[int] = (), after: Sequence[int] = ()
+    ) -> list[Packet]:
         """A data segment from `side` sent as `count` IP fragments, in order; the sequence number advances."""
         seq = self.next[side]
         self.next[side] = (seq + len(payload)) & 0xFFFFFFFF
@@ -332,8 +369,13 @@ def tagged_fields(fields: Sequence[tuple[int, bytes]]) -> bytes:
 
 
 def request(
-    api_key: int, api_version: int, correlation_id: int, body: bytes = b"", client_id: str | None = "craft",
-    header_version: int | None = None, tagged: Sequence[tuple[int, bytes]] = (),
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    body: bytes = b"",
+    client_id: str | None = "craft",
+    header_version: int | None = None,
+    tagged: Sequence[tuple[int, bytes]] = (),
 ) -> bytes:
     """A request frame, size prefix included. The header version follows the API's unless given."""
     if header_version is None:

@@ -168,9 +168,7 @@ def encode_message_set(
             for i, d in enumerate(drafts)
         )
     first = 0 if magic else base_offset
-    inner = b"".join(
-        encode_message(first + i, magic=magic, key=d.key, value=d.value, timestamp=d.timestamp) for i, d in enumerate(drafts)
-    )
+    inner = b"".join(encode_message(first + i, magic=magic, key=d.key, value=d.value, timestamp=d.timestamp) for i, d in enumerate(drafts))
     if wrapper_timestamp is None:
         wrapper_timestamp = max((d.timestamp for d in drafts), default=-1)
     return encode_message(

@@ -137,7 +137,9 @@ class DetailView:
             elif isinstance(value, RecordSet):
                 span = struct.span(name)
                 start = span[1] - value.size if span else None  # the blob starts after its length prefix
-                self._records(node.add(Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)), value, start)
+                self._records(
+                    node.add(Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)), value, start
+                )
             else:
                 text = Text(f"{name}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
                 node.add(text + self._span(struct, name, data))
@@ -183,13 +185,17 @@ class DetailView:
         if start is not None and self.hexdump:
             label.append(f"  @{start + b.span[0]}-{start + b.span[1]}", style="dim")
         child = node.add(label)
-        flags = [n for n, on in (("transactional", b.transactional), ("control", b.control), ("delete horizon", b.has_delete_horizon)) if on]
-        child.add(Text(
-            f"producer {b.producer_id}/{b.producer_epoch} seq {b.base_sequence}, leader epoch {b.partition_leader_epoch}, "
-            f"{b.timestamp_type} {format_timestamp(b.base_timestamp)} … {format_timestamp(b.max_timestamp)}"
-            + (f", {', '.join(flags)}" if flags else ""),
-            style="dim",
-        ))
+        flags = [
+            n for n, on in (("transactional", b.transactional), ("control", b.control), ("delete horizon", b.has_delete_horizon)) if on
+        ]
+        child.add(
+            Text(
+                f"producer {b.producer_id}/{b.producer_epoch} seq {b.base_sequence}, leader epoch {b.partition_leader_epoch}, "
+                f"{b.timestamp_type} {format_timestamp(b.base_timestamp)} … {format_timestamp(b.max_timestamp)}"
+                + (f", {', '.join(flags)}" if flags else ""),
+                style="dim",
+            )
+        )
         for record in b.records:
             self._record(child, record)
 

@@ -14,7 +14,7 @@ class FilterError(ValueError):
 
 
 def parse_apis(text: str | None) -> frozenset[int] | None:
-    """"Produce,Fetch,18" -> API keys; names are matched without regard to case."""
+    """ "Produce,Fetch,18" -> API keys; names are matched without regard to case."""
     if not text:
         return None
     by_name = {api.name.lower(): key for key, api in APIS.items()}
@@ -32,7 +32,7 @@ def parse_apis(text: str | None) -> frozenset[int] | None:
 
 
 def parse_versions(text: str | None) -> frozenset[int] | None:
-    """"9", "3-7" or "1,4-5"."""
+    """ "9", "3-7" or "1,4-5"."""
     if not text:
         return None
     versions: set[int] = set()

@@ -121,9 +121,7 @@ def record_json(record: Record) -> dict[str, Any]:
         "attributes": record.attributes,
         "key": encode_bytes(record.key),
         "value": encode_bytes(record.value),
-        "headers": [
-            {"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers
-        ],
+        "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
         "control": value_json(record.control),
     }
 
@@ -230,9 +228,7 @@ def exchange_json(exchange: Exchange) -> dict[str, Any]:
         "latency_ms": None if latency is None else latency / 1e6,
         "topics": list(dict.fromkeys(t for _, b in bodies for t in b.topics)),
         "groups": list(dict.fromkeys(g for _, b in bodies for g in b.groups)),
-        "errors": [
-            {"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for side, b in bodies for e in b.errors
-        ],
+        "errors": [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for side, b in bodies for e in b.errors],
         "request": message_json(exchange.request),
         "response": message_json(exchange.response),
     }

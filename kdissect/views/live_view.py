@@ -39,8 +39,17 @@ class _Flows:
 class LiveView:
     """Owns a `rich.live.Live` on the console; `exchange` records rows, `update` redraws at most `fps` a second."""
 
-    def __init__(self, console: Console, summary: Summary, interface: str, linktype: int, expression: str,
-                 fps: float = 4.0, max_flows: int = 8, max_errors: int = 5) -> None:
+    def __init__(
+        self,
+        console: Console,
+        summary: Summary,
+        interface: str,
+        linktype: int,
+        expression: str,
+        fps: float = 4.0,
+        max_flows: int = 8,
+        max_errors: int = 5,
+    ) -> None:
         self.console = console
         self.summary = summary
         self.interface = interface

@@ -46,12 +46,21 @@ def print_schema(as_json: bool) -> None:
             print(json.dumps(row))
         return
     table = Table(title=f"{len(data)} API keys, {sum(len(a.versions) for a in APIS.values())} versions", title_justify="left")
-    for name, justify in (("key", "right"), ("name", "left"), ("versions", "left"), ("flexible from", "right"), ("only before Kafka 4", "left")):
+    for name, justify in (
+        ("key", "right"),
+        ("name", "left"),
+        ("versions", "left"),
+        ("flexible from", "right"),
+        ("only before Kafka 4", "left"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in data:
         table.add_row(
-            str(row["api_key"]), row["name"], row["versions"] + (" (latest unstable)" if row["unstable"] else ""),
-            "-" if row["flexible_from"] is None else f"v{row['flexible_from']}", row["removed_in_kafka_4"] or "",
+            str(row["api_key"]),
+            row["name"],
+            row["versions"] + (" (latest unstable)" if row["unstable"] else ""),
+            "-" if row["flexible_from"] is None else f"v{row['flexible_from']}",
+            row["removed_in_kafka_4"] or "",
         )
     Console().print(table)
 

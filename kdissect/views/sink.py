@@ -14,8 +14,9 @@ class EventSink:
     """One routing for `read` and `live`: NDJSON when `writer` is given (notices and connection summaries too
     with `all_events`), otherwise rows on `view`."""
 
-    def __init__(self, wanted: ExchangeFilter, writer: json_lines.JsonLinesWriter | None = None, view: Any = None,
-                 all_events: bool = False) -> None:
+    def __init__(
+        self, wanted: ExchangeFilter, writer: json_lines.JsonLinesWriter | None = None, view: Any = None, all_events: bool = False
+    ) -> None:
         self.wanted = wanted
         self.writer = writer
         self.view = view

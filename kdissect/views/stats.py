@@ -96,7 +96,9 @@ class Stats:
         api["errors"].update(error_name(code) for code in errors)
         if exchange.latency is not None:
             api["latencies"].append(exchange.latency)
-        client = self.clients.setdefault(exchange.client_id or "(none)", {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []})
+        client = self.clients.setdefault(
+            exchange.client_id or "(none)", {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []}
+        )
         client["exchanges"] += 1
         client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
         client["errors"] += len(errors)
@@ -177,26 +179,63 @@ class Stats:
                 group.generations.add(current.generation)
 
     def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        yield "apis", [
-            {"api_key": k, "api_name": API_NAMES.get(k, "?") if k is not None else None, "api_version": v, "count": a["count"],
-             "statuses": dict(a["statuses"]), "errors": dict(a["errors"]), **_latency_cells(a["latencies"])}
-            for (k, v), a in sorted(self.apis.items(), key=lambda item: (item[0][0] is None, item[0]))
-        ]
-        yield "topics", [
-            {"topic": t, "partition": p, "produced_records": c["produced_records"], "produced_bytes": c["produced_bytes"],
-             "fetched_records": c["fetched_records"], "fetched_bytes": c["fetched_bytes"]}
-            for (t, p), c in sorted(self.topics.items(), key=lambda item: (str(item[0][0]), item[0][1] or 0))
-        ]
-        yield "clients", [
-            {"client_id": cid, "exchanges": c["exchanges"], "bytes": c["bytes"], "errors": c["errors"], "apis": dict(c["apis"]),
-             **_latency_cells(c["latencies"])}
-            for cid, c in sorted(self.clients.items())
-        ]
-        yield "groups", [
-            {"group": name, "members": len(g.members), "generations": sorted(g.generations), "rebalances": sum(1 for r in g.rounds if r.joins),
-             "offset_commits": g.commits, "committed": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(g.committed.items(), key=str)]}
-            for name, g in sorted(self.groups.items())
-        ]
+        yield (
+            "apis",
+            [
+                {
+                    "api_key": k,
+                    "api_name": API_NAMES.get(k, "?") if k is not None else None,
+                    "api_version": v,
+                    "count": a["count"],
+                    "statuses": dict(a["statuses"]),
+                    "errors": dict(a["errors"]),
+                    **_latency_cells(a["latencies"]),
+                }
+                for (k, v), a in sorted(self.apis.items(), key=lambda item: (item[0][0] is None, item[0]))
+            ],
+        )
+        yield (
+            "topics",
+            [
+                {
+                    "topic": t,
+                    "partition": p,
+                    "produced_records": c["produced_records"],
+                    "produced_bytes": c["produced_bytes"],
+                    "fetched_records": c["fetched_records"],
+                    "fetched_bytes": c["fetched_bytes"],
+                }
+                for (t, p), c in sorted(self.topics.items(), key=lambda item: (str(item[0][0]), item[0][1] or 0))
+            ],
+        )
+        yield (
+            "clients",
+            [
+                {
+                    "client_id": cid,
+                    "exchanges": c["exchanges"],
+                    "bytes": c["bytes"],
+                    "errors": c["errors"],
+                    "apis": dict(c["apis"]),
+                    **_latency_cells(c["latencies"]),
+                }
+                for cid, c in sorted(self.clients.items())
+            ],
+        )
+        yield (
+            "groups",
+            [
+                {
+                    "group": name,
+                    "members": len(g.members),
+                    "generations": sorted(g.generations),
+                    "rebalances": sum(1 for r in g.rounds if r.joins),
+                    "offset_commits": g.commits,
+                    "committed": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(g.committed.items(), key=str)],
+                }
+                for name, g in sorted(self.groups.items())
+            ],
+        )
         yield "rebalances", [r.row() for g in self.groups.values() for r in g.rounds if r.joins]
 
 
@@ -211,9 +250,15 @@ def print_stats(stats: Stats, console: Console) -> None:
         table.add_column(name, justify="left" if name in ("API", "errors", "not ok") else "right")
     for row in tables["apis"]:
         table.add_row(
-            row["api_name"] or "?", "" if row["api_version"] is None else str(row["api_version"]), str(row["count"]),
-            ", ".join(f"{n}×{c}" for n, c in row["errors"].items()), _ms(row["p50_ms"]), _ms(row["p95_ms"]),
-            _ms(row["p99_ms"]), _ms(row["max_ms"]), ", ".join(f"{s}×{c}" for s, c in row["statuses"].items() if s != "ok"),
+            row["api_name"] or "?",
+            "" if row["api_version"] is None else str(row["api_version"]),
+            str(row["count"]),
+            ", ".join(f"{n}×{c}" for n, c in row["errors"].items()),
+            _ms(row["p50_ms"]),
+            _ms(row["p95_ms"]),
+            _ms(row["p99_ms"]),
+            _ms(row["max_ms"]),
+            ", ".join(f"{s}×{c}" for s, c in row["statuses"].items() if s != "ok"),
         )
     console.print(table)
     if tables["topics"]:
@@ -221,29 +266,54 @@ def print_stats(stats: Stats, console: Console) -> None:
         for name in ("topic", "partition", "produced records", "produced bytes", "fetched records", "fetched bytes"):
             table.add_column(name, justify="left" if name == "topic" else "right")
         for row in tables["topics"]:
-            table.add_row(str(row["topic"]), str(row["partition"]), str(row["produced_records"]), size(row["produced_bytes"]),
-                          str(row["fetched_records"]), size(row["fetched_bytes"]))
+            table.add_row(
+                str(row["topic"]),
+                str(row["partition"]),
+                str(row["produced_records"]),
+                size(row["produced_bytes"]),
+                str(row["fetched_records"]),
+                size(row["fetched_bytes"]),
+            )
         console.print(table)
     table = Table(title="Clients", title_justify="left", title_style="bold", header_style="bold")
     for name in ("client id", "exchanges", "bytes", "errors", "p50", "p99", "APIs"):
         table.add_column(name, justify="left" if name in ("client id", "APIs") else "right")
     for row in tables["clients"]:
-        table.add_row(row["client_id"], str(row["exchanges"]), size(row["bytes"]), str(row["errors"]), _ms(row["p50_ms"]),
-                      _ms(row["p99_ms"]), ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])))
+        table.add_row(
+            row["client_id"],
+            str(row["exchanges"]),
+            size(row["bytes"]),
+            str(row["errors"]),
+            _ms(row["p50_ms"]),
+            _ms(row["p99_ms"]),
+            ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])),
+        )
     console.print(table)
     if tables["groups"]:
         table = Table(title="Consumer groups", title_justify="left", title_style="bold", header_style="bold")
         for name in ("group", "members", "generations", "rebalances", "offset commits"):
             table.add_column(name, justify="left" if name in ("group", "generations") else "right")
         for row in tables["groups"]:
-            table.add_row(row["group"], str(row["members"]), ", ".join(map(str, row["generations"])), str(row["rebalances"]), str(row["offset_commits"]))
+            table.add_row(
+                row["group"],
+                str(row["members"]),
+                ", ".join(map(str, row["generations"])),
+                str(row["rebalances"]),
+                str(row["offset_commits"]),
+            )
         console.print(table)
     if tables["rebalances"]:
         table = Table(title="Rebalances", title_justify="left", title_style="bold", header_style="bold")
         for name in ("group", "generation", "started (UTC)", "duration", "members", "protocol", "reasons"):
             table.add_column(name, justify="right" if name in ("generation", "duration", "members") else "left")
         for row in tables["rebalances"]:
-            table.add_row(row["group"], "-" if row["generation"] is None else str(row["generation"]), row["start"],
-                          _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"), str(row["members"]),
-                          row["protocol"] or "-", "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()))
+            table.add_row(
+                row["group"],
+                "-" if row["generation"] is None else str(row["generation"]),
+                row["start"],
+                _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"),
+                str(row["members"]),
+                row["protocol"] or "-",
+                "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()),
+            )
         console.print(table)

@@ -21,8 +21,16 @@ from kdissect.kafka.shared import Counters
 from kdissect.schema import error_name
 from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
 
-COLUMNS = (("#", 6, "right"), ("time (UTC)", 15, "left"), ("conn", 4, "right"), ("API", 24, "left"),
-           ("corr", 10, "right"), ("client id", 22, "left"), ("latency", 10, "right"), ("status", 0, "left"))
+COLUMNS = (
+    ("#", 6, "right"),
+    ("time (UTC)", 15, "left"),
+    ("conn", 4, "right"),
+    ("API", 24, "left"),
+    ("corr", 10, "right"),
+    ("client id", 22, "left"),
+    ("latency", 10, "right"),
+    ("status", 0, "left"),
+)
 
 
 def clock(ts_ns: int) -> str:
@@ -143,18 +151,41 @@ class ReadView:
             span = f"{stamp(counters.first_ts)} → {stamp(counters.last_ts)} UTC ({duration(counters.last_ts - counters.first_ts)})"
         statuses = ", ".join(f"{n} {s}" for s, n in summary.statuses.most_common())
         table.add_row("time", span)
-        table.add_row("packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}")
-        table.add_row("connections", f"{counters.kafka_connections} Kafka" + (f", {counters.ignored_connections} other" if counters.ignored_connections else "") + (f", {counters.empty_connections} without data" if counters.empty_connections else "") + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""))
-        table.add_row("exchanges", f"{summary.exchanges}" + (f" ({statuses})" if statuses else "") + (f", {summary.shown} shown" if summary.shown != summary.exchanges else ""))
+        table.add_row(
+            "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
+        )
+        table.add_row(
+            "connections",
+            f"{counters.kafka_connections} Kafka"
+            + (f", {counters.ignored_connections} other" if counters.ignored_connections else "")
+            + (f", {counters.empty_connections} without data" if counters.empty_connections else "")
+            + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""),
+        )
+        table.add_row(
+            "exchanges",
+            f"{summary.exchanges}"
+            + (f" ({statuses})" if statuses else "")
+            + (f", {summary.shown} shown" if summary.shown != summary.exchanges else ""),
+        )
         return table
 
     @staticmethod
     def _flows(summary: Summary) -> Table:
         table = Table(title="Flows", title_justify="left", title_style="bold", header_style="bold")
-        for name, justify, limit in (("#", "right", None), ("client → broker", "left", None), ("client ids", "left", 24),
-                                     ("exch", "right", None), ("bytes →", "right", None), ("bytes ←", "right", None),
-                                     ("APIs", "left", 44), ("errors", "right", None), ("unans.", "right", None),
-                                     ("p50", "right", None), ("p99", "right", None), ("diag", "right", None)):
+        for name, justify, limit in (
+            ("#", "right", None),
+            ("client → broker", "left", None),
+            ("client ids", "left", 24),
+            ("exch", "right", None),
+            ("bytes →", "right", None),
+            ("bytes ←", "right", None),
+            ("APIs", "left", 44),
+            ("errors", "right", None),
+            ("unans.", "right", None),
+            ("p50", "right", None),
+            ("p99", "right", None),
+            ("diag", "right", None),
+        ):
             table.add_column(name, justify=justify, no_wrap=limit is None, max_width=limit, min_width=len(name))  # type: ignore[arg-type]
         for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
             latencies = sorted(flow.latencies)

@@ -38,14 +38,16 @@ def _dwell(poll) -> None:
 
 def _records(tag: str, partitions: int = 2) -> list[dict]:
     return [
-        {"key": f"{tag}-0".encode(), "value": text_value(tag, 0, 2), "partition": 0,
-         "timestamp": FIXED_TS, "headers": [("client", tag.encode())]},
-        {"key": f"{tag}-1".encode(), "value": text_value(tag, 1, 2), "partition": 1 % partitions,
-         "timestamp": FIXED_TS + 1, "headers": []},
-        {"key": None, "value": text_value(tag, 2, 2), "partition": 0,
-         "timestamp": FIXED_TS + 2, "headers": [("a", b"1"), ("a", b"2")]},
-        {"key": BINARY_KEY, "value": BINARY_VALUE[:32], "partition": 1 % partitions,
-         "timestamp": FIXED_TS + 3, "headers": []},
+        {
+            "key": f"{tag}-0".encode(),
+            "value": text_value(tag, 0, 2),
+            "partition": 0,
+            "timestamp": FIXED_TS,
+            "headers": [("client", tag.encode())],
+        },
+        {"key": f"{tag}-1".encode(), "value": text_value(tag, 1, 2), "partition": 1 % partitions, "timestamp": FIXED_TS + 1, "headers": []},
+        {"key": None, "value": text_value(tag, 2, 2), "partition": 0, "timestamp": FIXED_TS + 2, "headers": [("a", b"1"), ("a", b"2")]},
+        {"key": BINARY_KEY, "value": BINARY_VALUE[:32], "partition": 1 % partitions, "timestamp": FIXED_TS + 3, "headers": []},
     ]
 
 
@@ -59,13 +61,27 @@ def client_confluent(ctx: Ctx) -> None:
 
     m, client = ctx.manifest, confluent_name()
     confluent_create_topics(m, ctx.bootstrap, {"c-topic": 2})
-    confluent_produce(m, {"bootstrap.servers": ctx.bootstrap, "client.id": "kdrig-c-producer",
-                          "linger.ms": 50}, "c-topic", _records("confluent"), codec="zstd", acks="all")
+    confluent_produce(
+        m,
+        {"bootstrap.servers": ctx.bootstrap, "client.id": "kdrig-c-producer", "linger.ms": 50},
+        "c-topic",
+        _records("confluent"),
+        codec="zstd",
+        acks="all",
+    )
     group = "kdrig-c-group"
-    consumer = Consumer({"bootstrap.servers": ctx.bootstrap, "group.id": group,
-                         "client.id": "kdrig-c-consumer", "session.timeout.ms": 6000,
-                         "heartbeat.interval.ms": 500, "max.poll.interval.ms": 6000,
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": ctx.bootstrap,
+            "group.id": group,
+            "client.id": "kdrig-c-consumer",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            "max.poll.interval.ms": 6000,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe(["c-topic"])
     got, deadline = 0, time.monotonic() + 30
     while got < 4 and time.monotonic() < deadline:
@@ -74,8 +90,14 @@ def client_confluent(ctx: Ctx) -> None:
             got += 1
             confluent_consumed(m, msg, group=group)
     _dwell(lambda: consumer.poll(0.1))
-    attempt(m, client, "commit", lambda: consumer.commit(asynchronous=False),
-            show=lambda tps: [[tp.topic, tp.partition, tp.offset] for tp in tps or []], group=group)
+    attempt(
+        m,
+        client,
+        "commit",
+        lambda: consumer.commit(asynchronous=False),
+        show=lambda tps: [[tp.topic, tp.partition, tp.offset] for tp in tps or []],
+        group=group,
+    )
     attempt(m, client, "close", consumer.close, group=group)
 
 
@@ -89,15 +111,21 @@ def client_kafka_python(ctx: Ctx) -> None:
 
     m, client = ctx.manifest, kafka_python_name()
     kafka_python_create_topics(m, ctx.bootstrap, {"kp-topic": 2})
-    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-kp-producer",
-                             compression_type="gzip", acks=1, linger_ms=50)
+    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-kp-producer", compression_type="gzip", acks=1, linger_ms=50)
     kafka_python_produce(m, producer, "kp-topic", _records("kafka-python"), codec="gzip", acks=1)
     producer.close(10)
     group = "kdrig-kp-group"
-    consumer = KafkaConsumer("kp-topic", bootstrap_servers=ctx.bootstrap, group_id=group,
-                             client_id="kdrig-kp-consumer", enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=6000,
-                             heartbeat_interval_ms=500, max_poll_interval_ms=6000)
+    consumer = KafkaConsumer(
+        "kp-topic",
+        bootstrap_servers=ctx.bootstrap,
+        group_id=group,
+        client_id="kdrig-kp-consumer",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        max_poll_interval_ms=6000,
+    )
     got, deadline = 0, time.monotonic() + 30
     while got < 4 and time.monotonic() < deadline:
         for _tp, recs in sorted(consumer.poll(200).items()):
@@ -111,8 +139,7 @@ def client_kafka_python(ctx: Ctx) -> None:
 
 @scenario(
     "client-aiokafka",
-    "aiokafka alone: admin create, produce (snappy, Produce v7), group consume with commit, stop "
-    "(aiokafka sends no LeaveGroup here)",
+    "aiokafka alone: admin create, produce (snappy, Produce v7), group consume with commit, stop (aiokafka sends no LeaveGroup here)",
     expect_apis={0, 1, 3, 8, 9, 10, 11, 12, 14, 18, 19},
 )
 def client_aiokafka(ctx: Ctx) -> None:
@@ -134,25 +161,50 @@ def client_aiokafka(ctx: Ctx) -> None:
             m.op(client, "create_topics", topics=["aio-topic"], partitions=[2], result=err_text(exc))
         await admin.close()
 
-        producer = AIOKafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-aio-producer",
-                                    compression_type="snappy", acks=1, linger_ms=50)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=ctx.bootstrap, client_id="kdrig-aio-producer", compression_type="snappy", acks=1, linger_ms=50
+        )
         await producer.start()
         records = _records("aiokafka")
-        futures = [await producer.send("aio-topic", rec["value"], key=rec["key"],
-                                       partition=rec["partition"], timestamp_ms=rec["timestamp"],
-                                       headers=list(rec["headers"])) for rec in records]
+        futures = [
+            await producer.send(
+                "aio-topic",
+                rec["value"],
+                key=rec["key"],
+                partition=rec["partition"],
+                timestamp_ms=rec["timestamp"],
+                headers=list(rec["headers"]),
+            )
+            for rec in records
+        ]
         await producer.flush()
         for rec, fut in zip(records, futures, strict=True):
             meta = await fut
-            m.produced(client, topic="aio-topic", partition=meta.partition, offset=meta.offset,
-                       timestamp=rec["timestamp"], key=rec["key"], value=rec["value"],
-                       headers=rec["headers"], codec="snappy", acks=1)
+            m.produced(
+                client,
+                topic="aio-topic",
+                partition=meta.partition,
+                offset=meta.offset,
+                timestamp=rec["timestamp"],
+                key=rec["key"],
+                value=rec["value"],
+                headers=rec["headers"],
+                codec="snappy",
+                acks=1,
+            )
         await producer.stop()
 
-        consumer = AIOKafkaConsumer("aio-topic", bootstrap_servers=ctx.bootstrap, group_id=group,
-                                    client_id="kdrig-aio-consumer", enable_auto_commit=False,
-                                    auto_offset_reset="earliest", session_timeout_ms=6000,
-                                    heartbeat_interval_ms=500, max_poll_interval_ms=6000)
+        consumer = AIOKafkaConsumer(
+            "aio-topic",
+            bootstrap_servers=ctx.bootstrap,
+            group_id=group,
+            client_id="kdrig-aio-consumer",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            max_poll_interval_ms=6000,
+        )
         await consumer.start()
         got, deadline = 0, time.monotonic() + 30
         while got < 4 and time.monotonic() < deadline:
@@ -173,10 +225,10 @@ def client_aiokafka(ctx: Ctx) -> None:
     asyncio.run(run())
 
 
-def _kcat(ctx: Ctx, args: list[str], stdin: str | None = None, bundled: bool = True,
-          timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([kcat_binary(), "-b", ctx.bootstrap, *args], input=stdin, text=True,
-                          capture_output=True, env=kcat_env(bundled), timeout=timeout)
+def _kcat(ctx: Ctx, args: list[str], stdin: str | None = None, bundled: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [kcat_binary(), "-b", ctx.bootstrap, *args], input=stdin, text=True, capture_output=True, env=kcat_env(bundled), timeout=timeout
+    )
 
 
 @scenario(
@@ -191,14 +243,38 @@ def client_kcat(ctx: Ctx) -> None:
     topic = "kcat-topic"
     # key:value lines; a line without ':' has a null key; "-Z" turns an empty value into null.
     lines = ["kcat-0:kcat value 000 with headers", "kcat value 001 without a key", "kcat-2:"]
-    produce = _kcat(ctx, ["-P", "-t", topic, "-p", "0", "-K:", "-Z", "-z", "lz4",
-                          "-H", "source=kcat", "-H", "dup=1", "-H", "dup=2",
-                          "-X", "client.id=kdrig-kcat-producer"], "\n".join(lines) + "\n")
-    m.op(client, "produce", topic=topic, lines=lines,
-         result="ok" if produce.returncode == 0 else f"error exit {produce.returncode}: {produce.stderr[-300:]}")
+    produce = _kcat(
+        ctx,
+        [
+            "-P",
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-K:",
+            "-Z",
+            "-z",
+            "lz4",
+            "-H",
+            "source=kcat",
+            "-H",
+            "dup=1",
+            "-H",
+            "dup=2",
+            "-X",
+            "client.id=kdrig-kcat-producer",
+        ],
+        "\n".join(lines) + "\n",
+    )
+    m.op(
+        client,
+        "produce",
+        topic=topic,
+        lines=lines,
+        result="ok" if produce.returncode == 0 else f"error exit {produce.returncode}: {produce.stderr[-300:]}",
+    )
 
-    read = _kcat(ctx, ["-C", "-t", topic, "-o", "beginning", "-e", "-J", "-Z",
-                       "-X", "client.id=kdrig-kcat-reader"])
+    read = _kcat(ctx, ["-C", "-t", topic, "-o", "beginning", "-e", "-J", "-Z", "-X", "client.id=kdrig-kcat-reader"])
     consumed = [json.loads(line) for line in read.stdout.splitlines() if line.startswith("{")]
     for rec in consumed:
         _kcat_consumed(m, client, rec, group=None)
@@ -207,31 +283,58 @@ def client_kcat(ctx: Ctx) -> None:
         key, value = (line.split(":", 1) + [None])[:2] if ":" in line else (None, line)
         value = value or None
         back = consumed[i] if i < len(consumed) else {}
-        m.produced(client, topic=topic, partition=0, offset=back.get("offset"),
-                   timestamp=back.get("ts"), key=key.encode() if key else None,
-                   value=value.encode() if value else None,
-                   headers=[("source", b"kcat"), ("dup", b"1"), ("dup", b"2")],
-                   codec="lz4", acks="all", source_of_offset="read back")
+        m.produced(
+            client,
+            topic=topic,
+            partition=0,
+            offset=back.get("offset"),
+            timestamp=back.get("ts"),
+            key=key.encode() if key else None,
+            value=value.encode() if value else None,
+            headers=[("source", b"kcat"), ("dup", b"1"), ("dup", b"2")],
+            codec="lz4",
+            acks="all",
+            source_of_offset="read back",
+        )
 
     group = "kdrig-kcat-group"
-    read = _kcat(ctx, ["-G", group, "-e", "-J", "-Z", "-X", "session.timeout.ms=6000",
-                       "-X", "auto.offset.reset=earliest", "-X", "client.id=kdrig-kcat-member", topic])
+    read = _kcat(
+        ctx,
+        [
+            "-G",
+            group,
+            "-e",
+            "-J",
+            "-Z",
+            "-X",
+            "session.timeout.ms=6000",
+            "-X",
+            "auto.offset.reset=earliest",
+            "-X",
+            "client.id=kdrig-kcat-member",
+            topic,
+        ],
+    )
     for line in read.stdout.splitlines():
         if line.startswith("{"):
             _kcat_consumed(m, client, json.loads(line), group=group)
-    m.op(client, "group_consume", group=group, topics=[topic],
-         result="ok" if read.returncode == 0 else f"error exit {read.returncode}")
+    m.op(client, "group_consume", group=group, topics=[topic], result="ok" if read.returncode == 0 else f"error exit {read.returncode}")
 
 
 def _kcat_consumed(m, client: str, rec: dict, group) -> None:
     flat = rec.get("headers") or []
-    headers = [(flat[i], None if flat[i + 1] is None else flat[i + 1].encode())
-               for i in range(0, len(flat), 2)]
-    m.consumed(client, group=group, topic=rec["topic"], partition=rec["partition"],
-               offset=rec["offset"], timestamp=rec.get("ts"),
-               key=None if rec.get("key") is None else rec["key"].encode(),
-               value=None if rec.get("payload") is None else rec["payload"].encode(),
-               headers=headers)
+    headers = [(flat[i], None if flat[i + 1] is None else flat[i + 1].encode()) for i in range(0, len(flat), 2)]
+    m.consumed(
+        client,
+        group=group,
+        topic=rec["topic"],
+        partition=rec["partition"],
+        offset=rec["offset"],
+        timestamp=rec.get("ts"),
+        key=None if rec.get("key") is None else rec["key"].encode(),
+        value=None if rec.get("payload") is None else rec["payload"].encode(),
+        headers=headers,
+    )
 
 
 @scenario(
@@ -242,8 +345,6 @@ def _kcat_consumed(m, client: str, rec: dict, group) -> None:
 )
 def kcat_debian(ctx: Ctx) -> None:
     m, client = ctx.manifest, kcat_name(False)
-    result = _kcat(ctx, ["-L", "-X", "client.id=kdrig-kcat-debian", "-m", "5"], bundled=False,
-                   timeout=30)
+    result = _kcat(ctx, ["-L", "-X", "client.id=kdrig-kcat-debian", "-m", "5"], bundled=False, timeout=30)
     last_line = (result.stderr.strip().splitlines() or [""])[-1][:300]
-    m.op(client, "metadata_list",
-         result="ok" if result.returncode == 0 else f"error exit {result.returncode}: {last_line}")
+    m.op(client, "metadata_list", result="ok" if result.returncode == 0 else f"error exit {result.returncode}: {last_line}")

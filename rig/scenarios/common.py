@@ -36,12 +36,11 @@ def _short(exc: BaseException, limit: int = 160) -> str:
     text = re.sub(r"^\[Error -?\d+\] \w+: ?", "", text)
     text = re.sub(r"^\w+(Error|Exception)\(None\)$|^None$", "", text)
     if text.startswith(type(exc).__name__ + ": "):
-        text = text[len(type(exc).__name__) + 2:]
+        text = text[len(type(exc).__name__) + 2 :]
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def attempt(m: Manifest, client: str, op: str, fn: Callable[[], Any],
-            show: Optional[Callable[[Any], Any]] = None, **fields: Any) -> Any:
+def attempt(m: Manifest, client: str, op: str, fn: Callable[[], Any], show: Optional[Callable[[Any], Any]] = None, **fields: Any) -> Any:
     """Run *fn*, record an ``op`` line with its outcome, return its value (None on error).
 
     Failures are part of the ground truth (tansu lacks some APIs, rejects legacy

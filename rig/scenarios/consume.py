@@ -30,15 +30,21 @@ GROUP_CONF = {
 
 
 def _records(round_no: int, n: int, partitions: int) -> list[dict]:
-    return [{"key": f"r{round_no}-{j}".encode(), "value": text_value(f"group round {round_no}", j, 1),
-             "partition": j % partitions, "timestamp": FIXED_TS + 100 * round_no + j, "headers": []}
-            for j in range(n)]
+    return [
+        {
+            "key": f"r{round_no}-{j}".encode(),
+            "value": text_value(f"group round {round_no}", j, 1),
+            "partition": j % partitions,
+            "timestamp": FIXED_TS + 100 * round_no + j,
+            "headers": [],
+        }
+        for j in range(n)
+    ]
 
 
 @scenario(
     "consumer-group-confluent",
-    "A consumer group of two librdkafka members: A joins, B joins (rebalance), both commit, "
-    "B leaves (rebalance), A commits and leaves",
+    "A consumer group of two librdkafka members: A joins, B joins (rebalance), both commit, B leaves (rebalance), A commits and leaves",
     expect_apis={0, 1, 8, 9, 10, 11, 12, 13, 14},
 )
 def consumer_group_confluent(ctx: Ctx) -> None:
@@ -47,8 +53,7 @@ def consumer_group_confluent(ctx: Ctx) -> None:
     m, client = ctx.manifest, confluent_name()
     topic, group, parts = "grp", "kdrig-group", 4
     confluent_create_topics(m, ctx.bootstrap, {topic: parts})
-    producer_conf = {"bootstrap.servers": ctx.bootstrap, "client.id": "kdrig-group-producer",
-                     "linger.ms": 20}
+    producer_conf = {"bootstrap.servers": ctx.bootstrap, "client.id": "kdrig-group-producer", "linger.ms": 20}
     confluent_produce(m, producer_conf, topic, _records(0, 8, parts), acks="all")
 
     members: dict = {}
@@ -61,12 +66,10 @@ def consumer_group_confluent(ctx: Ctx) -> None:
             m.op(client, "assigned", group=group, member=name, partitions=assigned[name])
 
         def on_revoke(consumer, partitions):
-            m.op(client, "revoked", group=group, member=name,
-                 partitions=sorted(p.partition for p in partitions))
+            m.op(client, "revoked", group=group, member=name, partitions=sorted(p.partition for p in partitions))
             assigned[name] = []
 
-        consumer = Consumer({"bootstrap.servers": ctx.bootstrap, "group.id": group,
-                             "client.id": f"kdrig-member-{name}", **GROUP_CONF})
+        consumer = Consumer({"bootstrap.servers": ctx.bootstrap, "group.id": group, "client.id": f"kdrig-member-{name}", **GROUP_CONF})
         consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
         m.op(client, "subscribe", group=group, member=name, topics=[topic])
         members[name] = consumer
@@ -87,17 +90,22 @@ def consumer_group_confluent(ctx: Ctx) -> None:
 
     def commit(name: str) -> None:
         consumer = members[name]
-        attempt(m, client, "commit", lambda: consumer.commit(asynchronous=False),
-                show=lambda tps: [[tp.topic, tp.partition, tp.offset] for tp in tps or []],
-                group=group, member=name)
+        attempt(
+            m,
+            client,
+            "commit",
+            lambda: consumer.commit(asynchronous=False),
+            show=lambda tps: [[tp.topic, tp.partition, tp.offset] for tp in tps or []],
+            group=group,
+            member=name,
+        )
 
     make("a")
     pump(lambda: got["a"] >= 8)
     commit("a")
 
     make("b")
-    pump(lambda: assigned.get("b") and assigned.get("a") and
-         len(assigned["a"]) + len(assigned["b"]) == parts)
+    pump(lambda: assigned.get("b") and assigned.get("a") and len(assigned["a"]) + len(assigned["b"]) == parts)
     confluent_produce(m, producer_conf, topic, _records(1, 8, parts), acks="all")
     pump(lambda: got["a"] + got["b"] >= 16)
     commit("a")
@@ -123,8 +131,7 @@ def consumer_group_kafka_python(ctx: Ctx) -> None:
     m, client = ctx.manifest, kafka_python_name()
     topic, group, parts = "kgrp", "kdrig-kgroup", 2
     kafka_python_create_topics(m, ctx.bootstrap, {topic: parts})
-    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-kgroup-producer",
-                             acks=1, linger_ms=20)
+    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-kgroup-producer", acks=1, linger_ms=20)
     kafka_python_produce(m, producer, topic, _records(0, 4, parts), acks=1)
 
     members: dict = {}
@@ -140,15 +147,20 @@ def consumer_group_kafka_python(ctx: Ctx) -> None:
             m.op(client, "assigned", group=group, member=self.name, partitions=assigned[self.name])
 
         def on_partitions_revoked(self, partitions):
-            m.op(client, "revoked", group=group, member=self.name,
-                 partitions=sorted(p.partition for p in partitions))
+            m.op(client, "revoked", group=group, member=self.name, partitions=sorted(p.partition for p in partitions))
             assigned[self.name] = []
 
     def make(name: str):
-        consumer = KafkaConsumer(bootstrap_servers=ctx.bootstrap, group_id=group,
-                                 client_id=f"kdrig-kmember-{name}", enable_auto_commit=False,
-                                 auto_offset_reset="earliest", session_timeout_ms=6000,
-                                 heartbeat_interval_ms=500, max_poll_interval_ms=6000)
+        consumer = KafkaConsumer(
+            bootstrap_servers=ctx.bootstrap,
+            group_id=group,
+            client_id=f"kdrig-kmember-{name}",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            max_poll_interval_ms=6000,
+        )
         consumer.subscribe([topic], listener=Listener(name))
         m.op(client, "subscribe", group=group, member=name, topics=[topic])
         members[name] = consumer

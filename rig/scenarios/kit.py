@@ -26,27 +26,61 @@ def text_value(tag: str, i: int, repeat: int = 4) -> bytes:
 def edge_records(tag: str, partition: Optional[int] = 0, base_ts: int = FIXED_TS) -> list[dict]:
     """One batch worth of the record shapes a decoder must get right."""
     return [
-        {"key": f"{tag}-key-0".encode(), "value": text_value(tag, 0),
-         "headers": [("trace", b"abc123")], "partition": partition, "timestamp": base_ts},
-        {"key": None, "value": text_value(tag, 1), "headers": [],
-         "partition": partition, "timestamp": base_ts + 1},
-        {"key": f"{tag}-key-2".encode(), "value": None, "headers": [],  # tombstone
-         "partition": partition, "timestamp": base_ts + 2},
-        {"key": f"{tag}-key-3".encode(), "value": text_value(tag, 3),
-         "headers": [("dup", b"first"), ("dup", b"second"), ("null-header", None), ("empty", b"")],
-         "partition": partition, "timestamp": base_ts + 3},
-        {"key": BINARY_KEY, "value": BINARY_VALUE, "headers": [("bin", bytes([0xC3, 0x28]))],
-         "partition": partition, "timestamp": base_ts + 4},
-        {"key": b"", "value": b"", "headers": [],  # empty, not null
-         "partition": partition, "timestamp": base_ts + 5},
+        {
+            "key": f"{tag}-key-0".encode(),
+            "value": text_value(tag, 0),
+            "headers": [("trace", b"abc123")],
+            "partition": partition,
+            "timestamp": base_ts,
+        },
+        {"key": None, "value": text_value(tag, 1), "headers": [], "partition": partition, "timestamp": base_ts + 1},
+        {
+            "key": f"{tag}-key-2".encode(),
+            "value": None,
+            "headers": [],  # tombstone
+            "partition": partition,
+            "timestamp": base_ts + 2,
+        },
+        {
+            "key": f"{tag}-key-3".encode(),
+            "value": text_value(tag, 3),
+            "headers": [("dup", b"first"), ("dup", b"second"), ("null-header", None), ("empty", b"")],
+            "partition": partition,
+            "timestamp": base_ts + 3,
+        },
+        {
+            "key": BINARY_KEY,
+            "value": BINARY_VALUE,
+            "headers": [("bin", bytes([0xC3, 0x28]))],
+            "partition": partition,
+            "timestamp": base_ts + 4,
+        },
+        {
+            "key": b"",
+            "value": b"",
+            "headers": [],  # empty, not null
+            "partition": partition,
+            "timestamp": base_ts + 5,
+        },
     ]
 
 
 # --- confluent-kafka (librdkafka) -----------------------------------------------------------
 
-def confluent_produce(m: Manifest, conf: dict, topic: str, records: list[dict], *,
-                      codec: str = "none", acks: Any = "all", client: Optional[str] = None,
-                      producer=None, flush: bool = True, **extra: Any) -> list:
+
+def confluent_produce(
+    m: Manifest,
+    conf: dict,
+    topic: str,
+    records: list[dict],
+    *,
+    codec: str = "none",
+    acks: Any = "all",
+    client: Optional[str] = None,
+    producer=None,
+    flush: bool = True,
+    **extra: Any,
+) -> list:
     """Produce *records* with one librdkafka producer; one manifest line each."""
     from confluent_kafka import Producer
 
@@ -59,6 +93,7 @@ def confluent_produce(m: Manifest, conf: dict, topic: str, records: list[dict], 
     def report(index: int):
         def on_delivery(err, msg):
             reports[index] = (err, msg)
+
         return on_delivery
 
     for i, rec in enumerate(records):
@@ -78,11 +113,18 @@ def confluent_produce(m: Manifest, conf: dict, topic: str, records: list[dict], 
         offset = msg.offset() if msg is not None and err is None else None
         if offset is not None and offset < 0:  # acks=0: librdkafka reports -1001
             offset = None
-        line = dict(topic=topic, partition=msg.partition() if msg is not None else rec.get("partition"),
-                    offset=offset,
-                    timestamp=msg.timestamp()[1] if msg is not None and msg.timestamp()[0] else rec.get("timestamp"),
-                    key=rec["key"], value=rec["value"], headers=rec.get("headers"),
-                    codec=codec, acks=acks, **extra)
+        line = dict(
+            topic=topic,
+            partition=msg.partition() if msg is not None else rec.get("partition"),
+            offset=offset,
+            timestamp=msg.timestamp()[1] if msg is not None and msg.timestamp()[0] else rec.get("timestamp"),
+            key=rec["key"],
+            value=rec["value"],
+            headers=rec.get("headers"),
+            codec=codec,
+            acks=acks,
+            **extra,
+        )
         if err is not None:
             line["error"] = f"{err.code()} {err.name()}"
         m.produced(client, **line)
@@ -91,15 +133,22 @@ def confluent_produce(m: Manifest, conf: dict, topic: str, records: list[dict], 
     return reports
 
 
-def confluent_consume(m: Manifest, conf: dict, assignments: Iterable[tuple], expected: int, *,
-                      timeout: float = 30.0, client: Optional[str] = None, group: Optional[str] = None,
-                      **extra: Any) -> list:
+def confluent_consume(
+    m: Manifest,
+    conf: dict,
+    assignments: Iterable[tuple],
+    expected: int,
+    *,
+    timeout: float = 30.0,
+    client: Optional[str] = None,
+    group: Optional[str] = None,
+    **extra: Any,
+) -> list:
     """Read *expected* records from (topic, partition, offset) assignments, no group join."""
     from confluent_kafka import Consumer, TopicPartition
 
     client = client or confluent_name()
-    consumer = Consumer({"group.id": group or "kdrig-reader", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", **conf})
+    consumer = Consumer({"group.id": group or "kdrig-reader", "enable.auto.commit": False, "auto.offset.reset": "earliest", **conf})
     consumer.assign([TopicPartition(t, p, o) for t, p, o in assignments])
     got = []
     deadline = time.monotonic() + timeout
@@ -113,29 +162,51 @@ def confluent_consume(m: Manifest, conf: dict, assignments: Iterable[tuple], exp
     return got
 
 
-def confluent_consumed(m: Manifest, msg, *, client: Optional[str] = None,
-                       group: Optional[str] = None, **extra: Any) -> None:
+def confluent_consumed(m: Manifest, msg, *, client: Optional[str] = None, group: Optional[str] = None, **extra: Any) -> None:
     ts_type, ts = msg.timestamp()
-    m.consumed(client or confluent_name(), group=group, topic=msg.topic(), partition=msg.partition(),
-               offset=msg.offset(), timestamp=ts if ts_type else None, key=msg.key(),
-               value=msg.value(), headers=msg.headers() or [], **extra)
+    m.consumed(
+        client or confluent_name(),
+        group=group,
+        topic=msg.topic(),
+        partition=msg.partition(),
+        offset=msg.offset(),
+        timestamp=ts if ts_type else None,
+        key=msg.key(),
+        value=msg.value(),
+        headers=msg.headers() or [],
+        **extra,
+    )
 
 
 # --- kafka-python ----------------------------------------------------------------------------
 
-def kafka_python_produce(m: Manifest, producer, topic: str, records: list[dict], *,
-                         codec: str = "none", acks: Any = 1, client: Optional[str] = None,
-                         **extra: Any) -> list:
+
+def kafka_python_produce(
+    m: Manifest,
+    producer,
+    topic: str,
+    records: list[dict],
+    *,
+    codec: str = "none",
+    acks: Any = 1,
+    client: Optional[str] = None,
+    **extra: Any,
+) -> list:
     client = client or kafka_python_name()
     # kafka-python only sends (str, bytes) headers: a null header value cannot be expressed.
-    records = [{**rec, "headers": [(k, v) for k, v in rec.get("headers") or [] if v is not None]}
-               for rec in records]
+    records = [{**rec, "headers": [(k, v) for k, v in rec.get("headers") or [] if v is not None]} for rec in records]
     futures = []
     for rec in records:
-        futures.append(producer.send(topic, value=rec["value"], key=rec["key"],
-                                     headers=list(rec.get("headers") or []),
-                                     partition=rec.get("partition"),
-                                     timestamp_ms=rec.get("timestamp")))
+        futures.append(
+            producer.send(
+                topic,
+                value=rec["value"],
+                key=rec["key"],
+                headers=list(rec.get("headers") or []),
+                partition=rec.get("partition"),
+                timestamp_ms=rec.get("timestamp"),
+            )
+        )
     producer.flush(30)
     out = []
     for rec, fut in zip(records, futures, strict=True):
@@ -152,9 +223,18 @@ def kafka_python_produce(m: Manifest, producer, topic: str, records: list[dict],
         ts = rec.get("timestamp")
         if ts is None and meta is not None and meta.timestamp not in (None, -1):
             ts = meta.timestamp
-        line = dict(topic=topic, partition=meta.partition if meta else rec.get("partition"),
-                    offset=offset, timestamp=ts, key=rec["key"], value=rec["value"],
-                    headers=rec.get("headers"), codec=codec, acks=acks, **extra)
+        line = dict(
+            topic=topic,
+            partition=meta.partition if meta else rec.get("partition"),
+            offset=offset,
+            timestamp=ts,
+            key=rec["key"],
+            value=rec["value"],
+            headers=rec.get("headers"),
+            codec=codec,
+            acks=acks,
+            **extra,
+        )
         if error:
             line["error"] = error
         m.produced(client, **line)
@@ -162,15 +242,22 @@ def kafka_python_produce(m: Manifest, producer, topic: str, records: list[dict],
     return out
 
 
-def kafka_python_consumed(m: Manifest, rec, *, group: Optional[str], client: Optional[str] = None,
-                          **extra: Any) -> None:
-    m.consumed(client or kafka_python_name(), group=group, topic=rec.topic, partition=rec.partition,
-               offset=rec.offset, timestamp=rec.timestamp if rec.timestamp not in (None, -1) else None,
-               key=rec.key, value=rec.value, headers=list(rec.headers or []), **extra)
+def kafka_python_consumed(m: Manifest, rec, *, group: Optional[str], client: Optional[str] = None, **extra: Any) -> None:
+    m.consumed(
+        client or kafka_python_name(),
+        group=group,
+        topic=rec.topic,
+        partition=rec.partition,
+        offset=rec.offset,
+        timestamp=rec.timestamp if rec.timestamp not in (None, -1) else None,
+        key=rec.key,
+        value=rec.value,
+        headers=list(rec.headers or []),
+        **extra,
+    )
 
 
-def kafka_python_drain(m: Manifest, consumer, expected: int, *, group: Optional[str],
-                       timeout: float = 30.0, **extra: Any) -> list:
+def kafka_python_drain(m: Manifest, consumer, expected: int, *, group: Optional[str], timeout: float = 30.0, **extra: Any) -> list:
     got = []
     deadline = time.monotonic() + timeout
     while len(got) < expected and time.monotonic() < deadline:
@@ -183,13 +270,24 @@ def kafka_python_drain(m: Manifest, consumer, expected: int, *, group: Optional[
 
 # --- aiokafka -------------------------------------------------------------------------------
 
+
 def aiokafka_consumed(m: Manifest, rec, *, group: Optional[str], **extra: Any) -> None:
-    m.consumed(aiokafka_name(), group=group, topic=rec.topic, partition=rec.partition,
-               offset=rec.offset, timestamp=rec.timestamp if rec.timestamp not in (None, -1) else None,
-               key=rec.key, value=rec.value, headers=list(rec.headers or []), **extra)
+    m.consumed(
+        aiokafka_name(),
+        group=group,
+        topic=rec.topic,
+        partition=rec.partition,
+        offset=rec.offset,
+        timestamp=rec.timestamp if rec.timestamp not in (None, -1) else None,
+        key=rec.key,
+        value=rec.value,
+        headers=list(rec.headers or []),
+        **extra,
+    )
 
 
 # --- topic set-up, with the scenario's own client -------------------------------------------
+
 
 def confluent_create_topics(m: Manifest, bootstrap: str, topics: dict) -> None:
     """Create {name: partitions} with librdkafka's admin client; record the op."""
@@ -199,9 +297,14 @@ def confluent_create_topics(m: Manifest, bootstrap: str, topics: dict) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "kdrig-setup"})
     futures = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], operation_timeout=10)
-    attempt(m, confluent_name(), "create_topics",
-            lambda: [f.result(30) for f in futures.values()],
-            topics=list(topics), partitions=list(topics.values()))
+    attempt(
+        m,
+        confluent_name(),
+        "create_topics",
+        lambda: [f.result(30) for f in futures.values()],
+        topics=list(topics),
+        partitions=list(topics.values()),
+    )
 
 
 def kafka_python_create_topics(m: Manifest, bootstrap: str, topics: dict) -> None:
@@ -211,7 +314,12 @@ def kafka_python_create_topics(m: Manifest, bootstrap: str, topics: dict) -> Non
     from rig.scenarios.common import attempt
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kdrig-setup")
-    attempt(m, kafka_python_name(), "create_topics",
-            lambda: admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]),
-            topics=list(topics), partitions=list(topics.values()))
+    attempt(
+        m,
+        kafka_python_name(),
+        "create_topics",
+        lambda: admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]),
+        topics=list(topics),
+        partitions=list(topics.values()),
+    )
     admin.close()

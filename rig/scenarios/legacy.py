@@ -15,8 +15,7 @@ from rig.scenarios.common import err_text
 from rig.scenarios.kit import kafka_python_consumed, kafka_python_create_topics, text_value
 
 
-def _legacy_produce(ctx: Ctx, topic: str, api_version: tuple, codec: str, magic: int,
-                    count: int = 2) -> None:
+def _legacy_produce(ctx: Ctx, topic: str, api_version: tuple, codec: str, magic: int, count: int = 2) -> None:
     """Two records (one keyed, one not) in one message set, one producer per format.
 
     *count* 1 sends one short record instead (tansu then hangs up instead of answering).
@@ -25,11 +24,17 @@ def _legacy_produce(ctx: Ctx, topic: str, api_version: tuple, codec: str, magic:
 
     m = ctx.manifest
     version = ".".join(map(str, api_version))
-    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id=f"kdrig-legacy-{version}-{codec}",
-                             api_version=api_version,
-                             compression_type=None if codec == "none" else codec,
-                             acks=1, retries=0, linger_ms=100, request_timeout_ms=5000,
-                             max_block_ms=5000)
+    producer = KafkaProducer(
+        bootstrap_servers=ctx.bootstrap,
+        client_id=f"kdrig-legacy-{version}-{codec}",
+        api_version=api_version,
+        compression_type=None if codec == "none" else codec,
+        acks=1,
+        retries=0,
+        linger_ms=100,
+        request_timeout_ms=5000,
+        max_block_ms=5000,
+    )
     records = [
         {"key": f"m{magic}-{codec}-key".encode(), "value": text_value(f"magic{magic} {codec}", 0, 3)},
         {"key": None, "value": text_value(f"magic{magic} {codec}", 1, 3)},
@@ -40,13 +45,21 @@ def _legacy_produce(ctx: Ctx, topic: str, api_version: tuple, codec: str, magic:
     futures = []
     for i, rec in enumerate(records):
         ts = FIXED_TS + i if magic == 1 else None  # magic 0 has no timestamp
-        futures.append(producer.send(topic, value=rec["value"], key=rec["key"], partition=0,
-                                     timestamp_ms=ts))
+        futures.append(producer.send(topic, value=rec["value"], key=rec["key"], partition=0, timestamp_ms=ts))
     producer.flush(10)
     for i, (rec, fut) in enumerate(zip(records, futures, strict=True)):
-        line = dict(topic=topic, partition=0, offset=None,
-                    timestamp=FIXED_TS + i if magic == 1 else None, key=rec["key"],
-                    value=rec["value"], codec=codec, acks=1, magic=magic, api_version=version)
+        line = dict(
+            topic=topic,
+            partition=0,
+            offset=None,
+            timestamp=FIXED_TS + i if magic == 1 else None,
+            key=rec["key"],
+            value=rec["value"],
+            codec=codec,
+            acks=1,
+            magic=magic,
+            api_version=version,
+        )
         try:
             meta = fut.get(10)
             line["offset"] = meta.offset
@@ -62,14 +75,23 @@ def _modern_records(ctx: Ctx, topic: str) -> None:
 
     from rig.scenarios.kit import kafka_python_produce
 
-    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-modern", acks=1,
-                             linger_ms=50)
-    kafka_python_produce(ctx.manifest, producer, topic, [
-        {"key": b"modern-0", "value": b"a v2 batch read with an old Fetch", "partition": 0,
-         "timestamp": FIXED_TS + 50, "headers": [("h", b"v")]},
-        {"key": None, "value": b"a second record in that batch", "partition": 0,
-         "timestamp": FIXED_TS + 51, "headers": []},
-    ], acks=1)
+    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-modern", acks=1, linger_ms=50)
+    kafka_python_produce(
+        ctx.manifest,
+        producer,
+        topic,
+        [
+            {
+                "key": b"modern-0",
+                "value": b"a v2 batch read with an old Fetch",
+                "partition": 0,
+                "timestamp": FIXED_TS + 50,
+                "headers": [("h", b"v")],
+            },
+            {"key": None, "value": b"a second record in that batch", "partition": 0, "timestamp": FIXED_TS + 51, "headers": []},
+        ],
+        acks=1,
+    )
     producer.close(5)
 
 
@@ -77,9 +99,14 @@ def _legacy_fetch(ctx: Ctx, topic: str, api_version: tuple, expected: int) -> No
     from kafka import KafkaConsumer, TopicPartition
 
     version = ".".join(map(str, api_version))
-    consumer = KafkaConsumer(bootstrap_servers=ctx.bootstrap, api_version=api_version,
-                             client_id=f"kdrig-legacy-reader-{version}", enable_auto_commit=False,
-                             fetch_max_wait_ms=100, request_timeout_ms=5000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=ctx.bootstrap,
+        api_version=api_version,
+        client_id=f"kdrig-legacy-reader-{version}",
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        request_timeout_ms=5000,
+    )
     tp = TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek(tp, 0)
@@ -121,8 +148,7 @@ def legacy_magic0(ctx: Ctx) -> None:
 def legacy_magic1(ctx: Ctx) -> None:
     topic = "legacy1"
     kafka_python_create_topics(ctx.manifest, ctx.bootstrap, {topic: 1})
-    for api_version, codecs in (((0, 10, 0), ("none", "gzip", "snappy", "lz4")),
-                                ((0, 10, 1), ("none", "lz4"))):
+    for api_version, codecs in (((0, 10, 0), ("none", "gzip", "snappy", "lz4")), ((0, 10, 1), ("none", "lz4"))):
         for codec in codecs:
             _legacy_produce(ctx, topic, api_version, codec, magic=1)
     # A lone uncompressed message: tansu closes the connection without a reply.
