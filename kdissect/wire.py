@@ -71,12 +71,26 @@ def read_zigzag(buf: bytes, pos: int, max_bytes: int, bits: int) -> tuple[int, i
 
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag int32 at `pos` (at most 5 bytes)."""
+    """Zigzag int32 at `pos` (at most 5 bytes); one- and two-byte values, most of a record's, without a loop."""
+    b = buf[pos]
+    if b < 0x80:
+        return ZIGZAG[b], pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:
+        u = (b & 0x7F) | (c << 7)
+        return (u >> 1) ^ -(u & 1), pos + 2
     return read_zigzag(buf, pos, 5, 32)
 
 
 def read_varlong(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag int64 at `pos` (at most 10 bytes)."""
+    """Zigzag int64 at `pos` (at most 10 bytes), with `read_varint`'s short cuts."""
+    b = buf[pos]
+    if b < 0x80:
+        return ZIGZAG[b], pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:
+        u = (b & 0x7F) | (c << 7)
+        return (u >> 1) ^ -(u & 1), pos + 2
     return read_zigzag(buf, pos, 10, 64)
 
 

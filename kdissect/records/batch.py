@@ -15,7 +15,7 @@ from kdissect.records.context import Context
 from kdissect.records.control import decode_control
 from kdissect.records.crc import crc32c
 from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, new_record
-from kdissect.wire import ZIGZAG, WireError, read_varint, read_varlong
+from kdissect.wire import WireError, read_varint, read_varlong
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size
@@ -129,29 +129,17 @@ def decode_v2_records(
 ) -> list[Record]:
     """Records in buf[p:end], as far as they go. `cut` says a cap cut the bytes: a partial last record is expected.
 
-    Each varint is read inline when it has one or two bytes (values within ±64 and ±8192), by
-    `read_varint` or `read_varlong` otherwise.
+    The hot loop of a Fetch-heavy capture: no object per field, values sliced straight out of `buf`.
     """
     records: list[Record] = []
     append = records.append
     new = new_record
-    zz = ZIGZAG
     varint = read_varint
-    varlong = read_varlong
     index = 0
     while p < end:
         start = p
         try:
-            b = buf[p]
-            if b < 0x80:
-                length = zz[b]
-                p += 1
-            elif buf[p + 1] < 0x80:
-                u = (b & 0x7F) | (buf[p + 1] << 7)
-                length = (u >> 1) ^ -(u & 1)
-                p += 2
-            else:
-                length, p = varint(buf, p)
+            length, p = varint(buf, p)
             rend = p + length
             if length < _MIN_RECORD or rend > end:
                 if rend > end and cut:
@@ -160,59 +148,21 @@ def decode_v2_records(
                 ctx.report(code, f"record length {length}, {end - p} bytes left", "error", scope, start, f"{path}.record[{index}]")
                 break
             attributes = buf[p]
-            p += 1
-            b = buf[p]
-            if b < 0x80:
-                ts_delta = zz[b]
-                p += 1
-            elif buf[p + 1] < 0x80:
-                u = (b & 0x7F) | (buf[p + 1] << 7)
-                ts_delta = (u >> 1) ^ -(u & 1)
-                p += 2
-            else:
-                ts_delta, p = varlong(buf, p)
-            b = buf[p]
-            if b < 0x80:
-                offset_delta = zz[b]
-                p += 1
-            elif buf[p + 1] < 0x80:
-                u = (b & 0x7F) | (buf[p + 1] << 7)
-                offset_delta = (u >> 1) ^ -(u & 1)
-                p += 2
-            else:
-                offset_delta, p = varint(buf, p)
-            b = buf[p]
-            if b < 0x80:
-                n = zz[b]
-                p += 1
-            elif buf[p + 1] < 0x80:
-                u = (b & 0x7F) | (buf[p + 1] << 7)
-                n = (u >> 1) ^ -(u & 1)
-                p += 2
-            else:
-                n, p = varint(buf, p)
+            ts_delta, p = read_varlong(buf, p + 1)
+            offset_delta, p = varint(buf, p)
+            n, p = varint(buf, p)
             if n < 0:
                 key = None
             else:
                 key = buf[p : p + n if p + n <= rend else rend]  # a length past the record copies no more than it
                 p += n
-            b = buf[p]
-            if b < 0x80:
-                n = zz[b]
-                p += 1
-            elif buf[p + 1] < 0x80:
-                u = (b & 0x7F) | (buf[p + 1] << 7)
-                n = (u >> 1) ^ -(u & 1)
-                p += 2
-            else:
-                n, p = varint(buf, p)
+            n, p = varint(buf, p)
             if n < 0:
                 value = None
             else:
                 value = buf[p : p + n if p + n <= rend else rend]
                 p += n
-            b = buf[p]
-            if b == 0:
+            if buf[p] == 0:
                 headers = ()
                 p += 1
             else:
@@ -260,24 +210,13 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]
 
     A count that cannot fit before the record's end is refused whole; a key that is not UTF-8 stays bytes.
     """
-    zz = ZIGZAG
-    b = buf[p]
-    if b < 0x80:
-        count = zz[b]
-        p += 1
-    else:
-        count, p = read_varint(buf, p)
+    count, p = read_varint(buf, p)
     if count < 0 or count * 2 > rend - p:
         return (), rend, ("record.bad-header-count", "error", f"{count} headers in {rend - p} bytes")
     headers = []
     problem = None
     for _ in range(count):
-        b = buf[p]
-        if b < 0x80:
-            n = zz[b]
-            p += 1
-        else:
-            n, p = read_varint(buf, p)
+        n, p = read_varint(buf, p)
         if n < 0:
             return tuple(headers), rend, ("record.bad-header-key", "error", f"header key length {n}")
         raw = buf[p : p + n if p + n <= rend else rend]
@@ -287,16 +226,7 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]
         except UnicodeDecodeError:
             problem = ("record.header-key-not-utf8", "warning", f"header key {raw!r} is not UTF-8; kept as bytes")
             key = raw
-        b = buf[p]
-        if b < 0x80:
-            n = zz[b]
-            p += 1
-        elif buf[p + 1] < 0x80:
-            u = (b & 0x7F) | (buf[p + 1] << 7)
-            n = (u >> 1) ^ -(u & 1)
-            p += 2
-        else:
-            n, p = read_varint(buf, p)
+        n, p = read_varint(buf, p)
         if n < 0:
             value = None
         else:
