@@ -12,8 +12,6 @@ open connections and the final summary is printed; exit status 0. A second Ctrl-
 from __future__ import annotations
 
 import select
-import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect.commands.options import Common, PipeClosed, UserError, takes
+from kdissect.commands.signals import Stopper
 
 BATCH = 512
 """Packets read per turn of the loop before the view and the stop conditions get a look."""
@@ -101,55 +100,6 @@ def live(
         raise typer.Exit(1)
 
 
-class _Stopper:
-    """Turns SIGINT and SIGTERM into a request to stop, seen by the loop at once through a wake-up socket.
-
-    A second signal while stopping raises KeyboardInterrupt, so a stuck session can always be left."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.stopping: str | None = None
-        self._reader, self._writer = socket.socketpair()
-        self._reader.setblocking(False)
-        self._writer.setblocking(False)
-        self._saved: dict[int, Any] = {}
-        self._saved_fd: int | None = None
-
-    def fileno(self) -> int:
-        return self._reader.fileno()
-
-    def install(self) -> None:
-        try:
-            self._saved_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
-            for signum in self.SIGNALS:
-                self._saved[signum] = signal.signal(signum, self._handle)
-        except ValueError:  # not the main thread: signals stay as they were
-            self._saved_fd = None
-
-    def _handle(self, signum: int, _frame: Any) -> None:
-        if self.stopping is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.stopping = signal.Signals(signum).name
-
-    def drain(self) -> None:
-        try:
-            while self._reader.recv(64):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
-
-    def restore(self) -> None:
-        for signum, handler in self._saved.items():
-            signal.signal(signum, handler)
-        self._saved.clear()
-        if self._saved_fd is not None:
-            signal.set_wakeup_fd(self._saved_fd)
-            self._saved_fd = None
-        self._reader.close()
-        self._writer.close()
-
-
 class _Session:
     """One live session: the capture, the core, and where the events go."""
 
@@ -202,7 +152,7 @@ class _Session:
                 file=sys.stderr,
                 flush=True,
             )
-        stopper = _Stopper()
+        stopper = Stopper()
         stopper.install()
         poller = select.poll()
         poller.register(capture.fileno(), select.POLLIN)

@@ -6,36 +6,36 @@ from typing import Annotated
 
 import typer
 
-from kdissect.commands.options import CAPTURE, Common, open_source, packets, takes
+from kdissect.commands.options import Common, takes
+from kdissect.commands.reading import Reading
 
 
-@takes("input", "decoding", "filters", "output", "secrets")
+@takes("capture", "input", "decoding", "filters", "output", "count", "detail", "secrets")
 def read(
     common: Common,
-    capture: CAPTURE,
     all_events: Annotated[
         bool,
         typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
     ] = False,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
-    from kdissect.dissector import make_dissector
     from kdissect.views.sink import EventSink
 
-    with open_source(capture) as source, common.open_output() as stream:
-        dissector = make_dissector(common.options)
+    with Reading(common, on_console=not common.json) as run:
         if common.json:
             from kdissect.views.json_lines import JsonLinesWriter
 
-            sink = EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events)
+            sink = EventSink(common.wanted, writer=JsonLinesWriter(run.stream), all_events=all_events)
         else:
-            from kdissect.views.console import make_console
+            from kdissect.views.detail import DetailView
             from kdissect.views.terminal import ReadView
 
-            view = ReadView(make_console(stream))
-            view.title(str(capture), source.format, source.compression)
+            view = ReadView(run.console, rows=not common.quiet, detail=DetailView(False) if common.detail else None)
+            view.title(run.source.name, run.source.format, run.source.compression)
             sink = EventSink(common.wanted, view=view)
-        for event in dissector.run(packets(source, common.quiet)):
-            sink.add(event)
+        for event in run.events():
+            if sink.add(event):
+                run.took()
         if not common.json:
-            view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
+            view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
+    run.finish()

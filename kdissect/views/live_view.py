@@ -20,7 +20,7 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.events import Exchange
 from kdissect.views.summary import Flow, Summary
-from kdissect.views.terminal import COLUMNS, ReadView, _cell, exchange_row, size
+from kdissect.views.terminal import ReadView, exchange_row, header_row, row_columns, size
 
 
 def elapsed(seconds: float) -> str:
@@ -76,7 +76,9 @@ class LiveView:
 
     def exchange(self, exchange: Exchange) -> None:
         """An exchange that passed the filters: it becomes the newest row."""
-        self._rows.append(exchange_row(exchange))
+        row = exchange_row(exchange, row_columns(self.console.width))
+        row.no_wrap, row.overflow = True, "ellipsis"
+        self._rows.append(row)
         self._active[exchange.connection.id] = exchange.id
 
     def update(self, packets: int, wire_bytes: int, drops: int, force: bool = False) -> None:
@@ -94,7 +96,7 @@ class LiveView:
         parts: list[RenderableType] = [self._status_line(packets, wire_bytes, drops)]
         flows = self._latest_flows()
         if flows.flows:
-            table = ReadView._flows(flows)  # type: ignore[arg-type]
+            table = ReadView._flows(flows, self.console.width)  # type: ignore[arg-type]
             hidden = len(summary.flows) - len(flows.flows)
             if hidden > 0:
                 table.caption = f"{hidden} more"
@@ -117,7 +119,7 @@ class LiveView:
         parts.append(Text(""))
         if rows:
             parts.append(Text("Latest exchanges", style="bold"))
-            parts.append(Text(" ".join(_cell(t, w, a) for t, w, a in COLUMNS), style="bold"))
+            parts.append(header_row(row_columns(self.console.width)))
             parts.extend(rows)
         else:
             parts.append(Text("waiting for Kafka exchanges…", style="dim"))

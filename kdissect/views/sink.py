@@ -23,18 +23,21 @@ class EventSink:
         self.all_events = all_events
         self.summary = Summary()
 
-    def add(self, event: Event) -> None:
+    def add(self, event: Event) -> bool:
+        """Route one event; True when it is an exchange the filter let through."""
         self.summary.add(event)
         if isinstance(event, Exchange):
             if not self.wanted.matches(event):
-                return
+                return False
             self.summary.shown += 1
             if self.writer is not None:
                 self.writer.write(json_lines.exchange_json(event))
             else:
                 self.view.exchange(event)
-        elif self.writer is not None and self.all_events:
+            return True
+        if self.writer is not None and self.all_events:
             if isinstance(event, Notice):
                 self.writer.write(json_lines.notice_json(event))
             elif isinstance(event, ConnectionEnd):
                 self.writer.write(json_lines.connection_end_json(event))
+        return False
