@@ -52,9 +52,9 @@ def _root(
     """A Kafka wire-protocol dissector: captures in, Kafka requests and responses out."""
 
 
-PANELS = ("Arguments", "Options", "Input", "Filters", "Output", "Limits")
+PANELS = ("Arguments", "Input", "Filters", "Output", "Limits", "Options")
 """The order of the help's sections; options.py names each shared option's section (its `rich_help_panel`)."""
-METAVARS = {"integer": "N", "float": "N", "path": "FILE", "text": "TEXT"}
+METAVARS = {"int": "N", "float": "N", "Path": "FILE", "str": "TEXT"}
 """What a value is called in the help when its option does not say (instead of Python types like <list[str]>)."""
 
 
@@ -65,11 +65,17 @@ class GroupedHelp(typer.core.TyperCommand):
         sections: dict[str, list[tuple[str, str]]] = {}
         for param in self.get_params(ctx):
             if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
-                param.metavar = METAVARS.get(param.type.name, param.type.name.upper())
+                kind = param.bare_type()
+                listed = kind.startswith("list[")
+                kind = kind[5:-1] if listed else kind
+                param.metavar = METAVARS.get(kind, kind.upper()) + (",..." if listed else "")
             record = param.get_help_record(ctx)
-            if record is not None:
-                panel = "Arguments" if param.param_type_name == "argument" else getattr(param, "rich_help_panel", None) or "Options"
-                sections.setdefault(panel, []).append(record)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))
+            else:
+                sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
         for panel in sorted(sections, key=lambda p: PANELS.index(p) if p in PANELS else len(PANELS)):
             with formatter.section(panel):
                 formatter.write_dl(sections[panel])

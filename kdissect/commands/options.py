@@ -90,7 +90,6 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                     "--count",
                     "-c",
                     metavar="N",
-                    min=1,
                     help="Stop after N exchanges (those the filters let through).",
                     rich_help_panel="Limits",
                 ),
@@ -162,10 +161,9 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             Annotated[
                 Optional[list[str]],
                 typer.Option(
-                    "--api-version",
                     "--version",
                     metavar="N|N-M,...",
-                    help="Only these API versions: N or N-M (Fetch v12 to v13: --api Fetch --api-version 12-13).",
+                    help="Only these API versions: N or N-M, e.g. --api Fetch --version 12-13.",
                     rich_help_panel="Filters",
                 ),
             ],
@@ -220,7 +218,6 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                     "--min-latency",
                     metavar="MS",
                     help="Only exchanges at least this slow, in milliseconds, and those never answered.",
-                    min=0,
                     rich_help_panel="Filters",
                 ),
             ],
@@ -348,6 +345,10 @@ def _reworded(parameter: inspect.Parameter, help: str | None) -> inspect.Paramet
 def make_common(values: dict[str, Any]) -> Common:
     from kdissect.dissector import DEFAULT_PORTS, Options
 
+    if values.get("count") is not None and values["count"] < 1:
+        raise UserError(f"--count {values['count']}: give a number of exchanges from 1 up")
+    if values.get("min_latency") is not None and values["min_latency"] < 0:
+        raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,

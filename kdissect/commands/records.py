@@ -38,7 +38,7 @@ def records(
     ] = None,
     direction: Annotated[
         Optional[str],
-        typer.Option("--direction", "-d", metavar="produce|fetch", help="Only records produced, or only records fetched."),
+        typer.Option("--direction", metavar="produce|fetch", help="Only records produced, or only records fetched."),
     ] = None,
 ) -> None:
     """Every record produced and fetched, one per line (topic, partition, offset, time, key, value, headers):
