@@ -80,7 +80,9 @@ class ExchangeFilter:
             return False
         if self.min_latency_ns is not None:
             latency = exchange.latency
-            if latency is None or latency < self.min_latency_ns:
+            if latency is None and exchange.status != "unanswered":  # never answered: the slowest of all
+                return False
+            if latency is not None and latency < self.min_latency_ns:
                 return False
         bodies = [m.body for m in (exchange.request, exchange.response) if m is not None and isinstance(m.body, Body)]
         if self.topics is not None and not any(t in self.topics for b in bodies for t in b.topics):

@@ -44,9 +44,7 @@ def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(
         if direction not in directions or message is None or not isinstance(message.body, Body):
             continue
         for placed in message.body.records:
-            for record in placed.records.records():
-                if isinstance(record, Record) and record.control is not None:
-                    continue
+            for record in placed.records.data_records():
                 yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record)
 
 
