@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from kdissect.decode.body import Body
@@ -39,13 +39,45 @@ class StreamedRecord:
 
 
 def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(DIRECTIONS)) -> Iterator[StreamedRecord]:
-    """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's."""
+    """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's.
+
+    A produced record's offset is the one the broker assigned (its response's BaseOffset plus the record's place
+    in the request), as a producer's delivery report tells it; -1 when the capture holds no such answer (acks=0,
+    an error, a lost response)."""
     for direction, message in (("produce", exchange.request), ("fetch", exchange.response)):
         if direction not in directions or message is None or not isinstance(message.body, Body):
             continue
+        assigned = _assigned_offsets(exchange) if direction == "produce" else {}
         for placed in message.body.records:
+            base = assigned.get(placed.path, -1) if direction == "produce" else None
+            first = None
             for record in placed.records.data_records():
+                if base is not None:
+                    first = record.offset if first is None else first
+                    record = replace(record, offset=base + record.offset - first if base >= 0 else -1)
                 yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record)
+
+
+def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
+    """The base offset the broker gave each records field of a Produce request, by the field's path."""
+    response = exchange.response.body if exchange.response is not None else None
+    if not isinstance(response, Body) or response.fields is None or not isinstance(exchange.request.body, Body):  # type: ignore[union-attr]
+        return {}
+    bases = {}
+    for topic in response.fields.get("Responses") or ():
+        name = topic.get("Name") or topic.get("TopicId")
+        for partition in topic.get("PartitionResponses") or ():
+            base = partition.get("BaseOffset")
+            if partition.get("ErrorCode") == 0 and isinstance(base, int) and base >= 0:
+                bases[(name, partition.get("Index"))] = base
+    paths = {}
+    for i, topic in enumerate(exchange.request.body.fields.get("TopicData") or ()):  # type: ignore[union-attr]
+        name = topic.get("Name") or topic.get("TopicId")
+        for j, partition in enumerate(topic.get("PartitionData") or ()):
+            base = bases.get((name, partition.get("Index")))
+            if base is not None:
+                paths[f"TopicData[{i}].PartitionData[{j}].Records"] = base
+    return paths
 
 
 class FormatError(ValueError):
