@@ -215,7 +215,7 @@ def as_pcapng(path: str, out: str, sections: int = 1) -> None:
             w.packet(p, iface)
 
 
-def simulate(paths: list[str], split_size: int, tasks: int = 3):
+def simulate(paths: list[str], split_size: int, tasks: int = 3, wanted=None):
     """Every stage of the job but Spark's: returns (core output per kind as Python rows, settled ranges)."""
     files = expand(paths)
     infos = []
@@ -237,7 +237,7 @@ def simulate(paths: list[str], split_size: int, tasks: int = 3):
     for s in settled:
         for row in read_split(s):
             shuffled[hash((row.file_id, row.key)) % tasks].append(row)
-    config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092]}
+    config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092], "filter": wanted}
     out = defaultdict(list)
     for task_rows in shuffled.values():
         task_rows.sort(key=lambda r: (r.file_id, r.key, r.split, r.chunk))
@@ -271,7 +271,7 @@ def assert_same_as_cli(out: dict, paths: list[str], rename: dict[str, str] | Non
         assert Counter((tuple(sorted(r["topics"]))) for r in got["exchange"]) == want_topics, path
         want_records = Counter(r for e in exchanges for r in cli_records(e))
         got_records = Counter(
-            (r["direction"], r["partition"], r["offset"], r["timestamp"], r["key"], r["value"])
+            (r["direction"], r["partition"], r["record_offset"], r["timestamp"], r["key"], r["value"])
             + (tuple((h["key"], h["value"]) for h in r["headers"]),)
             for r in got["record"]
         )
@@ -288,17 +288,30 @@ def assert_same_as_cli(out: dict, paths: list[str], rename: dict[str, str] | Non
         by_source = defaultdict(list)
         for d in got["diagnostic"]:
             by_source[d["source"]].append(d)
-        of_exchanges = [(d["code"], d["message"], d["scope"], d["offset"]) for d in by_source["request"] + by_source["response"]]
+        of_exchanges = [(d["code"], d["message"], d["scope"], d["scope_offset"]) for d in by_source["request"] + by_source["response"]]
         assert Counter(of_exchanges) == exchange_diagnostics, path
-        of_streams = [(d["code"], d["message"], d["scope"], d["offset"], d["packet"]) for d in by_source["stream"] + by_source["packet"]]
+        of_streams = [
+            (d["code"], d["message"], d["scope"], d["scope_offset"], d["packet"]) for d in by_source["stream"] + by_source["packet"]
+        ]
         assert Counter(of_streams) == Counter(notices), path
-        assert Counter((d["code"], d["message"], d["offset"]) for d in by_source["file"]) == Counter(files), path
+        assert Counter((d["code"], d["message"], d["scope_offset"]) for d in by_source["file"]) == Counter(files), path
 
 
 def test_stages_without_spark_match_the_cli_on_every_capture():
     out, settled = simulate(ALL, split_size=1 << 30)
     assert all(s.whole for s in settled)
     assert_same_as_cli(out, ALL)
+
+
+def test_the_shared_filters_choose_the_rows():
+    """`kdissect spark --api Produce`: only Produce exchanges, and their records, are written."""
+    from kdissect.views.filters import make_filter
+
+    out, _ = simulate(ALL, split_size=1 << 30, wanted=make_filter(api="Produce"))
+    assert out["exchange"] and {r["api_name"] for r in out["exchange"]} == {"Produce"}
+    assert out["record"] and {r["direction"] for r in out["record"]} == {"request"}
+    everything, _ = simulate(ALL, split_size=1 << 30)
+    assert len(out["exchange"]) == sum(1 for r in everything["exchange"] if r["api_name"] == "Produce")
 
 
 @pytest.mark.parametrize("split_size", [4096, 20000, 100_003])

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,7 +13,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "quiet")
+@takes("port", "filters", "quiet", helps={"quiet": "No progress lines on standard error."})
 def spark(
     common: Common,
     captures: Annotated[
@@ -30,7 +31,9 @@ def spark(
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet)
+    if common.wanted.connections is not None:
+        raise UserError("--connection takes the ids `read` numbers; on Spark, select on the tables' connection_id instead")
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, wanted=common.wanted if common.wanted.active else None)
 
 
 def run_spark(
@@ -41,11 +44,12 @@ def run_spark(
     ports: frozenset[int],
     quiet: bool,
     split_size: int = DEFAULT_SPLIT,
+    wanted: Any = None,
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
     from kdissect.pipeline.inputs import InputError, expand, is_uri
-    from kdissect.pipeline.job import FORMATS, JobError, run
-    from kdissect.pipeline.session import SparkUnavailable, start
+    from kdissect.pipeline.job import FORMATS, JobError, check_local_out, run
+    from kdissect.pipeline.session import SparkUnavailable, check_master, start
     from kdissect.views.console import make_console
     from kdissect.views.spark_summary import print_summary
 
@@ -60,6 +64,12 @@ def run_spark(
         raise UserError("name at least one capture, glob or directory")
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    try:
+        check_master(master)
+        if "://" not in out:
+            check_local_out(os.path.abspath(out))
+    except (SparkUnavailable, JobError) as exc:
+        raise UserError(str(exc)) from None
     files = None
     if not any(is_uri(c) for c in captures):
         try:
@@ -72,7 +82,7 @@ def run_spark(
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files)
+        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files, wanted=wanted)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

@@ -66,6 +66,8 @@ class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
         self.options = options = options_of(config)
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
+        self.wanted = config.get("filter")
+        """The shared filters' `ExchangeFilter`: exchanges it rejects leave no rows (nor their records)."""
         self.decoder = make_decoder(options)
         """One for every connection of the task: compiling decoders costs about 0.13 s each time."""
         self.out = {kind: rows.Columns() for kind in tables.KINDS if kind != "stats"}
@@ -137,6 +139,8 @@ class _Task:
         stats = self.stats
         for event in events:
             if isinstance(event, Exchange):
+                if self.wanted is not None and not self.wanted.matches(event):
+                    continue
                 xid = rows.exchange_id(event)
                 cid = self._connection_id(event.connection.id)
                 row, count = rows.exchange_row(event, capture, xid, cid, self.names.missed)
