@@ -72,9 +72,12 @@ class TableColumn:
     max_width: int | None = None
 
 
-def fitted_table(title: str, columns: list[TableColumn], rows: list[tuple[Any, ...]], width: int, style: str = "bold") -> Table:
+def fitted_table(
+    title: str, columns: list[TableColumn], rows: list[tuple[Any, ...]], width: int, style: str = "bold", compact: bool = False
+) -> Table:
     """A table that fits `width`: no column is squeezed below its header or its longest whole value; columns are
-    left out, least needed first, until it fits, and the caption names them."""
+    left out, least needed first, until it fits, and the caption names them. `compact` cuts long text with an
+    ellipsis instead of wrapping it, so each row is one line."""
 
     def needs(i: int) -> int:
         """Columns of terminal column `i` takes at least: its text (or 12 when it wraps), padding and a border."""
@@ -93,17 +96,24 @@ def fitted_table(title: str, columns: list[TableColumn], rows: list[tuple[Any, .
             c.name,
             justify=c.justify,  # type: ignore[arg-type]
             no_wrap=not c.wrap,
-            overflow="fold" if c.wrap else "ellipsis",
+            overflow="ellipsis" if compact or not c.wrap else "fold",
             min_width=max(len(c.name), 12) if c.wrap else None,
             max_width=c.max_width,
         )
     for row in rows:
-        table.add_row(*(row[i] for i in shown))
+        table.add_row(*(_one_line(row[i]) if compact and columns[i].wrap else row[i] for i in shown))
     left_out = [c.name for i, c in enumerate(columns) if i not in shown]
     if left_out:
         table.caption = f"left out at this width: {', '.join(left_out)}"
         table.caption_justify = "left"
     return table
+
+
+def _one_line(cell: Any) -> Text:
+    """A cell of a wrapping column kept to one line, cut with an ellipsis."""
+    text = cell.copy() if isinstance(cell, Text) else Text(cell)
+    text.no_wrap, text.overflow = True, "ellipsis"
+    return text
 
 
 def clock(ts_ns: int, digits: int = 6) -> str:
@@ -288,7 +298,8 @@ class ReadView:
         return table
 
     @staticmethod
-    def _flows(summary: Summary, width: int) -> Table:
+    def _flows(summary: Summary, width: int, compact: bool = False) -> Table:
+        """The flows table fitted to `width`; `compact` keeps each flow on one line (the live screen)."""
         columns = [
             TableColumn("#", "right", keep=0),
             TableColumn("client → broker", keep=0),
@@ -323,7 +334,7 @@ class ReadView:
                     Text(str(flow.diagnostics), style="magenta" if flow.diagnostics else ""),
                 )
             )
-        return fitted_table("Flows", columns, rows, width)
+        return fitted_table("Flows", columns, rows, width, compact=compact)
 
     @staticmethod
     def _errors(summary: Summary) -> Table:
