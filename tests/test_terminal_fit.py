@@ -100,6 +100,9 @@ def test_flows_name_the_broker_by_address_and_port(cols, rows):
 def test_show_fits(cols, rows):
     lines = assert_fits(on_terminal(["show", ROOT / "captures" / "produce-codecs-kafka-python.pcap", "-e", "15"], cols, rows), cols)
     assert lines[0].startswith("Exchange 15")
+    words = " ".join(line.replace("│", " ").replace("├──", " ").replace("└──", " ") for line in lines).split()
+    assert "003; gzip value 003; '" in " ".join(words)  # record values wrap inside the tree, never cut at the edge
+    assert "1f… (256 bytes)" in " ".join(words)
 
 
 def test_output_to_a_file_holds_no_progress_and_the_terminal_ends_clean(many_connections, tmp_path):

@@ -69,7 +69,8 @@ def show(
             from kdissect.views.detail import DetailView
 
             view = DetailView(hexdump)
-            emit = lambda ex: run.console.print(view.render(ex))
+            wrap = run.console.is_terminal  # on a terminal long values wrap inside the tree; in a file lines stay whole
+            emit = lambda ex: run.console.print(view.render(ex), soft_wrap=not wrap)
         for event in run.events():
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue

@@ -243,7 +243,7 @@ class ReadView:
         if not self.rows:
             return
         if self.detail is not None:
-            console.print(self.detail.render(exchange))
+            console.print(self.detail.render(exchange), soft_wrap=not console.is_terminal)
             return
         if not self._header_printed:
             console.print(header_row(self.columns), **self.fit)
