@@ -27,3 +27,15 @@ def many_connections(tmp_path_factory) -> Path:
         for k in range(300):
             writer.write_all(conversation_copy(packets, k, bytes([10, 99, 0, 1]), packets[0].ts, packets[0].ts + k * 20_000_000_000))
     return path
+
+
+@pytest.fixture(scope="session")
+def spark_ready() -> None:
+    """Skips, saying why, when pyspark or Java is missing."""
+    from kdissect.pipeline.session import SparkUnavailable, check_java, check_pyspark
+
+    try:
+        check_pyspark()
+        check_java()
+    except SparkUnavailable as exc:
+        pytest.skip(f"Spark tests skipped: {exc}")

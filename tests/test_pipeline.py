@@ -405,22 +405,8 @@ def test_exchange_ids_are_the_first_packet_and_stream_offset():
 # the Spark job
 
 
-def _spark_missing() -> str | None:
-    try:
-        from kdissect.pipeline.session import SparkUnavailable, check_java, check_pyspark
-
-        check_pyspark()
-        check_java()
-    except SparkUnavailable as exc:
-        return str(exc)
-    return None
-
-
 @pytest.fixture(scope="module")
-def spark():
-    missing = _spark_missing()
-    if missing:
-        pytest.skip(f"Spark tests skipped: {missing}")
+def spark(spark_ready):
     from kdissect.pipeline.session import start
 
     session = start("local[2]")

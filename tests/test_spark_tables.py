@@ -50,22 +50,8 @@ def test_existing_tables_are_refused_before_spark_starts(tmp_path):
     assert "--connection takes the ids" in one_error_line(kdissect("spark", CAPTURES[0], "--out", tmp_path / "x", "--connection", "1"))
 
 
-def _spark_missing() -> str | None:
-    try:
-        from kdissect.pipeline.session import SparkUnavailable, check_java, check_pyspark
-
-        check_pyspark()
-        check_java()
-    except SparkUnavailable as exc:
-        return str(exc)
-    return None
-
-
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> Path:
-    missing = _spark_missing()
-    if missing:
-        pytest.skip(f"Spark tests skipped: {missing}")
+def tables(tmp_path_factory, spark_ready) -> Path:
     out = tmp_path_factory.mktemp("spark") / "tables"
     done = kdissect("spark", *CAPTURES, "--out", out, "--master", "local[2]", "--quiet")
     assert done.returncode == 0, done.stderr.decode()

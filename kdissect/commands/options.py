@@ -285,6 +285,8 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
     ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
+READS = ("capture", "input", "filters", "output", "count")
+"""The groups of every command that reads a capture file (read, show, stats, records)."""
 OPTIONS = {p.name: p for group in GROUPS.values() for p in group}
 
 

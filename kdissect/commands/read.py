@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from kdissect.commands.options import Common, takes
+from kdissect.commands.options import READS, Common, takes
 from kdissect.commands.reading import Reading
 
 
-@takes("capture", "input", "decoding", "filters", "output", "count", "detail", "secrets")
+@takes(*READS, "decoding", "detail", "secrets")
 def read(
     common: Common,
     all_events: Annotated[

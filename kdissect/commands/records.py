@@ -6,16 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import Common, UserError, split_list, takes
+from kdissect.commands.options import READS, Common, UserError, split_list, takes
 from kdissect.commands.reading import Reading
 
 
 @takes(
-    "capture",
-    "input",
-    "filters",
-    "output",
-    "count",
+    *READS,
     helps={
         "json_out": "Write NDJSON, one object per record (docs/json.md).",
         "quiet": "No progress bar.",

@@ -7,16 +7,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kdissect.commands.options import Common, UserError, split_list, takes
+from kdissect.commands.options import READS, Common, UserError, split_list, takes
 from kdissect.commands.reading import Reading
 
 
 @takes(
-    "capture",
-    "input",
-    "filters",
-    "output",
-    "count",
+    *READS,
     "detail",
     "secrets",
     helps={

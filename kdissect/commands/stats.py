@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from kdissect.commands.options import Common, takes
+from kdissect.commands.options import READS, Common, takes
 from kdissect.commands.reading import Reading
 
 
 @takes(
-    "capture",
-    "input",
-    "filters",
-    "output",
-    "count",
+    *READS,
     helps={
         "json_out": "Write NDJSON, one object per table (apis, topics, clients, groups, rebalances).",
         "quiet": "No progress bar (stats prints only totals anyway).",
