@@ -29,6 +29,8 @@ SHIM = "import sys; from kdissect.cli import main; main(sys.argv[1:])"
 
 
 def kdissect(*args, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command with its output in a pipe, as wide as a pipe's output is by default (160 columns)."""
+    env = {**os.environ, "COLUMNS": "160"} if env is None else env
     return subprocess.run(
         [sys.executable, "-c", SHIM, *map(str, args)], capture_output=True, input=stdin, timeout=300, check=False, env=env, cwd=ROOT
     )
