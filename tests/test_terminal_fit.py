@@ -26,7 +26,7 @@ SIZES = [(80, 24), (200, 50)]
 CONTROL = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
 
 
-def on_terminal(args: list, cols: int, rows: int, stdout=None) -> bytes:
+def on_terminal(args: list, cols: int, rows: int, stdout=None, status: int = 0) -> bytes:
     """Run kdissect with standard error (and standard output unless given) on a cols×rows pseudo-terminal; all
     it wrote there."""
     master, slave = pty.openpty()
@@ -47,7 +47,7 @@ def on_terminal(args: list, cols: int, rows: int, stdout=None) -> bytes:
             break
         chunks.append(chunk)
     os.close(master)
-    assert process.wait(timeout=300) == 0
+    assert process.wait(timeout=300) == status
     return b"".join(chunks)
 
 
@@ -138,3 +138,10 @@ def test_the_live_screen_fits_the_terminal(cols, rows):
     lines = console.export_text().splitlines()
     assert len(lines) <= rows and all(cell_len(line) <= cols for line in lines)
     assert any("Latest exchanges" in line for line in lines)
+
+
+def test_standard_input_on_a_terminal_is_no_capture():
+    """`kdissect read -` typed without a pipe: one line, instead of waiting for a capture from the keyboard."""
+    data = on_terminal(["read", "-"], 200, 24, status=2)
+    expected = "kdissect: error: standard input is a terminal, not a capture: pipe one in (tcpdump -U -w - | kdissect read -)"
+    assert screen(data, 200)[0] == expected

@@ -254,6 +254,8 @@ def open_capture(path: str | os.PathLike[str]) -> CaptureFile:
     input; a pipe or any stream that cannot seek is read as it comes, pcap or pcapng, compressed or not."""
     name = os.fspath(path)
     if name == STDIN:
+        if sys.stdin.isatty():
+            raise CaptureError("standard input is a terminal, not a capture: pipe one in (tcpdump -U -w - | kdissect read -)")
         return _open_stream(os.fdopen(os.dup(sys.stdin.fileno()), "rb"), "standard input")
     if os.path.isdir(name):
         raise CaptureError(f"{name}: is a directory, not a capture file")
