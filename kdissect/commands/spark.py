@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,7 +12,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "quiet")
+@takes("port", "quiet", "spec_dir", "key")
 def spark(
     common: Common,
     captures: Annotated[
@@ -30,7 +30,7 @@ def spark(
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet)
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, specs=common.specs)
 
 
 def run_spark(
@@ -41,8 +41,12 @@ def run_spark(
     ports: frozenset[int],
     quiet: bool,
     split_size: int = DEFAULT_SPLIT,
+    specs: Any = None,
 ) -> None:
-    """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
+    """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout.
+
+    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
+    """
     from kdissect.pipeline.inputs import InputError, expand, is_uri
     from kdissect.pipeline.job import FORMATS, JobError, run
     from kdissect.pipeline.session import SparkUnavailable, start
@@ -72,7 +76,8 @@ def run_spark(
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files)
+        options = {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)} if specs else None
+        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

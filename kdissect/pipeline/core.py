@@ -23,6 +23,8 @@ from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.blobs import unpack
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
+from kdissect.schema import Api, installed
+from kdissect.schema.user_specs import SpecFile, load
 
 BATCH_ROWS = 4096
 
@@ -41,6 +43,15 @@ class TopicNames(dict):
         if not found:
             self.missed.add(key)  # type: ignore[arg-type]
         return found
+
+
+def specs_of(config: dict[str, Any]) -> tuple[Api, ...]:
+    """The users' APIs the driver sent with the job, read again from the files' text: executors need not see the
+    driver's files."""
+    files = config.get("spec_files")
+    if not files:
+        return ()
+    return load([SpecFile(path, text) for path, text in files], config.get("spec_keys") or ()).definitions
 
 
 def options_of(config: dict[str, Any]) -> Options:
@@ -64,6 +75,7 @@ class CoreStage:
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
         self.options = options = options_of(config)
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
         self.decoder = make_decoder(options)
@@ -78,6 +90,10 @@ class _Task:
         self.file_diagnostics: list[bytes] = []
 
     def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with installed(specs_of(self.config)):
+            yield from self._run(batches)
+
+    def _run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             blobs = batch.column("blob")  # taken out one row at a time: a batch of blobs is not copied whole
             for i, (file_id, key, first_index, packets) in enumerate(

@@ -25,7 +25,7 @@ from kdissect.schema.model import Field, MessageSpec
 from kdissect.schema.tree import Partial, Struct
 from kdissect.wire import WireError, read_uvarint
 
-FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "float64": "d"}
 SIZES = {fmt: struct.calcsize(">" + fmt) for fmt in FIXED.values()}
 MIN_SIZE = {"uuid": 16}
 
