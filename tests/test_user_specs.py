@@ -18,14 +18,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from strategies import filled_struct, struct_of
+from strategies import filled_struct, normal, raw_records_hook, struct_of
 
 from kdissect import schema
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import pcap_bytes
+from kdissect.decode.body import CompiledBodies
 from kdissect.schema import Api, Field, error_name
+from kdissect.schema.specs import Problem
 from kdissect.schema.tree import Struct, UnknownTag
-from kdissect.schema.user_specs import UserSpecs, from_folders
+from kdissect.schema.user_specs import SpecFile, UserSpecs, from_folders, load
 from kdissect.testing import craft
 from kdissect.testing.body_encoder import Encoder
 from kdissect.testing.craft import CLIENT, SERVER, Conversation
@@ -503,6 +505,74 @@ def test_problems_stop_a_read_with_one_line(drafts, tmp_path):
     (tmp_path / "bad.json").write_text('// not a spec\n{ "name": "X",\n  "type": [1, }\n')
     lines = check_lines(tmp_path)
     assert lines == [f"{tmp_path / 'bad.json'}:3: not JSON: Expecting value"]
+
+
+# ------------------------------------------------------------------------------------------ any spec the check passes
+
+PRIMITIVE_TYPES = ["int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool", "string", "bytes", "uuid"]
+FIELD_NAMES = st.sampled_from(["A", "B", "Topics", "Rack", "names", "tags", "groups", "flat", "tag", "v1"])
+"""Few names, some of them the compiler's own words, so that names meet: two fields of one struct, a field and a
+common struct, a field and a decoder's constant."""
+RANGES = st.sampled_from(["0+", "0+", "1+", "2+", "0-1", "1", "none"])
+OPEN_RANGES = st.sampled_from(["0+", "1+"])
+
+
+def spec_fields(depth: int) -> st.SearchStrategy[list[dict]]:
+    primitive = st.sampled_from(PRIMITIVE_TYPES).flatmap(lambda t: st.sampled_from([t, f"[]{t}"]))
+    kinds = [primitive.map(lambda t: {"type": t}), st.sampled_from(["Rack", "[]Rack", "Zone", "[]Other"]).map(lambda t: {"type": t})]
+    if depth:
+        kinds.append(
+            st.tuples(st.sampled_from(["Inner", "Other", "Rack"]), st.booleans(), spec_fields(depth - 1)).map(
+                lambda t: {"type": ("[]" if t[1] else "") + t[0], "fields": t[2]}
+            )
+        )
+    tagged = st.none() | st.tuples(OPEN_RANGES | RANGES, st.integers(0, 2), st.booleans())
+    field = st.tuples(FIELD_NAMES, st.one_of(kinds), RANGES, st.none() | st.none() | OPEN_RANGES, tagged)
+    return st.lists(field, max_size=4).map(
+        lambda items: [
+            {"name": name, **kind, "versions": tag[0] if tag and tag[2] else versions}  # mostly tagged in all its versions
+            | ({"nullableVersions": nullable} if nullable else {})
+            | ({"taggedVersions": tag[0], "tag": tag[1]} if tag else {})
+            for name, kind, versions, nullable, tag in items
+        ]
+    )
+
+
+specs_texts = st.tuples(
+    st.sampled_from(["0-2", "0", "1-3"]),
+    st.sampled_from(["none", "0+", "0+", "1+"]),
+    spec_fields(2),
+    st.lists(st.tuples(st.sampled_from(["Rack", "Zone"]), spec_fields(1)), max_size=2),
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(spec=specs_texts, data=st.data())
+def test_any_spec_the_check_passes_compiles_and_decodes_what_the_encoder_writes(spec, data):
+    """Random specs (names that meet, structs by name and inline, tags, nullable and tagged ranges): either the check
+    names a problem, or every version of both halves compiles, with and without spans, and reads back what the
+    encoder wrote from the same definitions. The check never raises."""
+    valid, flexible, fields, common = spec
+    body = {"apiKey": 1000, "name": "XRequest", "type": "request", "validVersions": valid, "flexibleVersions": flexible}
+    body |= {"fields": fields, "commonStructs": [{"name": n, "versions": "0+", "fields": f} for n, f in common]}
+    request = json.dumps(body, indent=1)
+    response = request.replace('"XRequest"', '"XResponse"').replace('"request"', '"response"')
+    specs = load([SpecFile("XRequest.json", request), SpecFile("XResponse.json", response)], [])
+    assert all(isinstance(problem, Problem) for problem in specs.problems)
+    if specs.problems:
+        return
+    [api] = specs.definitions
+    plain, spans = CompiledBodies(raw_records_hook), CompiledBodies(raw_records_hook, spans=True)
+    with schema.installed(specs.definitions):
+        for version in api.versions:
+            for direction in ("request", "response"):
+                definition = api.request(version) if direction == "request" else api.response(version)
+                assert definition is not None
+                value = data.draw(struct_of(definition.fields, version, version in definition.flexible))
+                encoded = Encoder().encode(definition.fields, version, version in definition.flexible, value)
+                for bodies in (plain, spans):
+                    decoded, diagnostics = bodies.decode(api.key, version, direction, encoded, 0)
+                    assert diagnostics == [] and normal(decoded.fields, encoded) == normal(value)
 
 
 def test_kafka_s_own_specs_pass_the_check():

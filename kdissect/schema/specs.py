@@ -261,7 +261,7 @@ class MessageBuilder:
         spec = self.spec
         self.check_keys(spec, MESSAGE_KEYS, "")
         name = self.name(spec, "", "a spec") or "Unnamed"
-        if spec.get("type") not in KINDS:
+        if not isinstance(spec.get("type"), str) or spec["type"] not in KINDS:
             self.problem(spec, "type", f"type {json.dumps(spec.get('type'))} is not one of {', '.join(sorted(KINDS))}", "type")
         valid = self.versions(spec, "validVersions", "validVersions", required=True)
         self.flexible = flexible = self.versions(spec, "flexibleVersions", "flexibleVersions")
@@ -347,6 +347,9 @@ class MessageBuilder:
             if field is None:
                 continue
             where = f"{parent}.{field.name}" if parent else field.name
+            if not parent and field.name in self.common and field.type != field.name and field.is_struct:
+                message = f"{field.name} is a common struct's name: a field of type {field.type} cannot take it at the top level"
+                self.problem(node, where, f"{message} (kdissect names both decoders after it)", "name")
             if field.name in names:
                 first = self.doc.line(names[field.name])
                 self.problem(node, where, f"{parent or 'the message'} has two fields named {field.name} (the first at line {first})")

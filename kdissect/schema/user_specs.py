@@ -114,7 +114,7 @@ def load(files: Sequence[SpecFile], keys: Sequence[str]) -> UserSpecs:
             problems.append(exc.problem)
             continue
         kind = document.root.get("type")
-        if kind not in SUFFIXES:
+        if not isinstance(kind, str) or kind not in SUFFIXES:
             builder = MessageBuilder(document, spec_file.path)
             builder.build("data")  # checked all the same
             problems += builder.problems
