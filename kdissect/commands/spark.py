@@ -75,8 +75,8 @@ def run_spark(
         spark = start(master)
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
+    options = {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)} if specs else None
     try:
-        options = {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)} if specs else None
         totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None

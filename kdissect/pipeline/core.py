@@ -70,12 +70,12 @@ class CoreStage:
         self.config = config
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _Task(self.config).run(batches)
+        with installed(specs_of(self.config)):  # the task's decoder is made inside, from the tables installed
+            yield from _Task(self.config).run(batches)
 
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
-        self.config = config
         self.options = options = options_of(config)
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
         self.decoder = make_decoder(options)
@@ -90,10 +90,6 @@ class _Task:
         self.file_diagnostics: list[bytes] = []
 
     def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        with installed(specs_of(self.config)):
-            yield from self._run(batches)
-
-    def _run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             blobs = batch.column("blob")  # taken out one row at a time: a batch of blobs is not copied whole
             for i, (file_id, key, first_index, packets) in enumerate(
