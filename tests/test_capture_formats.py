@@ -1,18 +1,24 @@
 """Capture containers: pcap and pcapng in all their variants, compression, truncation, and files that are not
-captures at all. Built in memory with `capture.craft` and `capture.writer`, so every expected value is known."""
+captures at all. Built in memory with `capture.craft` and `capture.writer`, so every expected value is known.
+Then byte ranges: finding a record from any offset (on every capture here and in ../shared/captures-public), and
+reading ranges alone, which must give exactly what reading the file whole gives."""
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import gzip
 import io
+import os
 import struct
 
 import lz4.frame
 import pytest
 import zstandard
 
-from kdissect.capture import CaptureError, CaptureFile, Packet, open_capture
+from kdissect.capture import CaptureError, CaptureFile, Packet, open_capture, ranges, sync
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, LINKTYPE_RAW
+from kdissect.capture.oddities import Oddities
 from kdissect.capture.pcapng import EPB, PB, SPB
 from kdissect.capture.writer import PcapngWriter, PcapWriter, pcap_bytes
 from kdissect.testing import craft
@@ -490,3 +496,186 @@ def test_pcapng_blocks_too_short_for_their_type_are_skipped(block_type: int, bod
     assert [p.data for p in packets] == [eth[0].data, eth[1].data]
     assert codes(diagnostics) == ["pcapng.corrupt-block"]
     assert "too short" in diagnostics[0].message
+
+
+# -- byte ranges --------------------------------------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))
+PUBLIC = sorted(glob.glob(os.path.join(ROOT, "..", "shared", "captures-public", "*.pcap*")))
+ALL = PROJECT + PUBLIC
+
+
+def is_pcapng(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x0a\x0d\x0d\x0a"
+
+
+def indexed(path: str, split_size: int) -> tuple[ranges.CaptureInfo, list[ranges.Split], list[ranges.RangeIndex]]:
+    """A file probed, planned and each range indexed, as the planner's callers do."""
+    with open(path, "rb") as raw:
+        info = ranges.probe(0, path, raw, os.path.getsize(path), split_size)
+    planned = ranges.plan(info, split_size)
+    found = []
+    if info.kind in ("pcap", "pcapng"):
+        for s in planned:
+            with open(path, "rb") as raw:
+                found.append(ranges.index_range(info, s, raw))
+    return info, planned, found
+
+
+def true_offsets(path: str) -> list[int]:
+    with open_capture(path) as capture:
+        return [p.offset for p in capture.packets()]
+
+
+def pcap_rules(data: bytes) -> sync.PcapRules:
+    info = ranges.probe(0, "x", io.BytesIO(data), len(data), len(data))
+    assert info.rules is not None
+    return info.rules
+
+
+def expected_sync(offsets: list[int], start: int) -> int | None:
+    return next((o for o in offsets if o >= start), None)
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if not is_pcapng(p)], ids=os.path.basename)
+def test_pcap_sync_finds_exactly_the_records(path):
+    data = open(path, "rb").read()
+    rules = pcap_rules(data)
+    offsets = true_offsets(path)
+    step = max(1, len(data) // 3000)
+    for start in range(24, len(data), step):
+        assert sync.find_pcap_sync(rules, data, start, eof=True) == expected_sync(offsets, start), start
+
+
+@pytest.mark.parametrize("path", [p for p in PUBLIC if is_pcapng(p)], ids=os.path.basename)
+def test_pcapng_sync_finds_exactly_the_blocks(path):
+    data = open(path, "rb").read()
+    order = "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+    blocks = []
+    pos = 0
+    while pos < len(data):
+        blocks.append(pos)
+        pos += struct.unpack_from(order + "I", data, pos + 4)[0]
+    for start in range(0, len(data)):
+        assert sync.find_pcapng_sync(order, data, start, 0, eof=True) == expected_sync(blocks, start), start
+
+
+def test_a_file_whose_records_all_claim_more_than_their_original_length_still_syncs():
+    odd = [p for p in PUBLIC if "go-sniffer" in p]
+    if not odd:
+        pytest.skip("../shared/captures-public is not here")
+    data = open(odd[0], "rb").read()
+    rules = pcap_rules(data)
+    assert not rules.strict_orig  # incl_len > orig_len on every record: tolerated
+    offsets = true_offsets(odd[0])
+    assert sync.find_pcap_sync(rules, data, 25, eof=True) == offsets[1]
+    strict = sync.PcapRules(rules.order, rules.frac_limit, rules.snaplen, True, rules.first_sec)
+    assert sync.find_pcap_sync(strict, data, 25, eof=True) is None
+
+
+def test_runs_of_zeros_and_payload_lookalikes_are_not_records():
+    rules = sync.PcapRules("<", 1_000_000, 262144, True, 1_700_000_000)
+    zeros = bytes(4096)
+    assert sync.find_pcap_sync(rules, zeros, 0, eof=True) is None
+    # one plausible header alone, with garbage after it, is not enough
+    lone = struct.pack("<IIII", 1_700_000_000, 5, 20, 20) + bytes(20) + b"\xff" * 64
+    assert sync.find_pcap_sync(rules, lone, 0, eof=True) is None
+    assert not sync.pcap_plausible(rules, 1_700_000_000, 1_000_000, 60, 60)  # sub-second field too large
+    assert not sync.pcap_plausible(rules, 1_700_000_000, 0, 60, 59)  # captured more than was sent
+    assert not sync.pcap_plausible(rules, 1_700_000_000 + 10**9, 0, 60, 60)  # decades from the file's start
+
+
+def test_a_chain_that_needs_more_bytes_says_so():
+    data = open(PROJECT[0], "rb").read() if PROJECT else pytest.skip("no captures/")
+    rules = pcap_rules(data)
+    assert sync.pcap_chain(rules, data[:40], 24, eof=False) is None
+    assert sync.find_pcap_sync(rules, data[:40], 24, eof=False) is None
+
+
+def test_a_range_whose_walk_does_not_land_on_the_next_sync_sends_the_file_whole(tmp_path):
+    path = next(p for p in PROJECT if "many-records" in p)
+    info, planned, found = indexed(path, 20000)
+    settled, count = ranges.settle(info, planned, found)
+    assert len(settled) == len(planned) and count == len(true_offsets(path))
+    found[2] = dataclasses.replace(found[2], landing=found[2].landing + 4)  # as if range 2's walk had skipped into range 3
+    settled, count = ranges.settle(info, planned, found)
+    assert len(settled) == 1 and settled[0].whole and count is None
+
+
+def read_in_ranges(path: str, split_size: int) -> tuple[list[ranges.Split], list[Packet], Oddities]:
+    """Every settled range read on its own, as a task would, its packets and oddities put together in order."""
+    info, planned, found = indexed(path, split_size)
+    settled = ranges.settle(info, planned, found)[0] if found else planned
+    packets, odd = [], Oddities()
+    for s in settled:
+        with open(path, "rb") as raw:
+            capture = CaptureFile(raw, os.path.basename(path), first=s.first, prefix=s.prefix, index_base=s.index_base, stop=s.stop)
+            packets.extend(capture.packets())
+            odd.merge(capture.oddities())
+    return settled, packets, odd
+
+
+def assert_ranges_read_as_the_whole(path: str, split_size: int) -> list[ranges.Split]:
+    with open(path, "rb") as raw:
+        whole = CaptureFile(raw, os.path.basename(path))
+        packets = list(whole.packets())
+    settled, got, odd = read_in_ranges(path, split_size)
+    assert got == packets  # data, times, offsets and packet numbers
+    assert odd.diagnostics() == whole.diagnostics()
+    return settled
+
+
+@pytest.mark.parametrize("path", ALL, ids=os.path.basename)
+def test_ranges_read_alone_give_the_files_own_packets(path):
+    settled = assert_ranges_read_as_the_whole(path, 4096)
+    if path in PROJECT:  # these are sound: every one is really cut
+        assert len(settled) == len(range(0, os.path.getsize(path), 4096)) > 1 and not any(s.whole for s in settled)
+
+
+def test_a_truncated_file_read_in_ranges_names_the_same_packet(tmp_path):
+    path = next(p for p in PROJECT if "many-records" in p)
+    data = open(path, "rb").read()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) - 700])
+    settled = assert_ranges_read_as_the_whole(str(cut), 8192)
+    assert len(settled) > 2
+    _, _, odd = read_in_ranges(str(cut), 8192)
+    assert [e.code for e in odd.entries()] == ["pcap.truncated"] and "inside packet" in odd.entries()[0].message
+
+
+def test_pcapng_ranges_start_with_the_sections_and_interfaces_in_force(tmp_path):
+    """Three sections, the later ones big-endian, each with an interface no packet uses."""
+    path = next(p for p in PROJECT if "many-records" in p)
+    with open_capture(path) as capture:
+        packets = list(capture.packets())
+    target = tmp_path / "sections.pcapng"
+    third = len(packets) // 3
+    with open(target, "wb") as f:
+        w = PcapngWriter(f)
+        w.interface(packets[0].linktype, tsresol=9)
+        for i, p in enumerate(packets):
+            if i in (third, 2 * third):
+                w.section(big_endian=True)
+                w.interface(99)
+                w.interface(p.linktype, tsresol=6)
+            w.packet(p, 1 if i >= third else 0)
+    settled = assert_ranges_read_as_the_whole(str(target), 8192)
+    assert len(settled) > 5
+    assert any(s.prefix[8:12] == b"\x1a\x2b\x3c\x4d" for s in settled)  # a big-endian section in force
+
+
+def test_oddities_of_ranges_add_up():
+    first, second = Oddities(), Oddities()
+    first.add("pcap.caplen-exceeds-origlen", "a record's captured length exceeds its original length", 40)
+    first.count("capture.time-backwards", 2, "a packet's timestamp is earlier than the one before", 100)
+    second.count("capture.time-backwards", 3, "a packet's timestamp is earlier than the one before", 9000)
+    total = Oddities()
+    total.merge(first.entries())
+    total.merge(second.entries())
+    assert [(e.code, e.offset, e.times) for e in total.entries()] == [
+        ("pcap.caplen-exceeds-origlen", 40, 1),
+        ("capture.time-backwards", 100, 5),
+    ]
+    assert "(5 times, first here)" in total.diagnostics()[1].message

@@ -2,7 +2,7 @@
 
 Three layers, each against the single-process CLI path (`make_dissector` over `open_capture`, `exchange_json`):
 
-- pure functions: record-header sync on every capture here and in ../shared/captures-public, flow keys, blobs;
+- pure functions: connection keys, blobs (record sync and range planning are tested with the capture formats);
 - the stages without Spark: ranges planned, indexed, settled and read, rows sorted as the shuffle sorts them,
   the core stage run over them; tiny ranges so every capture is cut in many places;
 - the Spark job in local mode (skipped, saying why, when pyspark or Java is missing): Parquet tables that
@@ -12,20 +12,15 @@ Three layers, each against the single-process CLI path (`make_dissector` over `o
 from __future__ import annotations
 
 import glob
-import io
 import json
 import os
-import struct
 from collections import Counter, defaultdict
 
 import pytest
 
 pa = pytest.importorskip("pyarrow", reason="the pipeline needs pyarrow: pip install 'kdissect[spark]'")
 
-from kdissect.capture import (
-    open_capture,
-    sync,
-)
+from kdissect.capture import open_capture, ranges
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapngWriter, PcapWriter
 from kdissect.dissector import Options, make_dissector
@@ -33,7 +28,11 @@ from kdissect.events import (
     Exchange,
     Notice,
 )
-from kdissect.pipeline import flows, rows, splits
+from kdissect.net.flow_key import MALFORMED, flow_key
+from kdissect.net.malformed import Malformed
+from kdissect.net.segments import SegmentDecoder
+from kdissect.pipeline import rows
+from kdissect.pipeline.blobs import pack, unpack
 from kdissect.pipeline.core import CoreStage
 from kdissect.pipeline.inputs import InputError, expand
 from kdissect.pipeline.reader import read_split
@@ -111,7 +110,7 @@ def _walk_records(node, side, partition, out):
         for name in ("Partition", "PartitionIndex", "Index"):
             if isinstance(node.get(name), int):
                 partition = node[name]
-        for k, v in node.items():
+        for v in node.values():
             if isinstance(v, dict) and "batches" in v and "size" in v:
                 for batch in v["batches"]:
                     _batch_records(batch, side, partition, out)
@@ -125,7 +124,9 @@ def _walk_records(node, side, partition, out):
 def _batch_records(batch, side, partition, out):
     if batch["format"] == "v2":
         for r in batch["records"]:
-            headers = tuple((h["key"] if isinstance(h["key"], str) else decode_bytes(h["key"]).decode(), decode_bytes(h["value"])) for h in r["headers"])
+            headers = tuple(
+                (h["key"] if isinstance(h["key"], str) else decode_bytes(h["key"]).decode(), decode_bytes(h["value"])) for h in r["headers"]
+            )
             out.append((side, partition, r["offset"], r["timestamp"], decode_bytes(r["key"]), decode_bytes(r["value"]), headers))
         return
     if batch["codec"] == "none":
@@ -134,77 +135,9 @@ def _batch_records(batch, side, partition, out):
         _batch_records(inner, side, partition, out)
 
 
-# sync: the first record of a byte range
-
-
 def true_offsets(path: str) -> list[int]:
     with open_capture(path) as capture:
         return [p.offset for p in capture.packets()]
-
-
-def pcap_rules(data: bytes) -> sync.PcapRules:
-    info = splits.probe(0, "x", io.BytesIO(data), len(data))
-    assert info.rules is not None
-    return info.rules
-
-
-def expected_sync(offsets: list[int], start: int) -> int | None:
-    return next((o for o in offsets if o >= start), None)
-
-
-@pytest.mark.parametrize("path", [p for p in ALL if not is_pcapng(p)], ids=os.path.basename)
-def test_pcap_sync_finds_exactly_the_records(path):
-    data = open(path, "rb").read()
-    rules = pcap_rules(data)
-    offsets = true_offsets(path)
-    step = max(1, len(data) // 3000)
-    for start in range(24, len(data), step):
-        assert sync.find_pcap_sync(rules, data, start, eof=True) == expected_sync(offsets, start), start
-
-
-@pytest.mark.parametrize("path", [p for p in PUBLIC if is_pcapng(p)], ids=os.path.basename)
-def test_pcapng_sync_finds_exactly_the_blocks(path):
-    data = open(path, "rb").read()
-    order = "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
-    blocks = []
-    pos = 0
-    while pos < len(data):
-        blocks.append(pos)
-        pos += struct.unpack_from(order + "I", data, pos + 4)[0]
-    for start in range(0, len(data)):
-        assert sync.find_pcapng_sync(order, data, start, 0, eof=True) == expected_sync(blocks, start), start
-
-
-def test_a_file_whose_records_all_claim_more_than_their_original_length_still_syncs():
-    odd = [p for p in PUBLIC if "go-sniffer" in p]
-    if not odd:
-        pytest.skip("../shared/captures-public is not here")
-    data = open(odd[0], "rb").read()
-    rules = pcap_rules(data)
-    assert not rules.strict_orig  # incl_len > orig_len on every record: tolerated
-    offsets = true_offsets(odd[0])
-    assert sync.find_pcap_sync(rules, data, 25, eof=True) == offsets[1]
-    strict = sync.PcapRules(rules.order, rules.frac_limit, rules.snaplen, True, rules.first_sec)
-    assert sync.find_pcap_sync(strict, data, 25, eof=True) is None
-
-
-def test_runs_of_zeros_and_payload_lookalikes_are_not_records():
-    rules = sync.PcapRules("<", 1_000_000, 262144, True, 1_700_000_000)
-    zeros = bytes(4096)
-    assert sync.find_pcap_sync(rules, zeros, 0, eof=True) is None
-    # one plausible header alone, with garbage after it, is not enough
-    lone = struct.pack("<IIII", 1_700_000_000, 5, 20, 20) + bytes(20) + b"\xff" * 64
-    assert sync.find_pcap_sync(rules, lone, 0, eof=True) is None
-    assert not sync.pcap_plausible(rules, 1_700_000_000, 1_000_000, 60, 60)  # sub-second field too large
-    assert not sync.pcap_plausible(rules, 1_700_000_000, 0, 60, 59)  # captured more than was sent
-    assert not sync.pcap_plausible(rules, 1_700_000_000 + 10**9, 0, 60, 60)  # decades from the file's start
-
-
-def test_a_chain_that_needs_more_bytes_says_so():
-    data = open(PROJECT[0], "rb").read() if PROJECT else pytest.skip("no captures/")
-    rules = pcap_rules(data)
-    assert sync.pcap_chain(rules, data[:40], 24, eof=False) is None
-    assert sync.find_pcap_sync(rules, data[:40], 24, eof=False) is None
 
 
 # flow keys and blobs
@@ -213,28 +146,48 @@ def test_a_chain_that_needs_more_bytes_says_so():
 def test_both_directions_of_a_connection_share_a_key_and_others_do_not():
     conv = craft.Conversation(linktype=LINKTYPE_ETHERNET)
     packets = conv.handshake() + conv.send(craft.CLIENT, b"x" * 100) + conv.send(craft.SERVER, b"y" * 50)
-    keys = {flows.flow_key(p.linktype, p.data) for p in packets}
+    keys = {flow_key(p.linktype, p.data) for p in packets}
     assert len(keys) == 1 and next(iter(keys))[:1] == b"T"
     other = craft.Conversation(linktype=LINKTYPE_ETHERNET, client="10.0.0.9")
-    assert flows.flow_key(LINKTYPE_ETHERNET, other.handshake()[0].data) not in keys
+    assert flow_key(LINKTYPE_ETHERNET, other.handshake()[0].data) not in keys
 
 
 def test_fragments_group_by_addresses_and_non_tcp_is_not_shipped():
     conv = craft.Conversation(linktype=LINKTYPE_ETHERNET)
     pieces = conv.fragmented(craft.CLIENT, b"z" * 3000, 3)
-    keys = {flows.flow_key(p.linktype, p.data) for p in pieces}
+    keys = {flow_key(p.linktype, p.data) for p in pieces}
     assert len(keys) == 1 and next(iter(keys))[:1] == b"F"
     udp = craft.frame(LINKTYPE_ETHERNET, craft.ip("10.0.0.1", "10.0.0.2", bytes(8), proto=17))
-    assert flows.flow_key(LINKTYPE_ETHERNET, udp) is None
-    assert flows.flow_key(LINKTYPE_ETHERNET, b"\0" * 12 + b"\x08\x00\x45") == flows.MALFORMED
-    assert flows.flow_key(9999, b"anything") is None
+    assert flow_key(LINKTYPE_ETHERNET, udp) is None
+    assert flow_key(LINKTYPE_ETHERNET, b"\0" * 12 + b"\x08\x00\x45") == MALFORMED
+    assert flow_key(9999, b"anything") is None
+
+
+@pytest.mark.parametrize("path", ALL, ids=os.path.basename)
+def test_every_tcp_packet_is_keyed_by_the_ends_the_core_reads(path):
+    """The key and the core's segments read the same headers: both ends of each segment make its key, and a
+    packet the core calls malformed is shipped, not dropped."""
+    decoder = SegmentDecoder(1 << 24)
+    with open_capture(path) as capture:
+        for packet in capture.packets():
+            key = flow_key(packet.linktype, packet.data)
+            try:
+                segment = decoder.decode(packet)
+            except Malformed:
+                assert key is not None
+                continue
+            if segment is not None and key[:1] == b"T":
+                ends = sorted([segment.src + segment.sport.to_bytes(2, "big"), segment.dst + segment.dport.to_bytes(2, "big")])
+                assert key == b"T" + ends[0] + ends[1], packet.index
+            elif segment is not None:
+                assert key[:1] == b"F"  # the last fragment of a datagram completes it
 
 
 def test_blobs_give_back_the_packets():
     conv = craft.Conversation(linktype=LINKTYPE_ETHERNET)
     packets = conv.handshake() + conv.send(craft.CLIENT, b"q" * 3000)
-    blob = b"".join(flows.pack(p, 100 + i) for i, p in enumerate(packets))
-    back = list(flows.unpack(blob))
+    blob = b"".join(pack(p._replace(index=100 + i)) for i, p in enumerate(packets))
+    back = list(unpack(blob))
     assert [p._replace(index=0) for p in back] == [p._replace(index=0) for p in packets]
     assert [p.index for p in back] == list(range(100, 100 + len(packets)))
 
@@ -268,16 +221,16 @@ def simulate(paths: list[str], split_size: int, tasks: int = 3):
     infos = []
     for file_id, f in enumerate(files):
         with open(f.path, "rb") as raw:
-            infos.append(splits.probe(file_id, f.path, raw, f.size, split_size))
+            infos.append(ranges.probe(file_id, f.path, raw, f.size, split_size))
     settled = []
     for info in infos:
-        planned = splits.ranges(info, split_size)
+        planned = ranges.plan(info, split_size)
         if info.kind in ("pcap", "pcapng"):
             found = []
             for s in planned:
                 with open(s.path, "rb") as raw:
-                    found.append(splits.index_range(info, s, raw))
-            settled.extend(splits.settle(info, planned, found)[0])
+                    found.append(ranges.index_range(info, s, raw))
+            settled.extend(ranges.settle(info, planned, found)[0])
         else:
             settled.extend(planned)
     shuffled = defaultdict(list)
@@ -311,24 +264,35 @@ def assert_same_as_cli(out: dict, paths: list[str], rename: dict[str, str] | Non
     for path in paths:
         exchanges, notices, files = cli(path)
         got = by_capture[path]
-        assert Counter(comparable(json.loads(r["json"])) for r in got["exchange"]) == Counter(comparable(e) for e in exchanges), path
+        want = Counter(comparable(e) for e in exchanges)
+        assert Counter(comparable(json.loads(r["json"])) for r in got["exchange"]) == want, path
         assert len({r["exchange_id"] for r in got["exchange"]}) == len(got["exchange"])  # ids are unique
-        assert Counter((tuple(sorted(r["topics"]))) for r in got["exchange"]) == Counter(tuple(sorted(e["topics"])) for e in exchanges), path
+        want_topics = Counter(tuple(sorted(e["topics"])) for e in exchanges)
+        assert Counter((tuple(sorted(r["topics"]))) for r in got["exchange"]) == want_topics, path
         want_records = Counter(r for e in exchanges for r in cli_records(e))
         got_records = Counter(
-            (r["direction"], r["partition"], r["offset"], r["timestamp"], r["key"], r["value"], tuple((h["key"], h["value"]) for h in r["headers"]))
+            (r["direction"], r["partition"], r["offset"], r["timestamp"], r["key"], r["value"])
+            + (tuple((h["key"], h["value"]) for h in r["headers"]),)
             for r in got["record"]
         )
         assert got_records == want_records, path
         named = [r for r in got["record"] if r["topic"] is None]
         assert not named or all(r["topic_id"] is None for r in named)
         exchange_diagnostics = Counter(
-            (d["code"], d["message"], d["scope"], d["offset"]) for e in exchanges for side in ("request", "response") if e[side] for d in e[side]["diagnostics"]
+            (d["code"], d["message"], d["scope"], d["offset"])
+            for e in exchanges
+            for side in ("request", "response")
+            if e[side]
+            for d in e[side]["diagnostics"]
         )
-        got_diagnostics = got["diagnostic"]
-        assert Counter((d["code"], d["message"], d["scope"], d["offset"]) for d in got_diagnostics if d["source"] in ("request", "response")) == exchange_diagnostics, path
-        assert Counter((d["code"], d["message"], d["scope"], d["offset"], d["packet"]) for d in got_diagnostics if d["source"] in ("stream", "packet")) == Counter(notices), path
-        assert Counter((d["code"], d["message"], d["offset"]) for d in got_diagnostics if d["source"] == "file") == Counter(files), path
+        by_source = defaultdict(list)
+        for d in got["diagnostic"]:
+            by_source[d["source"]].append(d)
+        of_exchanges = [(d["code"], d["message"], d["scope"], d["offset"]) for d in by_source["request"] + by_source["response"]]
+        assert Counter(of_exchanges) == exchange_diagnostics, path
+        of_streams = [(d["code"], d["message"], d["scope"], d["offset"], d["packet"]) for d in by_source["stream"] + by_source["packet"]]
+        assert Counter(of_streams) == Counter(notices), path
+        assert Counter((d["code"], d["message"], d["offset"]) for d in by_source["file"]) == Counter(files), path
 
 
 def test_stages_without_spark_match_the_cli_on_every_capture():
@@ -370,18 +334,6 @@ def test_packet_numbers_and_offsets_survive_the_cuts():
     want = sorted((e["request"] or {}).get("packets", [0])[0] for e in exchanges)
     got = sorted(r["request_packets"][0] if r["request_packets"] else 0 for r in out["exchange"])
     assert got == want
-
-
-def test_a_range_whose_walk_does_not_land_on_the_next_sync_sends_the_file_whole(tmp_path):
-    path = next(p for p in PROJECT if "many-records" in p)
-    info = splits.probe(0, path, open(path, "rb"), os.path.getsize(path), 20000)
-    planned = splits.ranges(info, 20000)
-    found = [splits.index_range(info, s, open(path, "rb")) for s in planned]
-    settled, count = splits.settle(info, planned, found)
-    assert len(settled) == len(planned) and count == len(true_offsets(path))
-    found[2].landing += 4  # as if range 2's walk had skipped into range 3
-    settled, count = splits.settle(info, planned, found)
-    assert len(settled) == 1 and settled[0].whole and count is None
 
 
 def test_truncated_and_compressed_captures_read_whole_and_report_like_the_cli(tmp_path):

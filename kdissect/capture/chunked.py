@@ -14,17 +14,26 @@ class ChunkedInput:
     requires, so memory stays bounded by the largest record plus one chunk.
     """
 
-    __slots__ = ("_read", "_errors", "buf", "pos", "base", "eof", "error")
+    __slots__ = ("_read", "_errors", "_stop", "buf", "pos", "base", "eof", "error")
 
-    def __init__(self, stream: BinaryIO, prefix: bytes = b"", errors: tuple[type[Exception], ...] = (EOFError, OSError)) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        prefix: bytes = b"",
+        errors: tuple[type[Exception], ...] = (EOFError, OSError),
+        base: int = 0,
+        stop: int | None = None,
+    ) -> None:
         self._read = getattr(stream, "read1", stream.read)
         """read1 where there is one: a decompressor that fails mid-chunk has then handed over all it could."""
         self._errors = errors
         """What the stream raises when its data ends early or is corrupt."""
+        self._stop = stop
+        """File offset where the data ends for this reader, as if the file ended there (a byte range's end)."""
         self.buf = prefix
         self.pos = 0
-        self.base = 0
-        """File offset of buf[0]."""
+        self.base = base
+        """File offset of buf[0]: a reader started inside a file is given what precedes its data as `prefix`."""
         self.eof = False
         self.error: str | None = None
         """Why the stream ended early (a truncated gzip member, an I/O error), if it did."""
@@ -38,6 +47,9 @@ class ChunkedInput:
             return False
         parts = []
         want = max(CHUNK, short)
+        if self._stop is not None:
+            want = min(want, self._stop - self.base - len(self.buf))
+            self.eof = want <= 0
         while want > 0:
             try:
                 more = self._read(want)

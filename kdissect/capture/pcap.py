@@ -24,7 +24,7 @@ MAX_RECORD = 64 << 20
 class PcapReader:
     format = "pcap"
 
-    def __init__(self, inp: ChunkedInput, oddities: Oddities) -> None:
+    def __init__(self, inp: ChunkedInput, oddities: Oddities, index_base: int = 0) -> None:
         order, self._frac_ns = MAGICS[bytes(inp.buf[inp.pos : inp.pos + 4])]
         major, minor, _zone, _sigfigs, self.snaplen, linktype = struct.unpack_from(order + "HHiIII", inp.buf, inp.pos + 4)
         self.version = f"{major}.{minor}"
@@ -34,6 +34,8 @@ class PcapReader:
         inp.pos += 24
         self._inp = inp
         self._odd = oddities
+        self._index_base = index_base
+        """Packets before the first one read: a reader started inside a file numbers packets as the file does."""
 
     def linktypes(self) -> list[int]:
         return [self.linktype]
@@ -45,7 +47,7 @@ class PcapReader:
         frac_ns = self._frac_ns
         linktype = self.linktype
         buf, pos, base = inp.buf, inp.pos, inp.base
-        index = 0
+        index = self._index_base
         over_orig = backwards = 0
         first_over = first_back = None
         last_ts = 0

@@ -11,6 +11,8 @@ from kdissect.capture.oddities import Oddities
 from kdissect.capture.packet import Packet
 
 SHB = 0x0A0D0D0A
+MAGIC = SHB.to_bytes(4, "little")
+"""How a pcapng file starts: its first section header's block type, which reads the same in both byte orders."""
 IDB = 0x00000001
 PB = 0x00000002
 SPB = 0x00000003
@@ -65,9 +67,11 @@ def _interface(body: bytes, order: str) -> Interface:
 class PcapngReader:
     format = "pcapng"
 
-    def __init__(self, inp: ChunkedInput, oddities: Oddities) -> None:
+    def __init__(self, inp: ChunkedInput, oddities: Oddities, index_base: int = 0) -> None:
         self._inp = inp
         self._odd = oddities
+        self._index_base = index_base
+        """Packets before the first one read, as in `PcapReader`."""
         self._interfaces: list[Interface] = []
         self._seen_linktypes: list[int] = []
         self.sections = 0
@@ -95,7 +99,7 @@ class PcapngReader:
         header = struct.Struct("<II")
         epb = struct.Struct("<IIIII")
         order = "<"
-        index = 0
+        index = self._index_base
         last_ts = 0
         while True:
             start = inp.offset

@@ -8,17 +8,16 @@ import zlib
 from typing import BinaryIO, Iterator
 
 from kdissect.capture.chunked import ChunkedInput
-from kdissect.capture.oddities import Oddities
+from kdissect.capture.oddities import Oddities, Oddity
 from kdissect.capture.packet import Packet
 from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
 from kdissect.capture.pcap import PcapReader
+from kdissect.capture.pcapng import MAGIC as PCAPNG_MAGIC
 from kdissect.capture.pcapng import PcapngReader
 from kdissect.diagnostic import Diagnostic
 
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-LZ4_MAGIC = b"\x04\x22\x4d\x18"
+COMPRESSIONS = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\x04\x22\x4d\x18": "lz4"}
+"""The magic a compressed file starts with, and its compression."""
 
 
 class CaptureError(Exception):
@@ -29,18 +28,27 @@ STREAM_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError)
 """What gzip, lz4 and plain files raise when their data ends early or is corrupt."""
 
 
+def compression_of(head: bytes) -> str | None:
+    """The compression a file's first bytes announce; None for a plain file."""
+    for magic, name in COMPRESSIONS.items():
+        if head.startswith(magic):
+            return name
+    return None
+
+
 def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None, tuple[type[Exception], ...]]:
     """The stream to read, the compression's name, and the exceptions that mean its data is bad."""
-    if head.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip", (*STREAM_ERRORS, zlib.error)
-    if head.startswith(ZSTD_MAGIC):
+    compression = compression_of(head)
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb"), compression, (*STREAM_ERRORS, zlib.error)
+    if compression == "zstd":
         import zstandard
 
-        return ZstdStream(raw), "zstd", (*STREAM_ERRORS, zstandard.ZstdError)
-    if head.startswith(LZ4_MAGIC):
+        return ZstdStream(raw), compression, (*STREAM_ERRORS, zstandard.ZstdError)
+    if compression == "lz4":
         import lz4.frame
 
-        return lz4.frame.LZ4FrameFile(raw, mode="rb"), "lz4", (*STREAM_ERRORS, RuntimeError)
+        return lz4.frame.LZ4FrameFile(raw, mode="rb"), compression, (*STREAM_ERRORS, RuntimeError)
     return raw, None, STREAM_ERRORS
 
 
@@ -97,33 +105,48 @@ class CaptureFile:
     """A capture being read: its format, its packets, and what was odd about it.
 
     Iterating `packets()` streams the file once; `diagnostics()` is complete after that.
+
+    A byte range of a plain capture can be read on its own (capture/ranges.py plans them): `first` is the offset
+    of its first record, `prefix` what the reader needs before it (the pcap file header, or the pcapng section
+    and interface blocks in force there), `index_base` the packets before it, `stop` where its records end.
+    Packets then carry the file's own offsets and numbers, as when the file is read whole.
     """
 
-    def __init__(self, raw: BinaryIO, name: str) -> None:
+    def __init__(
+        self, raw: BinaryIO, name: str, *, first: int = 0, prefix: bytes = b"", index_base: int = 0, stop: int | None = None
+    ) -> None:
         self.name = name
         self._raw = raw
         self._size = _size_of(raw)
-        head = raw.read(4)
-        raw.seek(0)
-        stream, self.compression, errors = _decompressing(raw, head)
-        try:
-            magic = stream.read(4)
-        except errors as exc:
-            raise CaptureError(f"{name}: cannot read the {self.compression} stream: {exc}") from None
         self._odd = Oddities()
-        self._input = ChunkedInput(stream, magic, errors)
+        if first:
+            raw.seek(first)
+            stream, self.compression, errors, magic = raw, None, STREAM_ERRORS, prefix[:4]
+        else:
+            head = raw.read(4)
+            raw.seek(0)
+            stream, self.compression, errors = _decompressing(raw, head)
+            try:
+                prefix = magic = stream.read(4)
+            except errors as exc:
+                raise CaptureError(f"{name}: cannot read the {self.compression} stream: {exc}") from None
+        self._input = ChunkedInput(stream, prefix, errors, first - len(prefix) if first else 0, stop)
         if magic in PCAP_MAGICS:
             if not self._input.fill(24):
                 raise CaptureError(f"{name}: truncated inside the pcap file header")
-            self._reader: PcapReader | PcapngReader = PcapReader(self._input, self._odd)
+            self._reader: PcapReader | PcapngReader = PcapReader(self._input, self._odd, index_base)
         elif magic == PCAPNG_MAGIC:
-            self._reader = PcapngReader(self._input, self._odd)
+            self._reader = PcapngReader(self._input, self._odd, index_base)
         elif not magic:
             raise CaptureError(f"{name}: the {self.compression} stream holds no data" if self.compression else f"{name}: the file is empty")
         else:
             raise CaptureError(f"{name}: not a pcap or pcapng capture (it starts with {magic.hex(' ')})")
         self.format = self._reader.format
-        suffix = os.path.splitext(name[:-3] if name.endswith(".gz") else name)[1].lower()
+        if not first:
+            self._misnamed()
+
+    def _misnamed(self) -> None:
+        suffix = os.path.splitext(self.name[:-3] if self.name.endswith(".gz") else self.name)[1].lower()
         if self.format == "pcapng" and suffix in (".pcap", ".cap"):
             self._odd.add("capture.misnamed", f"the file is pcapng although its name ends in {suffix}", 0, "note")
         elif self.format == "pcap" and suffix == ".pcapng":
@@ -144,6 +167,10 @@ class CaptureFile:
 
     def diagnostics(self) -> list[Diagnostic]:
         return self._odd.diagnostics()
+
+    def oddities(self) -> list[Oddity]:
+        """What `diagnostics()` tells, as entries that add up across byte ranges (`Oddities.merge`)."""
+        return self._odd.entries()
 
     def progress(self) -> tuple[int, int]:
         """(bytes consumed, total bytes) of the file on disk, compressed or not; total is 0 when unknown."""

@@ -1,12 +1,14 @@
-"""Finding the first record of a byte range in a capture: the plausibility tests a split starts with.
+"""Where the next record of a capture starts, told from the bytes alone: the record plausibility tests.
 
-A split of a capture begins at an arbitrary byte. Its first record is the first offset at which several
-consecutive record headers are each plausible and chain exactly (each one's length leads to the next), or the
-chain reaches the end of the data exactly. Pure functions over bytes, so tests can run them on any capture.
+A byte range of a capture (capture/ranges.py) begins at an arbitrary byte, and a reader that meets a corrupt
+record header has lost its place in the same way. Either finds its next record as the first offset at which
+several consecutive record headers are each plausible and chain exactly (each one's length leads to the
+next), or the chain reaches the end of the data exactly. Pure functions over whatever window of the file the
+caller holds (`eof` says whether it ends where the file does), so tests can run them on any capture.
 
-A false negative (a real record rejected) costs nothing: the split before reads on until it reaches the offset
-the next split starts at. A false positive (a header found inside a packet's bytes) is caught by the planner:
-the previous split's own chain then does not land on it, and the file is read whole instead.
+A false negative (a real record rejected) costs a range nothing: the range before reads on until it reaches
+the offset the next one starts at. A false positive (a header found inside a packet's bytes) is caught by the
+planner: the previous range's own walk then does not land on it, and the file is read whole instead.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from kdissect.capture.pcap import MAGICS
 from kdissect.capture.pcapng import EPB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, SECTION_BYTE_ORDER, SHB
 
 PCAP_HEADER = 16
@@ -45,13 +48,23 @@ class PcapRules:
     """The first record's seconds: every record's time must lie near it."""
 
     @classmethod
-    def for_file(cls, order: str, frac_limit: int, snaplen: int, first_records: list[tuple[int, int, int, int]]) -> PcapRules:
-        """Rules for a file, from its header and its first few (sec, frac, incl, orig) record headers."""
+    def from_head(cls, head: bytes) -> PcapRules:
+        """Rules for a file, from its first bytes: the file header (24 bytes at least) and the record headers
+        that follow in `head`, whose own habits are believed (a writer that sets captured > original length
+        on every record, a captured length above the snapshot length)."""
+        order, frac_ns = MAGICS[head[:4]]
+        snaplen = struct.unpack_from(order + "I", head, 16)[0]
+        first_records = []
+        pos = 24
+        while len(first_records) < 8 and pos + PCAP_HEADER <= len(head):
+            record = struct.unpack_from(order + "IIII", head, pos)
+            first_records.append(record)
+            pos += PCAP_HEADER + record[2]
         limit = snaplen if 0 < snaplen <= MAX_SNAPLEN else MAX_SNAPLEN
         limit = max([limit] + [incl for _, _, incl, _ in first_records])
         strict = all(incl <= orig for _, _, incl, orig in first_records)
         first = first_records[0][0] if first_records else None
-        return cls(order, frac_limit, limit, strict, first)
+        return cls(order, 1_000_000_000 // frac_ns, limit, strict, first)
 
 
 def pcap_plausible(rules: PcapRules, sec: int, frac: int, incl: int, orig: int) -> bool:

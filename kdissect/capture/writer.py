@@ -109,7 +109,9 @@ class PcapngWriter:
         return struct.pack(self._order + "HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
 
 
-def pcap_bytes(packets: Iterable[Packet], linktype: int, snaplen: int = DEFAULT_SNAPLEN, nanosecond: bool = False, big_endian: bool = False) -> bytes:
+def pcap_bytes(
+    packets: Iterable[Packet], linktype: int, snaplen: int = DEFAULT_SNAPLEN, nanosecond: bool = False, big_endian: bool = False
+) -> bytes:
     """A whole pcap file in memory, for tests."""
     out = io.BytesIO()
     PcapWriter(out, linktype, snaplen, nanosecond, big_endian).write_all(packets)

@@ -39,6 +39,29 @@ class Segment(NamedTuple):
     """Payload bytes that were on the wire but not in the capture (snapshot length)."""
 
 
+def plain_ipv4_tcp(linktype: int, data: bytes) -> tuple[bytes, int, bytes, int, int, int, int, int, int] | None:
+    """(src, sport, dst, dport, seq, ack, flags, payload start, payload end) of option-less IPv4 carrying a whole
+    TCP header over a fixed-size link header, read in one struct call: the common case. None for every other
+    packet, which the general path (link layer, `ip_header`, `tcp`) reads."""
+    fixed = FIXED_LINK_HEADERS.get(linktype)
+    if fixed is not None and len(data) >= fixed[0] + 40 and data[fixed[1]] == 8 and data[fixed[1] + 1] == 0:
+        off = fixed[0]
+        first, total, _ident, frag, proto, src, dst, sport, dport, seq, ack, offset_flags = _IPV4_TCP(data, off)
+        end = off + total
+        head = off + 20 + (offset_flags >> 12) * 4
+        if (
+            first == 0x45
+            and proto == IPPROTO_TCP
+            and not frag & 0x3FFF
+            and end <= len(data)
+            and 40 <= total
+            and offset_flags >= 0x5000
+            and head <= end  # a TCP data offset under 5 words: the general path rejects it
+        ):
+            return src, sport, dst, dport, seq, ack, offset_flags & 0x1FF, head, end
+    return None
+
+
 class SegmentDecoder:
     """Turns packets into segments; counts what is not TCP and what is malformed.
 
@@ -51,26 +74,14 @@ class SegmentDecoder:
     def decode(self, packet: Packet) -> Segment | None:
         """The packet's TCP segment; None if it carries none (yet); Malformed if it cannot be read.
 
-        Plain IPv4 over a fixed-size link header takes a fast path of one struct call; everything else
+        Plain IPv4 over a fixed-size link header takes the fast path (`plain_ipv4_tcp`); everything else
         (VLAN tags, IP options, IPv6, fragments, truncation) the general one.
         """
         data = packet.data
-        fixed = FIXED_LINK_HEADERS.get(packet.linktype)
-        if fixed is not None and len(data) >= fixed[0] + 40 and data[fixed[1]] == 8 and data[fixed[1] + 1] == 0:
-            off = fixed[0]
-            first, total, _ident, frag, proto, src, dst, sport, dport, seq, ack, offset_flags = _IPV4_TCP(data, off)
-            end = off + total
-            head = off + 20 + (offset_flags >> 12) * 4
-            if (
-                first == 0x45
-                and proto == IPPROTO_TCP
-                and not frag & 0x3FFF
-                and end <= len(data)
-                and 40 <= total
-                and offset_flags >= 0x5000
-                and head <= end  # a TCP data offset under 5 words: the slow path rejects it
-            ):
-                return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, offset_flags & 0x1FF, data[head:end], 0))
+        fast = plain_ipv4_tcp(packet.linktype, data)
+        if fast is not None:
+            src, sport, dst, dport, seq, ack, flags, head, end = fast
+            return _new(Segment, (packet.ts, packet.index, src, sport, dst, dport, seq, ack, flags, data[head:end], 0))
         decoder = DECODERS.get(packet.linktype)
         if decoder is None:
             return None

@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     progress = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
-        totals = run(spark, args.captures, args.out, args.format, frozenset(args.port or [9092]), split_size=args.split_size, progress=progress)
+        ports = frozenset(args.port or [9092])
+        totals = run(spark, args.captures, args.out, args.format, ports, split_size=args.split_size, progress=progress)
     except (InputError, JobError) as exc:
         print(f"kdissect: error: {exc}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.filter import compile_filter
 from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
-from kdissect.pipeline.flows import unpack
+from kdissect.pipeline.blobs import unpack
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
 
 BATCH_ROWS = 4096

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 
 class InputError(Exception):
-    """A named input that does not exist or holds no file; the message is one line for the user."""
+    """A named input that does not exist, holds no file or is not a capture; the message is one line for the user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,8 @@ def _local(name: str) -> list[InputFile]:
         out = []
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            out.extend(InputFile(os.path.join(root, f), os.path.getsize(os.path.join(root, f)), False) for f in sorted(files) if not f.startswith("."))
+            paths = [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+            out.extend(InputFile(p, os.path.getsize(p), False) for p in paths)
         if not out:
             raise InputError(f"{name}: the directory holds no file")
         return out

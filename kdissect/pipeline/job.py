@@ -1,23 +1,22 @@
-"""The Spark job, stage by stage: list, probe, plan and index ranges, dissect, name topics, write the tables.
+"""The Spark job, stage by stage: list, probe, plan and index ranges (splits.py), dissect, name topics, write the tables.
 
-    captures ──probe──▶ ranges ──index (tasks)──▶ settled ranges
-    settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk, packets blob)
-        ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
-        ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
-        ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
+captures ──probe──▶ ranges ──index (tasks)──▶ settled ranges
+settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk, packets blob)
+    ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
+    ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
+    ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kdissect.pipeline import splits as plan
+from kdissect.capture.ranges import Split
 from kdissect.pipeline import tables
 from kdissect.pipeline.inputs import InputFile, expand
-from kdissect.pipeline.reader import open_path
+from kdissect.pipeline.splits import DEFAULT_SPLIT, plan_ranges
 
 TABLES = ("exchanges", "records", "diagnostics")
 KIND_OF = {"exchanges": "exchange", "records": "record", "diagnostics": "diagnostic"}
@@ -25,7 +24,7 @@ FORMATS = ("parquet", "orc", "json")
 
 
 class JobError(Exception):
-    """Something the user can fix (an input, the output directory); one line."""
+    """Something the user can fix (an option, the output directory); one line. Inputs raise InputError."""
 
 
 @dataclass
@@ -42,51 +41,7 @@ class Totals:
     stages: list[tuple[str, float]] = field(default_factory=list)
 
 
-def _probe(file_id: int, f: InputFile, split_size: int) -> plan.CaptureInfo:
-    with open_path(f.path) as raw:
-        return plan.probe(file_id, f.path, raw, f.size, split_size)
-
-
-def _index(args: tuple[plan.CaptureInfo, plan.Split]) -> plan.RangeIndex:
-    info, split = args
-    with open_path(split.path) as raw:
-        return plan.index_range(info, split, raw)
-
-
-def plan_ranges(spark, files: list[InputFile], split_size: int, progress: Callable[[str], None]) -> tuple[list[plan.Split], dict[int, str], list[str]]:
-    """Settled ranges of every capture, the capture path of each file id, and the files skipped."""
-    with ThreadPoolExecutor(16) as pool:
-        infos = list(pool.map(lambda item: _probe(item[0], item[1], split_size), enumerate(files)))
-    skipped = []
-    for info, f in zip(infos, files):
-        if info.kind == "skip":
-            if f.named:
-                raise JobError(f"{f.path}: not a pcap or pcapng capture")
-            skipped.append(f.path)
-    infos = [i for i in infos if i.kind != "skip"]
-    if not infos:
-        raise JobError("no capture among the inputs")
-    planned = {info.file_id: plan.ranges(info, split_size) for info in infos}
-    work = [(info, s) for info in infos if info.kind in ("pcap", "pcapng") for s in planned[info.file_id]]
-    found: dict[tuple[int, int], plan.RangeIndex] = {}
-    if work:
-        progress(f"indexing {len(work)} ranges of {sum(1 for i in infos if i.kind in ('pcap', 'pcapng'))} splittable captures")
-        results = spark.sparkContext.parallelize(work, len(work)).map(_index).collect()
-        found = {(info.file_id, s.ordinal): r for (info, s), r in zip(work, results)}
-    out: list[plan.Split] = []
-    for info in infos:
-        ranges = planned[info.file_id]
-        if info.kind in ("pcap", "pcapng"):
-            settled, _count = plan.settle(info, ranges, [found[(info.file_id, s.ordinal)] for s in ranges])
-            if len(settled) == 1 and settled[0].whole and len(ranges) > 1:
-                progress(f"{info.path}: its ranges do not line up (a corrupt record?); reading it whole")
-            out.extend(settled)
-        else:
-            out.extend(ranges)
-    return out, {info.file_id: info.path for info in infos}, skipped
-
-
-def dissect(spark, ranges: list[plan.Split], config: dict[str, Any], partitions: int):
+def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int):
     """The core's output for every range, as one DataFrame (see the module docstring)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -139,7 +94,7 @@ def run(
     out: str,
     fmt: str = "parquet",
     ports: frozenset[int] = frozenset({9092}),
-    split_size: int = plan.DEFAULT_SPLIT,
+    split_size: int = DEFAULT_SPLIT,
     partitions: int | None = None,
     progress: Callable[[str], None] = lambda line: None,
     options: dict[str, Any] | None = None,
@@ -173,7 +128,8 @@ def run(
     ranges, paths, skipped = plan_ranges(spark, files, split_size, progress)
     totals.files, totals.skipped, totals.ranges = len(paths), skipped, len(ranges)
     if skipped:
-        progress(f"skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} in the directories that are not captures ({skipped[0]}, …)")
+        plural = "s" if len(skipped) != 1 else ""
+        progress(f"skipped {len(skipped)} file{plural} in the directories that are not captures ({skipped[0]}, …)")
     stage("plan")
     config = {"paths": {str(k): v for k, v in paths.items()}, "ports": sorted(ports), **(options or {})}
     parallelism = spark.sparkContext.defaultParallelism

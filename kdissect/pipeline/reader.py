@@ -1,8 +1,8 @@
 """Reading one settled range of a capture into rows: one row per connection key, its packets in one blob.
 
-The capture readers are the CLI's own (`CaptureFile`, `PcapReader`, `PcapngReader`): a range after the first
-is handed to them behind a prefix (the pcap header, or the pcapng blocks in force there) with its offsets set
-to the file's, so packets carry the same offsets, and with `index_base` the same numbers, as in the CLI.
+The capture reader is the CLI's own: `CaptureFile` reads a range after the first from its first record, given
+the pcap header or the pcapng blocks in force there, so packets carry the same offsets and numbers as in the
+CLI.
 
 Each range also yields one row of key ``D`` holding what its reader found odd about the file (the CLI reports
 these once per file; the core stage adds up the ranges' counts).
@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
+from dataclasses import astuple
 from typing import BinaryIO, Callable, Iterator, NamedTuple
 
-from kdissect.capture.chunked import ChunkedInput
-from kdissect.capture.oddities import Oddities
-from kdissect.capture.pcap import PcapReader
-from kdissect.capture.pcapng import PcapngReader
-from kdissect.capture.source import STREAM_ERRORS, CaptureError, CaptureFile
-from kdissect.pipeline.flows import flow_key, pack
-from kdissect.pipeline.splits import Split
+from kdissect.capture.oddities import Oddities, Oddity
+from kdissect.capture.ranges import Split
+from kdissect.capture.source import CaptureError, CaptureFile
+from kdissect.net.flow_key import flow_key
+from kdissect.pipeline.blobs import pack
 
 FILE_DIAGNOSTICS = b"D"
 FLUSH_BYTES = 64 << 20
@@ -61,76 +59,17 @@ def open_path(path: str) -> BinaryIO:
     return filesystem.open_input_file(inner)
 
 
-_PACKET_NUMBER = re.compile(r"(inside packet )(\d+)")
-
-
-def oddities_json(odd: Oddities, index_base: int = 0) -> bytes:
-    """An Oddities' entries, to add up across ranges. A range's reader counts packets from 1: a message that
-    names a packet number gets the file's number (the readers take no first number; see docs/pipeline.md)."""
-    entries = []
-    for code, (message, offset, severity, times) in odd._seen.items():
-        if index_base:
-            message = _PACKET_NUMBER.sub(lambda m: m.group(1) + str(int(m.group(2)) + index_base), message)
-        entries.append([code, message, offset, severity, times])
-    return json.dumps(entries).encode()
+def oddities_json(entries: list[Oddity]) -> bytes:
+    """A range's oddities, to add up across ranges."""
+    return json.dumps([astuple(o) for o in entries]).encode()
 
 
 def merge_oddities(blobs: list[bytes]) -> Oddities:
-    """The ranges' entries added up: counts summed, the first range's message and offset kept."""
+    """The ranges' entries added up, in range order (see `Oddities.merge`)."""
     odd = Oddities()
     for blob in blobs:
-        for code, message, offset, severity, times in json.loads(blob):
-            entry = odd._seen.get(code)
-            if entry is None:
-                odd._seen[code] = [message, offset, severity, times]
-            else:
-                entry[3] += times
+        odd.merge(Oddity(*entry) for entry in json.loads(blob))
     return odd
-
-
-class Bounded:
-    """A file that ends at `stop`: a range's reader meets the end of its data there and finishes as it would
-    at the end of a file (its end-of-file tallies included), instead of being abandoned mid-loop."""
-
-    def __init__(self, raw: BinaryIO, stop: int) -> None:
-        self._raw = raw
-        self._stop = stop
-
-    def read(self, size: int = -1) -> bytes:
-        left = self._stop - self._raw.tell()
-        if left <= 0:
-            return b""
-        return self._raw.read(left if size is None or size < 0 else min(size, left))
-
-    read1 = read
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._raw.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._raw.tell()
-
-    def close(self) -> None:
-        self._raw.close()
-
-
-def _packets(split: Split, raw: BinaryIO, name: str) -> tuple[Iterator, Callable[[], Oddities]]:
-    """The range's packets and, once they are read, what was odd."""
-    if split.stop is not None:
-        raw = Bounded(raw, split.stop)  # type: ignore[assignment]
-    if split.whole or split.ordinal == 0:
-        capture = CaptureFile(raw, name)
-        return capture.packets(), lambda: capture._odd
-    raw.seek(split.first)
-    odd = Oddities()
-    inp = ChunkedInput(raw, split.prefix, STREAM_ERRORS)
-    if split.prefix[:4] == b"\x0a\x0d\x0d\x0a":
-        reader: PcapReader | PcapngReader = PcapngReader(inp, odd)
-    else:
-        inp.fill(24)
-        reader = PcapReader(inp, odd)
-    inp.base = split.first - len(split.prefix)
-    return reader.packets(), lambda: odd
 
 
 def read_split(split: Split, opener: Callable[[str], BinaryIO] = open_path, tally: Tally | None = None) -> Iterator[Row]:
@@ -140,40 +79,34 @@ def read_split(split: Split, opener: Callable[[str], BinaryIO] = open_path, tall
     raw = opener(split.path)
     try:
         try:
-            packets, oddities = _packets(split, raw, name)
+            capture = CaptureFile(raw, name, first=split.first, prefix=split.prefix, index_base=split.index_base, stop=split.stop)
         except CaptureError as exc:
-            yield _diagnostic_row(split, [["capture.unreadable", str(exc), 0, "error", 1]])
+            yield _diagnostic_row(split, [Oddity("capture.unreadable", str(exc), 0, "error", 1)])
             return
         except (OSError, EOFError, ValueError) as exc:
-            yield _diagnostic_row(split, [["capture.unreadable", f"{name}: cannot read: {exc}", 0, "error", 1]])
+            yield _diagnostic_row(split, [Oddity("capture.unreadable", f"{name}: cannot read: {exc}", 0, "error", 1)])
             return
         groups: dict[bytes, list] = {}
         tally.packets = 0
         held = 0
         chunk = 0
-        stop = split.stop
-        base = split.index_base
-        for packet in packets:
-            if stop is not None and packet.offset >= stop:
-                break
+        for packet in capture.packets():
             tally.packets += 1
             key = flow_key(packet.linktype, packet.data)
             if key is None:
                 continue
-            index = base + packet.index
             group = groups.get(key)
             if group is None:
-                groups[key] = group = [index, 0, []]
+                groups[key] = group = [packet.index, 0, []]
             group[1] += 1
-            part = pack(packet, index)
+            part = pack(packet)
             group[2].append(part)
             held += len(part)
             if held >= FLUSH_BYTES:
                 yield from _flush(split, groups, chunk, tally)
                 groups, held, chunk = {}, 0, chunk + 1
         yield from _flush(split, groups, chunk, tally)
-        odd = oddities()
-        yield Row(split.file_id, FILE_DIAGNOSTICS, split.ordinal, 0, 0, tally.packets, oddities_json(odd, split.index_base))
+        yield Row(split.file_id, FILE_DIAGNOSTICS, split.ordinal, 0, 0, tally.packets, oddities_json(capture.oddities()))
     finally:
         raw.close()
 
@@ -186,5 +119,5 @@ def _flush(split: Split, groups: dict[bytes, list], chunk: int, tally: Tally) ->
         yield Row(split.file_id, key, split.ordinal, chunk, first, count, blob)
 
 
-def _diagnostic_row(split: Split, entries: list) -> Row:
-    return Row(split.file_id, FILE_DIAGNOSTICS, split.ordinal, 0, 0, 0, json.dumps(entries).encode())
+def _diagnostic_row(split: Split, entries: list[Oddity]) -> Row:
+    return Row(split.file_id, FILE_DIAGNOSTICS, split.ordinal, 0, 0, 0, oddities_json(entries))

@@ -310,5 +310,3 @@ def file_row(d: Diagnostic, capture: str) -> dict[str, Any]:
         "source": "file",
         **_diagnostic(d),
     }
-
-

@@ -15,9 +15,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from kdissect.capture.ranges import Split
 from kdissect.pipeline import tables
 from kdissect.pipeline.reader import Row, read_split
-from kdissect.pipeline.splits import Split
 from kdissect.pipeline.tables import input_batch as to_batch
 
 NAME = "kdissect-captures"
@@ -71,4 +71,3 @@ class CaptureReader(DataSourceReader):
                 held, size = [], 0
         if held:
             yield to_batch(held)
-

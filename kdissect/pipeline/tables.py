@@ -124,9 +124,7 @@ KINDS = {"exchange": EXCHANGES, "record": RECORDS, "diagnostic": DIAGNOSTICS, "t
 
 PARTITIONS = [("date", pa.string()), ("api", pa.string())]
 
-CORE_OUTPUT = pa.schema(
-    [("kind", pa.string()), *PARTITIONS, *((kind, pa.struct(list(schema))) for kind, schema in KINDS.items())]
-)
+CORE_OUTPUT = pa.schema([("kind", pa.string()), *PARTITIONS, *((kind, pa.struct(list(schema))) for kind, schema in KINDS.items())])
 
 INPUT = pa.schema(
     [
