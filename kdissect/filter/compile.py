@@ -83,16 +83,12 @@ def conjunction(parts: list[tuple[Full, Early | None]]) -> tuple[Full, Early | N
     """`and` over compiled parts."""
     if len(parts) == 1:
         return parts[0]
-    earlies = tuple(early for _, early in parts if early is not None)
-    blind = len(earlies) < len(parts)  # some part can never be told from headers
-    return _all(tuple(full for full, _ in parts)), (_early_and(earlies, blind) if earlies else None)
+    return _all(tuple(full for full, _ in parts)), _early_junction(parts, False)
 
 
 def disjunction(parts: list[tuple[Full, Early | None]]) -> tuple[Full, Early | None]:
     """`or` over compiled parts."""
-    earlies = tuple(early for _, early in parts if early is not None)
-    blind = len(earlies) < len(parts)
-    return _any(tuple(full for full, _ in parts)), (_early_or(earlies, blind) if earlies else None)
+    return _any(tuple(full for full, _ in parts)), _early_junction(parts, True)
 
 
 def _all(fulls: tuple[Full, ...]) -> Full:
@@ -117,28 +113,22 @@ def _early_not(early: Early) -> Early:
     return verdict
 
 
-def _early_and(earlies: tuple[Early, ...], blind: bool) -> Early:
+def _early_junction(parts: list[tuple[Full, Early | None]], decisive: bool) -> Early | None:
+    """Kleene's `and` (decisive False) or `or` (decisive True): one decisive part decides; otherwise any part
+    that cannot tell leaves the whole unknown. None when no part can ever tell."""
+    earlies = tuple(early for _, early in parts if early is not None)
+    if not earlies:
+        return None
+    blind = len(earlies) < len(parts)  # some part can never be told from headers
+
     def verdict(info: ConnectionInfo, request: Message, response: Message | None) -> bool | None:
         unknown = blind
         for early in earlies:
             seen = early(info, request, response)
-            if seen is False:
-                return False
+            if seen is decisive:
+                return decisive
             unknown = unknown or seen is None
-        return None if unknown else True
-
-    return verdict
-
-
-def _early_or(earlies: tuple[Early, ...], blind: bool) -> Early:
-    def verdict(info: ConnectionInfo, request: Message, response: Message | None) -> bool | None:
-        unknown = blind
-        for early in earlies:
-            seen = early(info, request, response)
-            if seen is True:
-                return True
-            unknown = unknown or seen is None
-        return None if unknown else False
+        return None if unknown else not decisive
 
     return verdict
 

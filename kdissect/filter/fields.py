@@ -99,37 +99,22 @@ def _endpoint(side: str, part: str | None) -> ExchangeField:
     )
 
 
+def _header(kind: str, about: str, of_exchange: str, of_header: str) -> ExchangeField:
+    """A field of the request header: the exchange's property, and early the header's own attribute."""
+    return ExchangeField(
+        kind,
+        about,
+        lambda ex: _one(getattr(ex, of_exchange)),
+        lambda info, request, response: _one(getattr(request.header, of_header)),
+    )
+
+
 EXCHANGE_FIELDS: dict[str, ExchangeField] = {
-    "api": ExchangeField(
-        API,
-        "the API, by name (Fetch) or key (1); contains and matches read the name",
-        lambda ex: _one(ex.api_key),
-        lambda info, request, response: [request.header.api_key],  # type: ignore[union-attr]
-    ),
-    "api_key": ExchangeField(
-        INT,
-        "the API key, a number",
-        lambda ex: _one(ex.api_key),
-        lambda info, request, response: [request.header.api_key],  # type: ignore[union-attr]
-    ),
-    "version": ExchangeField(
-        INT,
-        "the API version of the request",
-        lambda ex: _one(ex.api_version),
-        lambda info, request, response: [request.header.api_version],  # type: ignore[union-attr]
-    ),
-    "correlation_id": ExchangeField(
-        INT,
-        "the correlation id",
-        lambda ex: _one(ex.correlation_id),
-        lambda info, request, response: [request.header.correlation_id],  # type: ignore[union-attr]
-    ),
-    "client_id": ExchangeField(
-        TEXT,
-        "the client id of the request header",
-        lambda ex: _one(ex.client_id),
-        lambda info, request, response: _one(request.header.client_id),  # type: ignore[union-attr]
-    ),
+    "api": _header(API, "the API, by name (Fetch) or key (1); contains and matches read the name", "api_key", "api_key"),
+    "api_key": _header(INT, "the API key, a number", "api_key", "api_key"),
+    "version": _header(INT, "the API version of the request", "api_version", "api_version"),
+    "correlation_id": _header(INT, "the correlation id", "correlation_id", "correlation_id"),
+    "client_id": _header(TEXT, "the client id of the request header", "client_id", "client_id"),
     "id": ExchangeField(INT, "the exchange's number, as read lists it", lambda ex: [ex.id]),
     "status": ExchangeField(
         STATUS,
@@ -159,9 +144,13 @@ EXCHANGE_FIELDS: dict[str, ExchangeField] = {
     "broker.address": _endpoint("broker", "address"),
     "broker.port": _endpoint("broker", "port"),
     "topic": ExchangeField(
-        TEXT, "any topic the exchange names (topic ids by their names)", lambda ex: [t for b in _bodies(ex) for t in b.topics]
+        TEXT,
+        "the topics the exchange names, each once (topic ids by their names)",
+        lambda ex: list(dict.fromkeys(t for b in _bodies(ex) for t in b.topics)),
     ),
-    "group": ExchangeField(TEXT, "any consumer group the exchange names", lambda ex: [g for b in _bodies(ex) for g in b.groups]),
+    "group": ExchangeField(
+        TEXT, "the consumer groups the exchange names, each once", lambda ex: list(dict.fromkeys(g for b in _bodies(ex) for g in b.groups))
+    ),
     "error": ExchangeField(
         ERROR,
         "any error code in either body, by name (NOT_LEADER_OR_FOLLOWER) or number (6)",
@@ -295,14 +284,10 @@ def body_tree(side: str) -> PathNode:
 # -- reading a path at run time: by the names the decoded values carry ------------------------------------------
 
 
-def _header_part(index: int) -> Callable[[Any], Any]:
-    return lambda header: header[index]
-
-
 def _step(name: str, last: bool) -> Callable[[list], list]:
     """From each node, the values named `name`; lists are flattened. Past the end of a bytes field read by
     kdissect (a consumer-protocol payload), the path goes on in its reading."""
-    header_part = _header_part(0 if name == "key" else 1) if name in ("key", "value") else None
+    header_index = {"key": 0, "value": 1}.get(name)
 
     def step(nodes: list) -> list:
         out: list = []
@@ -321,9 +306,9 @@ def _step(name: str, last: bool) -> Callable[[list], list]:
                     continue
                 value = getattr(node, name, None)
             elif kind is tuple:  # a record header: (key, value)
-                if header_part is None:
+                if header_index is None:
                     continue
-                value = header_part(node)
+                value = node[header_index]
             elif kind in (Record, RecordBatch, LegacyMessage, Control):
                 value = getattr(node, name, None)
             else:

@@ -117,7 +117,7 @@ def _string(text: str, start: int) -> tuple[str, int]:
                 chars.append(chr(int(text[i + 2 : i + 4], 16)))
                 i += 4
                 continue
-            raise FilterError("unknown escape in a string (use \\\\, \\\", \\', \\n, \\t, \\r, \\0 or \\xHH)", i + 1)
+            # any other backslash stays, so regular expressions read as written: "\d+\.\d"
         chars.append(c)
         i += 1
     raise FilterError("this string has no closing quote", start + 1)
