@@ -31,6 +31,12 @@ def spark(
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17.
     A filter keeps only the exchanges it matches (with their records and diagnostics), evaluated on the executors."""
+    numbered = sorted(common.wanted.fields & {"id", "connection"})
+    if numbered:
+        raise UserError(
+            f"a Spark job cannot filter on {' or '.join(numbered)}: each connection is dissected apart, and the tables "
+            "number exchanges and connections their own way (exchange_id, connection_id); select on those columns instead"
+        )
     run_spark(captures, out, master, fmt, common.options.ports, common.quiet, filter_text=common.wanted.text)
 
 

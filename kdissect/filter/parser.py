@@ -13,12 +13,14 @@ The tree keeps every token, so compilation can say where a field or a literal is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
+from typing import TypeVar, Union
 
 from kdissect.filter.errors import FilterError
 from kdissect.filter.lexer import Token, tokens
 
+T = TypeVar("T")
 COMPARE = frozenset({"==", "!=", "<", "<=", ">", ">="})
 QUANTIFIERS = frozenset({"all", "any"})
 FUNCTIONS = frozenset({"count", "len"})
@@ -75,6 +77,17 @@ def parse(text: str) -> Node:
     node = parser.expr()
     parser.finish()
     return node
+
+
+def fields_of(node: Node) -> set[str]:
+    """The field names a tree uses, as written."""
+    if isinstance(node, Test):
+        return {node.value.field.text}
+    if isinstance(node, Quantified):
+        return fields_of(node.test)
+    if isinstance(node, Not):
+        return fields_of(node.item)
+    return set().union(*(fields_of(item) for item in node.items))
 
 
 def parse_value(text: str) -> Value:
@@ -144,38 +157,30 @@ class _Parser:
             return Not(self.unary())
         return self.primary()
 
+    def enclosed(self, inner: Callable[[], T], closing: str) -> T:
+        """What `inner` reads between the '(' at hand and its ')'; `closing` says what was expected instead."""
+        self.open.append(self.take())
+        found = inner()
+        if self.peek().kind != ")":
+            raise self.unexpected(closing)
+        self.take()
+        self.open.pop()
+        return found
+
     def primary(self) -> Node:
         token = self.peek()
         if token.kind == "(":
-            self.open.append(self.take())
-            node = self.expr()
-            if self.peek().kind != ")":
-                raise self.unexpected("')'")
-            self.take()
-            self.open.pop()
-            return node
+            return self.enclosed(self.expr, "')'")
         if token.kind == "word" and token.text in QUANTIFIERS and self.peek(1).kind == "(":
             self.take()
-            self.open.append(self.take())
-            test = self.test()
-            if self.peek().kind != ")":
-                raise self.unexpected(f"')' closing {token.text}(...), which holds one comparison")
-            self.take()
-            self.open.pop()
-            return Quantified(token, test)
+            return Quantified(token, self.enclosed(self.test, f"')' closing {token.text}(...), which holds one comparison"))
         return self.test()
 
     def value(self) -> Value:
         token = self.peek()
         if token.kind == "word" and token.text in FUNCTIONS and self.peek(1).kind == "(":
             self.take()
-            self.open.append(self.take())
-            field = self.expect("word", "a field")
-            if self.peek().kind != ")":
-                raise self.unexpected(f"')' closing {token.text}(...)")
-            self.take()
-            self.open.pop()
-            return Value(field, token)
+            return Value(self.enclosed(lambda: self.expect("word", "a field"), f"')' closing {token.text}(...)"), token)
         if token.kind != "word":
             raise self.unexpected("a field")
         return Value(self.take())

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kdissect.events import ConnectionInfo, Exchange, Message
+from kdissect.events import Exchange
 from kdissect.filter.compile import compile_node, compile_value, conjunction
 from kdissect.filter.errors import FilterError
-from kdissect.filter.fields import Resolved
-from kdissect.filter.parser import parse, parse_value
-
-Keep = Callable[[ConnectionInfo, Message, "Message | None"], bool]
+from kdissect.filter.fields import ALIASES, Resolved
+from kdissect.filter.parser import fields_of, parse, parse_value
+from kdissect.kafka.shared import Keep
 
 
 def _everything(exchange: Exchange) -> bool:
@@ -28,6 +27,8 @@ class Filter:
     keep: Keep | None = None
     """The verdict from headers (the core's `Options.keep`): False when no body can make `matches` true.
     None when headers never decide."""
+    fields: frozenset[str] = frozenset()
+    """The fields the expression uses (aliases by their own names)."""
 
     @property
     def active(self) -> bool:
@@ -43,18 +44,22 @@ def compile_filter(parts: Sequence[tuple[str, str]]) -> Filter:
     A FilterError names the option and the column of the first mistake.
     """
     compiled = []
+    used: set[str] = set()
     for source, text in parts:
         try:
-            compiled.append(compile_node(parse(text)))
+            tree = parse(text)
+            compiled.append(compile_node(tree))
         except FilterError as exc:
             raise exc.located(text, source) from None
+        used |= {ALIASES.get(name, name) for name in fields_of(tree)}
     if not compiled:
         return EVERYTHING
     matches, early = conjunction(compiled)
     keep: Keep | None = None
     if early is not None:
         keep = lambda info, request, response: early(info, request, response) is not False
-    return Filter(" and ".join(f"({text})" for _, text in parts) if len(parts) > 1 else parts[0][1], matches, keep)
+    text = " and ".join(f"({text})" for _, text in parts) if len(parts) > 1 else parts[0][1]
+    return Filter(text, matches, keep, frozenset(used))
 
 
 def compile_fields(texts: Sequence[str]) -> list[Resolved]:
