@@ -6,8 +6,8 @@ the fixed options (--api, --topic, ...) into expressions, predicate.py joins the
 """
 
 from kdissect.filter.errors import FilterError
-from kdissect.filter.fields import EXCHANGE_FIELDS, Resolved
+from kdissect.filter.fields import TIME, Resolved
 from kdissect.filter.predicate import EVERYTHING, Filter, compile_fields, compile_filter
 from kdissect.filter.shorthands import shorthands
 
-__all__ = ["EVERYTHING", "EXCHANGE_FIELDS", "Filter", "FilterError", "Resolved", "compile_fields", "compile_filter", "shorthands"]
+__all__ = ["EVERYTHING", "TIME", "Filter", "FilterError", "Resolved", "compile_fields", "compile_filter", "shorthands"]

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, get_args
 
 from kdissect.decode.body import Body
 from kdissect.decode.embedded import DESCRIBE_GROUPS, JOIN_GROUP, SYNC_GROUP
-from kdissect.events import ConnectionInfo, Exchange, Message
+from kdissect.events import ConnectionInfo, Exchange, Message, Status
 from kdissect.filter.errors import FilterError, did_you_mean
 from kdissect.filter.lexer import Token
 from kdissect.records.values import Control, LegacyMessage, Record, RecordBatch, RecordSet
@@ -43,7 +43,7 @@ INT, FLOAT, TIME, TEXT, BYTES, BOOL, API, ERROR, STATUS, STRUCT = (
 """Kinds of values. `api` and `error` are numbers with names (API keys, error codes); `status` is a word;
 `float` is milliseconds (latency); `time` nanoseconds since the epoch; `struct` anything with fields under it."""
 NUMERIC = frozenset({INT, FLOAT, TIME, API, ERROR})
-STATUSES = ("ok", "unanswered", "no-response-expected", "orphan-response", "unreadable")
+STATUSES: tuple[str, ...] = get_args(Status)
 
 
 @dataclass(frozen=True, slots=True)

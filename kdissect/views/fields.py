@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from kdissect.events import Exchange
-from kdissect.filter import Resolved
-from kdissect.filter.fields import TIME
+from kdissect.filter import TIME, Resolved
 from kdissect.schema import API_NAMES, error_name
 from kdissect.views.json_lines import encode_bytes, time_text, value_json
 
