@@ -60,6 +60,7 @@ __all__ = [
     "Versions",
     "api",
     "error_name",
+    "generation",
     "installed",
     "is_flexible",
     "pick",
@@ -86,12 +87,13 @@ _FLEXIBLE_FROM: dict[int, int] = {}
 newer than the tables still counts as flexible. Keys that are never flexible are absent."""
 _user: tuple[Api, ...] = ()
 """The users' APIs laid over the built-in ones now."""
+_generation = 0
 
 
 def _fill(user: tuple[Api, ...]) -> None:
     """Make every live table the built-in APIs with `user`'s over them: a key of its own adds an API; a built-in
     key gets the user's definitions first, so they win the versions they cover (the union rule of the generator)."""
-    global _user
+    global _user, _generation
     apis = dict(generated.APIS)
     for api in user:
         base = apis.get(api.key)
@@ -112,6 +114,13 @@ def _fill(user: tuple[Api, ...]) -> None:
         MAX_VERSION[key] = api.max_version
     MAX_VERSION.top = max(MAX_VERSION)
     _user = user
+    _generation += 1
+
+
+def generation() -> int:
+    """A number that changes whenever the live tables do (never the same twice): the key for a cache of something
+    made from them."""
+    return _generation
 
 
 _fill(())
