@@ -66,9 +66,8 @@ class GroupedHelp(typer.core.TyperCommand):
         for param in self.get_params(ctx):
             if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
                 kind = param.bare_type()
-                listed = kind.startswith("list[")
-                kind = kind[5:-1] if listed else kind
-                param.metavar = METAVARS.get(kind, kind.upper()) + (",..." if listed else "")
+                kind = kind[5:-1] if kind.startswith("list[") else kind  # a list that splits `a,b` says so in its own metavar
+                param.metavar = METAVARS.get(kind, kind.upper())
             record = param.get_help_record(ctx)
             if record is None:
                 continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,13 +69,35 @@ def test_standard_input_reads_like_the_file(tmp_path, fmt, container):
     data = CONTAINERS[container](plain.read_bytes())
     packed = tmp_path / f"capture.{fmt}.{container}"
     packed.write_bytes(data)
-    for args in (("read", "--json"), ("stats", "--json"), ("show", "-e", "17", "--json"), ("records", "--json")):
+    for args in (("read", "--json"), ("stats", "--json"), ("show", "--exchange", "17", "--json"), ("records", "--json")):
         from_file = kdissect(args[0], packed, *args[1:])
         from_pipe = kdissect(args[0], "-", *args[1:], stdin=data)
         assert from_file.returncode == from_pipe.returncode == 0, from_pipe.stderr
         assert from_pipe.stdout == from_file.stdout and from_pipe.stdout
     title = kdissect("read", "-", stdin=data).stdout.decode().splitlines()[0]
     assert title.startswith("standard input  " + fmt)
+
+
+WRITERS = {
+    "tcpdump": ["tcpdump", "-r", str(CAPTURE), "-w", "-"],
+    "tshark-pcapng": ["tshark", "-r", str(CAPTURE), "-F", "pcapng", "-w", "-"],
+}
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_the_pipe_of_a_real_capture_tool(writer):
+    """`tcpdump -w - | kdissect read -` with the tools themselves writing the pipe (tshark writes pcapng): the same
+    exchanges as the file, through an OS pipe between two processes."""
+    command = WRITERS[writer]
+    if shutil.which(command[0]) is None:
+        pytest.skip(f"{command[0]} is not installed")
+    tool = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-c", SHIM, "read", "-", "--json"], stdin=tool.stdout, capture_output=True, timeout=300, check=False, cwd=ROOT
+    )
+    tool.stdout.close()
+    assert tool.wait(timeout=60) == 0 and done.returncode == 0, done.stderr
+    assert ndjson(done) == ndjson(kdissect("read", CAPTURE, "--json")) != []
 
 
 def test_a_fifo_is_read_as_it_comes(tmp_path):
@@ -175,7 +198,7 @@ def test_count_stops_after_n_exchanges_the_filters_let_through():
 def test_capital_v_prints_each_exchange_in_full_and_q_the_summary_only():
     detail = kdissect("read", CAPTURE, "-V", "--api", "JoinGroup", "-c", "1").stdout.decode()
     assert detail.splitlines()[1].startswith("Exchange 15  JoinGroup v7") and "├── Request" in detail
-    assert kdissect("show", CAPTURE, "-V", "-e", "15").stdout.decode().startswith("Exchange 15  JoinGroup v7")
+    assert kdissect("show", CAPTURE, "-V", "--exchange", "15").stdout.decode().startswith("Exchange 15  JoinGroup v7")
     quiet = kdissect("read", CAPTURE, "-q").stdout.decode()
     assert "completed (UTC)" not in quiet and quiet.splitlines()[2].startswith("time ") and "Flows" in quiet
     assert "completed (UTC)" in kdissect("read", CAPTURE).stdout.decode()
@@ -198,7 +221,7 @@ def test_every_list_option_takes_commas_and_repeats():
         e for e in every if e["client_id"] in clients[:2]
     ]
     assert kdissect("read", CAPTURE, "--json", "-p", "9092,9093").stdout == kdissect("read", CAPTURE, "--json").stdout
-    assert ndjson(kdissect("show", CAPTURE, "-e", "15,17", "--json")) == [e for e in every if e["id"] in (15, 17)]
+    assert ndjson(kdissect("show", CAPTURE, "--exchange", "15,17", "--json")) == [e for e in every if e["id"] in (15, 17)]
 
 
 def test_min_latency_keeps_the_requests_never_answered():
@@ -230,7 +253,8 @@ def test_one_meaning_per_short_option_across_commands():
                 if len(opt) == 2:
                     meanings.setdefault(opt, set()).add(param.name)
     assert {opt: names for opt, names in meanings.items() if len(names) > 1} == {}
-    assert meanings["-c"] == {"count"} and meanings["-V"] == {"detail"} and meanings["-q"] == {"quiet"} and meanings["-r"] == {"read_file"}
+    wanted = {"-e": "field", "-c": "count", "-V": "detail", "-q": "quiet", "-r": "read_file", "-x": "hexdump", "-Y": "filter"}
+    assert {opt: meanings[opt] for opt in wanted} == {opt: {name} for opt, name in wanted.items()}
 
 
 def test_bare_kdissect_prints_its_help_and_completion_can_be_installed():

@@ -98,7 +98,7 @@ def test_flows_name_the_broker_by_address_and_port(cols, rows):
 
 @pytest.mark.parametrize("cols,rows", SIZES)
 def test_show_fits(cols, rows):
-    lines = assert_fits(on_terminal(["show", ROOT / "captures" / "produce-codecs-kafka-python.pcap", "-e", "15"], cols, rows), cols)
+    lines = assert_fits(on_terminal(["show", ROOT / "captures" / "produce-codecs-kafka-python.pcap", "--exchange", "15"], cols, rows), cols)
     assert lines[0].startswith("Exchange 15")
     words = " ".join(line.replace("│", " ").replace("├──", " ").replace("└──", " ") for line in lines).split()
     assert "003; gzip value 003; '" in " ".join(words)  # record values wrap inside the tree, never cut at the edge
@@ -123,12 +123,12 @@ def test_the_live_screen_fits_the_terminal(cols, rows):
 
     from kdissect.capture import open_capture
     from kdissect.dissector import Options, make_dissector
-    from kdissect.views.filters import make_filter
+    from kdissect.filter import EVERYTHING
     from kdissect.views.live_view import LiveView
     from kdissect.views.sink import EventSink
 
     console = Console(width=cols, height=rows, record=True, file=open(os.devnull, "w"), force_terminal=True)
-    sink = EventSink(make_filter(), view=None)
+    sink = EventSink(EVERYTHING, view=None)
     view = LiveView(console, sink.summary, "lo", 1, "tcp port 9092")
     sink.view = view
     with open_capture(CAPTURE) as source:

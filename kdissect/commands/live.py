@@ -45,13 +45,19 @@ def live(
     interface: Annotated[
         Optional[str],
         typer.Option(
-            "--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).", show_default=False
+            "--interface",
+            "-i",
+            metavar="IFACE",
+            help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).",
+            show_default=False,
         ),
     ] = None,
     bpf: Annotated[
         Optional[str],
         typer.Option(
-            "--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094')."
+            "--bpf",
+            metavar="FILTER",
+            help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094').",
         ),
     ] = None,
     write: Annotated[Optional[Path], typer.Option("--write", "-w", help="Also save the captured packets to this pcap file.")] = None,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import READS, Common, takes
+from kdissect.commands.options import READS, Common, UserError, takes
 from kdissect.commands.reading import Reading
+
+FORMATS = ("text", "json", "fields")
 
 
 @takes(*READS, "decoding", "detail", "secrets")
@@ -17,12 +19,51 @@ def read(
         bool,
         typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
     ] = False,
+    output_format: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            "-T",
+            metavar="text|json|fields",
+            help="text (the default), json (as --json) or fields (one line per exchange with the -e fields, tab-separated).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
+    field: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--field",
+            "-e",
+            metavar="FIELD",
+            help="With -T fields, a field to write (repeatable): api, latency_ms, request.Acks, count(topic), ... (docs/filters.md).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
+    field_option: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--field-option",
+            "-E",
+            metavar="NAME=VALUE",
+            help="With -T fields: separator=/t|/s|C (default tab), aggregator=C (between values of one field, default ','), "
+            "header=y|n, quote=n|d|s (repeatable).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.views.sink import EventSink
 
-    with Reading(common, on_console=not common.json) as run:
-        if common.json:
+    fields_view = _fields_view(
+        output_format or ("fields" if field else "json" if common.json else "text"), common.json, field, field_option
+    )
+    json_out = common.json or output_format == "json"
+    if common.detail and (fields_view is not None or json_out):
+        raise UserError("-V (the detail tree) goes with the text output, not with --json or -T fields")
+    with Reading(common, on_console=fields_view is None and not json_out) as run:
+        if fields_view is not None:
+            sink = EventSink(common.wanted, view=fields_view(run.stream))
+        elif json_out:
             from kdissect.views.json_lines import JsonLinesWriter
 
             sink = EventSink(common.wanted, writer=JsonLinesWriter(run.stream), all_events=all_events)
@@ -36,6 +77,31 @@ def read(
         for event in run.events():
             if sink.add(event):
                 run.took()
-        if not common.json:
+        if fields_view is None and not json_out:
             view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
     run.finish()
+
+
+def _fields_view(chosen: str, json_flag: bool, names: list[str] | None, settings: list[str] | None):
+    """For -T fields, a maker of the writer of the -e fields; None for the other formats. Checks the
+    combination of options and every field before anything is read."""
+    if chosen not in FORMATS:
+        raise UserError(f"-T {chosen}: choose one of {', '.join(FORMATS)}")
+    if chosen != "fields":
+        if names or settings:
+            raise UserError("-e and -E go with -T fields")
+        if json_flag and chosen == "text":
+            raise UserError("--json and -T text disagree: give one")
+        return None
+    if json_flag:
+        raise UserError("--json and -T fields (or -e) disagree: give one")
+    if not names:
+        raise UserError("-T fields needs the fields to write: -e api -e latency_ms ...")
+    from kdissect.filter import FilterError, compile_fields
+    from kdissect.views.fields import FieldsError, FieldsWriter, make_layout
+
+    try:
+        columns, layout = compile_fields(names), make_layout(settings or [])
+    except (FilterError, FieldsError) as exc:
+        raise UserError(str(exc)) from None
+    return lambda stream: FieldsWriter(stream, columns, layout)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import READS, Common, UserError, split_list, takes
+from kdissect.commands.options import READS, Common, UserError, takes
 from kdissect.commands.reading import Reading
 
 
@@ -47,7 +47,7 @@ def records(
     if fmt is not None and common.json:
         raise UserError("choose one of --format and --json")
     directions = frozenset([direction] if direction else DIRECTIONS)
-    topics = set(split_list(_topics(common)) or ())
+    topics = set(common.topics)
     wanted = common.wanted
     with Reading(common, on_console=False) as run:
         if common.json:
@@ -74,9 +74,3 @@ def records(
         if not common.json:
             lines.flush()
     run.finish()
-
-
-def _topics(common: Common) -> list[str] | None:
-    """The --topic filter's topics: an exchange can name several, and only the records of these are printed."""
-    topics = common.wanted.topics
-    return sorted(topics) if topics else None

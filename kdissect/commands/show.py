@@ -23,7 +23,8 @@ from kdissect.commands.reading import Reading
 def show(
     common: Common,
     exchange: Annotated[
-        Optional[list[str]], typer.Option("--exchange", "-e", metavar="N,...", help="Exchange numbers as `read` lists them.")
+        Optional[list[str]],
+        typer.Option("--exchange", metavar="N,...", help="Exchange numbers as `read` lists them (-e is read's field, as in tshark)."),
     ] = None,
     correlation_id: Annotated[
         Optional[list[str]],
@@ -37,7 +38,9 @@ def show(
         Optional[list[str]],
         typer.Option("--id", metavar="EXCHANGE_ID,...", help="Exchanges by the exchange_id of `kdissect spark`'s tables."),
     ] = None,
-    hexdump: Annotated[bool, typer.Option("--hex", help="Show each field's offset and bytes, and each frame's hex dump.")] = False,
+    hexdump: Annotated[
+        bool, typer.Option("--hex", "-x", help="Show each field's offset and bytes, and each frame's hex dump (tshark -x).")
+    ] = False,
 ) -> None:
     """Show exchanges in full: every field of request and response, record batches and records included."""
     from kdissect.events import Exchange

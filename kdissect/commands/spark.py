@@ -13,7 +13,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "filters", "quiet", helps={"quiet": "No progress lines on standard error."})
+@takes("port", "filters", "quiet", "spec_dir", "key", helps={"quiet": "No progress lines on standard error."})
 def spark(
     common: Common,
     captures: Annotated[
@@ -22,18 +22,28 @@ def spark(
     ],
     out: Annotated[
         str,
-        typer.Option("--out", help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.", show_default=False),
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.",
+            show_default=False,
+        ),
     ],
     master: Annotated[
-        str, typer.Option("--master", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")
+        str, typer.Option("--master", metavar="URL", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")
     ] = "local[*]",
-    fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
+    fmt: Annotated[str, typer.Option("--format", metavar="parquet|orc|json", help="Table format.")] = "parquet",
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
-    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    if common.wanted.connections is not None:
-        raise UserError("--connection takes the ids `read` numbers; on Spark, select on the tables' connection_id instead")
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, wanted=common.wanted if common.wanted.active else None)
+    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17.
+    A filter keeps only the exchanges it matches (with their records and diagnostics), evaluated on the executors."""
+    numbered = sorted(common.wanted.fields & {"id", "connection"})
+    if numbered:
+        raise UserError(
+            f"a Spark job cannot filter on {' or '.join(numbered)}: each connection is dissected apart, and the tables "
+            "number exchanges and connections their own way (exchange_id, connection_id); select on those columns instead"
+        )
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, filter_text=common.wanted.text, specs=common.specs)
 
 
 def run_spark(
@@ -44,9 +54,13 @@ def run_spark(
     ports: frozenset[int],
     quiet: bool,
     split_size: int = DEFAULT_SPLIT,
-    wanted: Any = None,
+    filter_text: str = "",
+    specs: Any = None,
 ) -> None:
-    """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
+    """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout.
+
+    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
+    """
     from kdissect.pipeline.inputs import InputError, expand, is_uri
     from kdissect.pipeline.job import FORMATS, JobError, check_local_out, run
     from kdissect.pipeline.session import SparkUnavailable, check_master, start
@@ -81,8 +95,11 @@ def run_spark(
         spark = start(master)
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
+    options: dict[str, Any] = {"filter": filter_text} if filter_text else {}
+    if specs:
+        options |= {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)}
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files, wanted=wanted)
+        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

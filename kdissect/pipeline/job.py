@@ -110,7 +110,6 @@ def run(
     progress: Callable[[str], None] = lambda line: None,
     options: dict[str, Any] | None = None,
     files: list[InputFile] | None = None,
-    wanted: Any = None,
 ) -> Totals:
     """Run the whole job; returns its totals. JobError / InputError for what the user can fix."""
     import os
@@ -143,7 +142,7 @@ def run(
         plural = "s" if len(skipped) != 1 else ""
         progress(f"skipped {len(skipped)} file{plural} in the directories that are not captures ({skipped[0]}, …)")
     stage("plan")
-    config = {"paths": {str(k): v for k, v in paths.items()}, "ports": sorted(ports), "filter": wanted, **(options or {})}
+    config = {"paths": {str(k): v for k, v in paths.items()}, "ports": sorted(ports), **(options or {})}
     parallelism = spark.sparkContext.defaultParallelism
     partitions = partitions or max(parallelism * 2, min(len(ranges), parallelism * 8))
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))  # Spark's 200 is slow for small jobs

@@ -9,8 +9,9 @@ REBALANCE_IN_PROGRESS.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
 
@@ -20,7 +21,7 @@ from kdissect.events import Exchange
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
-from kdissect.views.terminal import TableColumn, duration, fitted_table, size, stamp
+from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp
 
 PRODUCE, FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT = 0, 1, 8, 11, 12, 13, 14, 28
 REBALANCE_IN_PROGRESS = 27
@@ -243,145 +244,128 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else duration(int(value * 1e6))
 
 
+TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str, ...]]]
+"""(table, title, columns, the cells of a row at a width) for each table `print_stats` draws."""
+LAYOUTS: list[TableLayout] = [
+    (
+        "apis",
+        "APIs",
+        [
+            TableColumn("API"),
+            TableColumn("version", "right"),
+            TableColumn("count", "right"),
+            TableColumn("errors", wrap=True, keep=1),
+            TableColumn("p50", "right", keep=5),
+            TableColumn("p95", "right", keep=6),
+            TableColumn("p99", "right", keep=2),
+            TableColumn("max", "right", keep=4),
+            TableColumn("not ok", wrap=True, keep=3),
+        ],
+        lambda row, width: (
+            row["api_name"] or "?",
+            "" if row["api_version"] is None else str(row["api_version"]),
+            str(row["count"]),
+            ", ".join(f"{n}×{c}" for n, c in row["errors"].items()),
+            _ms(row["p50_ms"]),
+            _ms(row["p95_ms"]),
+            _ms(row["p99_ms"]),
+            _ms(row["max_ms"]),
+            ", ".join(f"{s}×{c}" for s, c in row["statuses"].items() if s != "ok"),
+        ),
+    ),
+    (
+        "topics",
+        "Topics",
+        [
+            TableColumn("topic", wrap=True),
+            TableColumn("partition", "right"),
+            TableColumn("produced records", "right"),
+            TableColumn("produced bytes", "right", keep=1),
+            TableColumn("fetched records", "right"),
+            TableColumn("fetched bytes", "right", keep=1),
+        ],
+        lambda row, width: (
+            str(row["topic"]),
+            str(row["partition"]),
+            str(row["produced_records"]),
+            size(row["produced_bytes"]),
+            str(row["fetched_records"]),
+            size(row["fetched_bytes"]),
+        ),
+    ),
+    (
+        "clients",
+        "Clients",
+        [
+            TableColumn("client id"),
+            TableColumn("exchanges", "right"),
+            TableColumn("bytes", "right", keep=2),
+            TableColumn("errors", "right"),
+            TableColumn("p50", "right", keep=3),
+            TableColumn("p99", "right", keep=1),
+            TableColumn("APIs", wrap=True, keep=4),
+        ],
+        lambda row, width: (
+            elide(row["client_id"], max(20, width // 6), "middle"),  # one line each: ids lose their middle
+            str(row["exchanges"]),
+            size(row["bytes"]),
+            str(row["errors"]),
+            _ms(row["p50_ms"]),
+            _ms(row["p99_ms"]),
+            ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])),
+        ),
+    ),
+    (
+        "groups",
+        "Consumer groups",
+        [
+            TableColumn("group", wrap=True),
+            TableColumn("members", "right"),
+            TableColumn("generations", wrap=True),
+            TableColumn("rebalances", "right"),
+            TableColumn("offset commits", "right", keep=1),
+        ],
+        lambda row, width: (
+            row["group"],
+            str(row["members"]),
+            ", ".join(map(str, row["generations"])),
+            str(row["rebalances"]),
+            str(row["offset_commits"]),
+        ),
+    ),
+    (
+        "rebalances",
+        "Rebalances",
+        [
+            TableColumn("group", wrap=True),
+            TableColumn("generation", "right"),
+            TableColumn("started (UTC)", wrap=True),
+            TableColumn("duration", wrap=True),
+            TableColumn("members", "right", keep=1),
+            TableColumn("protocol", keep=2),
+            TableColumn("reasons", wrap=True),
+        ],
+        lambda row, width: (
+            row["group"],
+            "-" if row["generation"] is None else str(row["generation"]),
+            row["start"],
+            _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"),
+            str(row["members"]),
+            row["protocol"] or "-",
+            "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()),
+        ),
+    ),
+]
+ALWAYS = ("apis", "clients")
+"""Tables drawn even when empty; the others only when the capture has something for them."""
+
+
 def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) -> None:  # type: ignore[assignment]
     """The tables, each fitted to the console's width; `notes` say why the totals are partial, if they are."""
     tables = dict(stats.tables())
     width = console.width
-    console.print(
-        fitted_table(
-            "APIs",
-            [
-                TableColumn("API"),
-                TableColumn("version", "right"),
-                TableColumn("count", "right"),
-                TableColumn("errors", wrap=True, keep=1),
-                TableColumn("p50", "right", keep=5),
-                TableColumn("p95", "right", keep=6),
-                TableColumn("p99", "right", keep=2),
-                TableColumn("max", "right", keep=4),
-                TableColumn("not ok", wrap=True, keep=3),
-            ],
-            [
-                (
-                    row["api_name"] or "?",
-                    "" if row["api_version"] is None else str(row["api_version"]),
-                    str(row["count"]),
-                    ", ".join(f"{n}×{c}" for n, c in row["errors"].items()),
-                    _ms(row["p50_ms"]),
-                    _ms(row["p95_ms"]),
-                    _ms(row["p99_ms"]),
-                    _ms(row["max_ms"]),
-                    ", ".join(f"{s}×{c}" for s, c in row["statuses"].items() if s != "ok"),
-                )
-                for row in tables["apis"]
-            ],
-            width,
-        )
-    )
-    if tables["topics"]:
-        console.print(
-            fitted_table(
-                "Topics",
-                [
-                    TableColumn("topic", wrap=True),
-                    TableColumn("partition", "right"),
-                    TableColumn("produced records", "right"),
-                    TableColumn("produced bytes", "right", keep=1),
-                    TableColumn("fetched records", "right"),
-                    TableColumn("fetched bytes", "right", keep=1),
-                ],
-                [
-                    (
-                        str(row["topic"]),
-                        str(row["partition"]),
-                        str(row["produced_records"]),
-                        size(row["produced_bytes"]),
-                        str(row["fetched_records"]),
-                        size(row["fetched_bytes"]),
-                    )
-                    for row in tables["topics"]
-                ],
-                width,
-            )
-        )
-    console.print(
-        fitted_table(
-            "Clients",
-            [
-                TableColumn("client id", wrap=True),
-                TableColumn("exchanges", "right"),
-                TableColumn("bytes", "right", keep=2),
-                TableColumn("errors", "right"),
-                TableColumn("p50", "right", keep=3),
-                TableColumn("p99", "right", keep=1),
-                TableColumn("APIs", wrap=True, keep=4),
-            ],
-            [
-                (
-                    row["client_id"],
-                    str(row["exchanges"]),
-                    size(row["bytes"]),
-                    str(row["errors"]),
-                    _ms(row["p50_ms"]),
-                    _ms(row["p99_ms"]),
-                    ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])),
-                )
-                for row in tables["clients"]
-            ],
-            width,
-        )
-    )
-    if tables["groups"]:
-        console.print(
-            fitted_table(
-                "Consumer groups",
-                [
-                    TableColumn("group", wrap=True),
-                    TableColumn("members", "right"),
-                    TableColumn("generations", wrap=True),
-                    TableColumn("rebalances", "right"),
-                    TableColumn("offset commits", "right", keep=1),
-                ],
-                [
-                    (
-                        row["group"],
-                        str(row["members"]),
-                        ", ".join(map(str, row["generations"])),
-                        str(row["rebalances"]),
-                        str(row["offset_commits"]),
-                    )
-                    for row in tables["groups"]
-                ],
-                width,
-            )
-        )
-    if tables["rebalances"]:
-        console.print(
-            fitted_table(
-                "Rebalances",
-                [
-                    TableColumn("group", wrap=True),
-                    TableColumn("generation", "right"),
-                    TableColumn("started (UTC)", wrap=True),
-                    TableColumn("duration", wrap=True),
-                    TableColumn("members", "right", keep=1),
-                    TableColumn("protocol", keep=2),
-                    TableColumn("reasons", wrap=True),
-                ],
-                [
-                    (
-                        row["group"],
-                        "-" if row["generation"] is None else str(row["generation"]),
-                        row["start"],
-                        _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"),
-                        str(row["members"]),
-                        row["protocol"] or "-",
-                        "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()),
-                    )
-                    for row in tables["rebalances"]
-                ],
-                width,
-            )
-        )
+    for name, title, columns, cells in LAYOUTS:
+        if tables[name] or name in ALWAYS:
+            console.print(fitted_table(title, columns, [cells(row, width) for row in tables[name]], width))
     for note in notes:
         console.print(f"{note.code}: {note.message}", style="magenta", highlight=False)

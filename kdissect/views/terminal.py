@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -72,6 +73,10 @@ class TableColumn:
     max_width: int | None = None
 
 
+WORD_MAX = 24
+"""A wrapping column grows to hold whole words up to this length; longer ones are folded."""
+
+
 def fitted_table(
     title: str, columns: list[TableColumn], rows: list[tuple[Any, ...]], width: int, style: str = "bold", compact: bool = False
 ) -> Table:
@@ -79,16 +84,25 @@ def fitted_table(
     left out, least needed first, until it fits, and the caption names them. `compact` cuts long text with an
     ellipsis instead of wrapping it, so each row is one line."""
 
-    def needs(i: int) -> int:
-        """Columns of terminal column `i` takes at least: its text (or 12 when it wraps), padding and a border."""
+    def cells(i: int) -> list[str]:
+        return [cell.plain if isinstance(cell, Text) else cell for cell in (r[i] for r in rows)]
+
+    def least(i: int, whole_words: bool = True) -> int:
+        """The narrowest column `i` may be: its header and its longest whole value, or when it wraps at least 12
+        and, with `whole_words`, its longest word (so MEMBER_ID_REQUIRED×2 is not broken; up to WORD_MAX)."""
         c = columns[i]
         if c.wrap:
-            return 3 + max(len(c.name), 12)
-        return 3 + max([len(c.name)] + [cell.cell_len if isinstance(cell, Text) else len(cell) for cell in (r[i] for r in rows)])
+            words = [min(len(word), WORD_MAX) for text in cells(i) for word in text.split()] if whole_words else []
+            return max(len(c.name), 12, *words)
+        return max([len(c.name)] + [cell_len(text) for text in cells(i)])
+
+    def too_wide(shown: list[int], whole_words: bool) -> bool:
+        return 1 + sum(3 + least(i, whole_words) for i in shown) > width  # each column's padding and border: 3
 
     shown = list(range(len(columns)))
-    while 1 + sum(needs(i) for i in shown) > width and any(columns[i].keep for i in shown):
+    while too_wide(shown, True) and any(columns[i].keep for i in shown):
         shown.remove(max((i for i in shown if columns[i].keep), key=lambda i: (columns[i].keep, i)))
+    whole_words = not too_wide(shown, True)  # else words are broken rather than the table made wider than the terminal
     table = Table(title=title, title_justify="left", title_style=style, header_style="bold")
     for i in shown:
         c = columns[i]
@@ -97,7 +111,7 @@ def fitted_table(
             justify=c.justify,  # type: ignore[arg-type]
             no_wrap=not c.wrap,
             overflow="ellipsis" if compact or not c.wrap else "fold",
-            min_width=max(len(c.name), 12) if c.wrap else None,
+            min_width=least(i, whole_words) if c.wrap else None,
             max_width=c.max_width,
         )
     for row in rows:
@@ -276,7 +290,10 @@ class ReadView:
         table.add_column()
         span = "-"
         if counters.first_ts is not None and counters.last_ts is not None:
-            span = f"{stamp(counters.first_ts)} → {stamp(counters.last_ts)} UTC ({duration(counters.last_ts - counters.first_ts)})"
+            first, last = stamp(counters.first_ts), stamp(counters.last_ts)
+            if first[:11] == last[:11]:  # the same day: its date once, so the line fits 80 columns
+                last = last[11:]
+            span = f"{first} → {last} UTC ({duration(counters.last_ts - counters.first_ts)})"
         statuses = ", ".join(f"{n} {s}" for s, n in summary.statuses.most_common())
         table.add_row("time", span)
         table.add_row(
@@ -293,7 +310,7 @@ class ReadView:
             "exchanges",
             f"{summary.exchanges}"
             + (f" ({statuses})" if statuses else "")
-            + (f", {summary.shown} shown" if summary.shown != summary.exchanges else ""),
+            + (f", {summary.shown} shown; the tables count the shown ones" if summary.shown != summary.exchanges else ""),
         )
         return table
 
@@ -316,6 +333,8 @@ class ReadView:
         ]
         rows = []
         for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
+            if flow.hidden and not flow.exchanges:
+                continue  # every exchange of it was filtered out
             latencies = sorted(flow.latencies)
             end = flow.end
             rows.append(
