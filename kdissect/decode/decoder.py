@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from kdissect.decode import embedded, meaning
-from kdissect.decode.body import Body, CompiledBodies, Direction, new_body, unknown_api
+from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Message, RequestHeader, new_message
+from kdissect.events import Frame, Message, RequestHeader, new_message
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
+from kdissect.schema.tree import Struct
 
 
 class Decoder:
@@ -20,6 +21,10 @@ class Decoder:
 
     Records fields are decoded as they are met, all of one message drawing on one decompression budget;
     their diagnostics join the message's, located in the frame.
+
+    A frame with holes (bytes the capture lost) is decoded with zeros standing in for them, and records fields
+    are told where the holes are, so they keep every batch the holes do not touch. Any other field that would
+    read a missing byte cannot be trusted: the body is then decoded again, up to the first such byte.
     """
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
@@ -28,13 +33,22 @@ class Decoder:
         self.bodies = CompiledBodies(self._records, spans)
         self._budget: Budget | None = None
         self._found: list[tuple[int, RecordSet]] = []
+        self._holes: tuple[tuple[int, int], ...] = ()
+        """The holes of the frame being decoded, in frame offsets."""
+        self._covered: list[tuple[int, int]] = []
+        """Records fields of that frame that held a hole: their readers knew, so those missing bytes were not misread."""
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
 
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
         if self._budget is None:  # one per message, made when its first records field is met
             self._budget = Budget(self.limits.max_decompressed_exchange)
-        records = decode_records(buf[start:end], limits=self.limits, budget=self._budget)
+        holes = ()
+        if self._holes:
+            holes = tuple((max(lo, start) - start, min(hi, end) - start) for lo, hi in self._holes if lo < end and start < hi)
+            if holes:
+                self._covered.append((start, end))
+        records = decode_records(buf[start:end], limits=self.limits, budget=self._budget, holes=holes)
         if records.diagnostics:
             self._found.append((start, records))
         return records
@@ -48,10 +62,7 @@ class Decoder:
         if target is None:
             body, diagnostics = unknown_api(api_key, version, message.frame.data, header.length)
             return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
-        self._budget = None
-        fields, diagnostics = self.bodies.run(target, version, message.frame.data, header.length)
-        if self._found:
-            diagnostics += self._records_diagnostics()
+        fields, diagnostics = self._run(target, version, message.frame, header.length)
         errors = topics = groups = records = ()
         if fields is not None:
             if api_key in embedded.API_KEYS:
@@ -66,6 +77,24 @@ class Decoder:
                 topics, groups = tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
         body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
         return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)
+
+    def _run(self, target: Target, version: int, frame: Frame, start: int) -> tuple[Struct | None, list[Diagnostic]]:
+        """The body and its diagnostics, records' included; a frame with holes is read as far as it can be trusted."""
+        self._budget = None
+        if frame.size == len(frame.data):
+            fields, diagnostics = self.bodies.run(target, version, frame.data, start)
+            return fields, diagnostics + self._records_diagnostics() if self._found else diagnostics
+        self._holes, self._covered = frame.holes(), []
+        try:
+            full = frame.filled()
+            fields, diagnostics = self.bodies.run(target, version, full, start)
+            misread = _first_uncovered(self._holes, self._covered)
+            if misread is not None and (misread < _stop(diagnostics, len(full)) or any(d.code == "body.malformed" for d in diagnostics)):
+                self._found, self._budget = [], None
+                fields, diagnostics = self.bodies.run(target, version, bytes(full[:misread]), start)
+        finally:
+            self._holes = ()
+        return fields, diagnostics + self._records_diagnostics() if self._found else diagnostics
 
     def _records_diagnostics(self) -> list[Diagnostic]:
         """The record decoder's diagnostics, located in the frame."""
@@ -91,3 +120,23 @@ class Decoder:
         header = request.header
         assert isinstance(header, RequestHeader)
         return self._decode(message, header.api_key, header.api_version, "response", session, request)
+
+
+def _first_uncovered(holes: tuple[tuple[int, int], ...], covered: list[tuple[int, int]]) -> int | None:
+    """The first missing byte that lies in no records field told of its holes; None if there is none."""
+    for lo, hi in holes:
+        at = lo
+        while at < hi:
+            span = next(((s, e) for s, e in covered if s <= at < e), None)
+            if span is None:
+                return at
+            at = span[1]
+    return None
+
+
+def _stop(diagnostics: list[Diagnostic], size: int) -> int:
+    """Where the body decoder stopped reading: at a failure, before trailing bytes, or at the end."""
+    for d in diagnostics:
+        if d.code in ("body.malformed", "body.trailing-bytes") and d.offset is not None:
+            return d.offset
+    return size

@@ -56,6 +56,11 @@ class Probe:
         self.items.append((chunk, 0, ts, index))
         self.size += len(chunk)
 
+    @staticmethod
+    def fill(offset: int, data: bytes) -> int:
+        """Late bytes cannot be placed once a gap is held: the framer that replays it never sees them."""
+        return 0
+
     def gap(self, length: int, ts: int) -> None:
         if not self.items:
             self.mid_stream = True  # the first bytes are lost: what comes is judged as if the capture began here
@@ -259,7 +264,7 @@ class Connection:
         total = 0
         for stream in self.streams:
             sink = stream.sink
-            total += stream.pending_bytes + (len(sink.buf) if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
+            total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
         return total
 
     @property
@@ -312,12 +317,18 @@ class Connection:
         )
 
 
+SHOWN_HOLES = 4
+
+
 def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:
-    """A frame the capture holds only part of says so."""
+    """A frame the capture holds only part of says so, and where its holes are."""
+    holes = frame.holes()
+    where = ", ".join(f"{end - start} at {start}" for start, end in holes[:SHOWN_HOLES])
+    more = f" and {len(holes) - SHOWN_HOLES} more holes" if len(holes) > SHOWN_HOLES else ""
     return (
         Diagnostic(
             "frame.incomplete",
-            f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture",
+            f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture ({where}{more})",
             "error",
             "frame",
             len(frame.data),
