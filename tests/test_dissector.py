@@ -66,10 +66,11 @@ def test_run_equals_feeding_packet_by_packet() -> None:
         "ok:2:11",
         "ok:3:20",
         "notice:packet.truncated",
-        "notice:tcp.gap",
-        "ok:3:21",
         "end:1:fin",
         "end:2:capture-end",
+        # the lost segment of request 21 could still come late until the capture ends: its response waits for it
+        "notice:tcp.gap",
+        "ok:3:21",
         "end:3:capture-end",
     ]
 

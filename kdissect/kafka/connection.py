@@ -1,11 +1,17 @@
 """One TCP connection carrying Kafka: its two streams, which side is the client, framing, and pairing.
 
+Requests and responses pair in the order they were sent, which the capture's order can contradict when one
+direction's segments were captured late or out of order: a response whose packets acknowledge request bytes
+not yet handed on waits (within `Limits.max_late_*`) until those bytes, or the gap that replaces them, have been.
+
 On a Kafka port the broker side is known from the start. On any other port both directions are held briefly
 (`Probe`) until one of them shows a request header: the side that sent the SYN must open with one, and
 without a SYN the side whose bytes hold a plausible request is the client.
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import (
@@ -26,7 +32,7 @@ from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
 from kdissect.kafka.shared import Shared
-from kdissect.net.reassembly import Reassembler
+from kdissect.net.reassembly import Patience, Reassembler
 from kdissect.net.tcp import ACK, SYN
 from kdissect.wire import INT32
 
@@ -113,12 +119,19 @@ class Connection:
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
+        self.acks: list[int | None] = [None, None]
+        """Per direction, the last acknowledgement number its packets carried."""
+        self.deferred: deque[tuple[Frame, int, int, int]] = deque()
+        """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
+        self.deferred_bytes = 0
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
         self.session = shared.new_session()
+        limits = shared.limits
+        patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)
         self.streams = (
-            Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
-            Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
+            Reassembler(Probe(), self._report, limits.max_stream_buffer, shared.reorder, patience),
+            Reassembler(Probe(), self._report, limits.max_stream_buffer, shared.reorder, patience),
         )
         ports = shared.ports
         if b[1] in ports:
@@ -135,12 +148,15 @@ class Connection:
                 self.initiator = direction
             self.ending = self.ending or bool(flags & 0x05)
         if flags & ACK:  # first: what the peer sent before this packet was sent, a request before its response
+            self.acks[direction] = ack
             other = self.streams[direction ^ 1]
             if other.pending:
                 other.acknowledged(ack, ts, index)
             else:
                 other.peer_ack_seq = ack
         stream.segment(seq, payload, missing, flags, ts, index)
+        if self.deferred:
+            self._release_deferred(index, ts, False)
         if self.client_dir is None and not self.ignored and (payload or stream.finished):
             self._detect()
 
@@ -217,6 +233,31 @@ class Connection:
             self._settle(*pushed)
 
     def _on_response(self, frame: Frame) -> None:
+        assert self.client_dir is not None
+        ack = self.acks[self.client_dir ^ 1]
+        if self.deferred or (ack is not None and self.streams[self.client_dir].behind(ack)):
+            self.deferred.append((frame, ack, frame.last_packet, frame.ts))
+            self.deferred_bytes += frame.size + 4 - frame.lost
+            if len(self.deferred) > self.shared.limits.max_outstanding_requests:
+                self._release_deferred(0, 0, True, 1)
+            return
+        self._response(frame)
+
+    def _release_deferred(self, index: int, ts: int, force: bool, count: int | None = None) -> None:
+        """Pair the responses whose request bytes have been handed on, or that waited long enough, in order."""
+        limits = self.shared.limits
+        requests = self.streams[self.client_dir] if self.client_dir is not None else None
+        while self.deferred and count != 0:
+            frame, ack, since, at = self.deferred[0]
+            waited = index - since > limits.max_late_packets or ts - at > limits.max_late_ms * 1_000_000
+            if not (force or waited or requests is None or not requests.behind(ack)):
+                return
+            self.deferred.popleft()
+            self.deferred_bytes -= frame.size + 4 - frame.lost
+            self._response(frame)
+            count = None if count is None else count - 1
+
+    def _response(self, frame: Frame) -> None:
         self.responses += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if len(frame.data) < 4:
@@ -265,11 +306,14 @@ class Connection:
         for stream in self.streams:
             sink = stream.sink
             total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
-        return total
+        return total + self.deferred_bytes
 
     @property
     def finished(self) -> bool:
-        return (self.streams[0].finished and self.streams[1].finished) or self.streams[0].reset or self.streams[1].reset
+        """Both directions are over, and nothing waits for a segment that may still be captured late."""
+        a, b = self.streams
+        over = (a.finished and b.finished) or a.reset or b.reset
+        return over and not (self.deferred or _waiting(a) or _waiting(b))
 
     def close(self, ended: Ending, ts: int) -> None:
         """End both directions: flush what waits behind holes, then settle every request still waiting."""
@@ -288,6 +332,7 @@ class Connection:
         for stream in self.streams:
             stream.flush(ts)
             stream.sink.finish()  # type: ignore[union-attr]
+        self._release_deferred(0, 0, True)
         for entry in self.pairing.drain():
             self._settle(*entry)
         self._release()
@@ -318,6 +363,11 @@ class Connection:
 
 
 SHOWN_HOLES = 4
+
+
+def _waiting(stream: Reassembler) -> bool:
+    """Bytes held behind a hole, or bytes the peer acknowledged that the capture has not shown yet."""
+    return bool(stream.pending) or (stream.peer_ack_seq is not None and stream.behind(stream.peer_ack_seq))
 
 
 def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:

@@ -1,0 +1,60 @@
+"""Damaged copies of a capture, as real taps make them: segments dropped, captured late, twice, or out of order.
+
+Tests, fuzz seeds and benchmarks take a capture's packets, damage them here, and write the result with
+`capture.writer` when they need a file. Each function returns a new list; packets keep their own numbers and
+timestamps, as a capture that holds them in another order would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kdissect.capture.packet import Packet
+from kdissect.net.segments import SegmentDecoder
+
+
+@dataclass(frozen=True, slots=True)
+class DataSegment:
+    """Where a packet carrying TCP payload sits: its position in the list, its direction, and its stream bytes."""
+
+    position: int
+    flow: tuple[bytes, int, bytes, int]
+    """(source address, source port, destination address, destination port)."""
+    seq: int
+    length: int
+
+
+def data_segments(packets: list[Packet]) -> list[DataSegment]:
+    """Every packet that carries TCP payload, in capture order."""
+    decoder = SegmentDecoder(1 << 24)
+    out = []
+    for position, packet in enumerate(packets):
+        segment = decoder.decode(packet)
+        if segment is not None and segment.payload:
+            out.append(DataSegment(position, (segment.src, segment.sport, segment.dst, segment.dport), segment.seq, len(segment.payload)))
+    return out
+
+
+def drop(packets: list[Packet], position: int) -> list[Packet]:
+    return packets[:position] + packets[position + 1 :]
+
+
+def delay(packets: list[Packet], position: int, by: int) -> list[Packet]:
+    """The packet captured `by` packets later than it was (at the end if fewer follow), stamped when it was."""
+    moved = packets[:position] + packets[position + 1 :]
+    at = min(position + by, len(moved))
+    late = packets[position]
+    late = late._replace(ts=max(late.ts, moved[at - 1].ts)) if at else late
+    return moved[:at] + [late] + moved[at:]
+
+
+def duplicate(packets: list[Packet], position: int, after: int) -> list[Packet]:
+    """A second copy of the packet, `after` packets after the first."""
+    at = position + 1 + after
+    return packets[:at] + [packets[position]] + packets[at:]
+
+
+def swap(packets: list[Packet], first: int, second: int) -> list[Packet]:
+    out = list(packets)
+    out[first], out[second] = out[second], out[first]
+    return out
