@@ -52,17 +52,18 @@ NDPI_2024 = [
 NDPI_2023 = [("ok", 18, 3, 3, CONSOLE), ("ok", 22, 4, 4, CONSOLE), ("ok", 3, 12, 5, CONSOLE), ("ok", 0, 9, 6, CONSOLE)]
 
 EXCHANGES: dict[str, list[tuple]] = {
-    # file: (status, api key, api version, correlation id, client id) for every exchange
+    # file: (status, api key, api version, correlation id, client id) for every exchange; "error" where the
+    # response carries an error code (the deepflow captures' error codes are made up, e.g. 5120)
     "arkime__kafka.pcap": [("unanswered", 2, 0, 0, "")],  # ListOffsets v0 request only; its client id is empty, not null
     "deepflow__00-produce-v2.pcap": [("ok", 0, 2, 1, "console-producer")],
     "deepflow__00-produce-v7-sw8.pcap": [("ok", 0, 7, 1, "kafka-python-producer-1")],
     "deepflow__00-produce-v9.pcap": [("ok", 0, 9, 47, "console-producer")],
     "deepflow__01-fetch-v12-ok.pcap": [("ok", 1, 12, 15603, "consumer-console-consumer-8919-1")],
     "deepflow__01-fetch-v12-perf.pcap": [("ok", 1, 12, 20, "consumer-console-consumer-84107-1")],
-    "deepflow__01-fetch-v12-unknown.pcap": [("ok", 1, 12, 20, "consumer-console-consumer-84107-1")],
-    "deepflow__11-join-group-v7.pcap": [("ok", 11, 7, 120, "consumer-zzzz12-1")],
+    "deepflow__01-fetch-v12-unknown.pcap": [("error", 1, 12, 20, "consumer-console-consumer-84107-1")],
+    "deepflow__11-join-group-v7.pcap": [("error", 11, 7, 120, "consumer-zzzz12-1")],
     "deepflow__13-leave-group-v4.pcap": [("ok", 13, 4, 201, "consumer-zzzz12-1")],
-    "deepflow__14-sync-group-v5.pcap": [("ok", 14, 5, 120, "consumer-zzzz12-1")],
+    "deepflow__14-sync-group-v5.pcap": [("error", 14, 5, 120, "consumer-zzzz12-1")],
     "deepflow__18-api-versions-v3.pcap": [("ok", 18, 3, 2, "adminclient-1")],
     "deepflow__mixed-with-unsupported.pcap": [
         ("ok", 1, 13, 15551976, FRAUD),

@@ -6,7 +6,7 @@ Every stage above the core (views, filters, the Spark rows) reads these values a
 from typing import Union
 
 from kdissect.events.connection import ConnectionEnd, ConnectionInfo, Ending, Endpoint
-from kdissect.events.exchange import Exchange, Message, Status, new_exchange, new_message
+from kdissect.events.exchange import Exchange, Message, Status, answered, new_exchange, new_message
 from kdissect.events.frame import Frame, new_frame
 from kdissect.events.headers import (
     RequestHeader,
@@ -32,6 +32,7 @@ __all__ = [
     "RequestHeader",
     "ResponseHeader",
     "Status",
+    "answered",
     "TaggedField",
     "new_exchange",
     "new_frame",

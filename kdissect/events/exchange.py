@@ -32,10 +32,25 @@ class Message:
         return self.frame.size + 4
 
 
-Status = Literal["ok", "unanswered", "no-response-expected", "orphan-response", "unreadable"]
-"""ok: request and response; unanswered: no response in the capture; no-response-expected: a Produce with
-acks=0 left unanswered, as it should be; orphan-response: a response whose request is not in the capture;
-unreadable: a request whose header cannot be read, so nothing can pair with it."""
+Status = Literal["ok", "error", "malformed", "unanswered", "no-response-expected", "orphan-response", "unreadable"]
+"""ok: request and response, both read whole, no error code in the response; error: the response carries an error
+code; malformed: a side the capture holds only part of, or whose header or body could not be read; unanswered:
+no response in the capture; no-response-expected: a Produce with acks=0 left unanswered, as it should be;
+orphan-response: a response whose request is not in the capture; unreadable: a request whose header cannot be
+read, so nothing can pair with it."""
+
+MALFORMED = frozenset({"frame.incomplete", "header.unreadable", "body.malformed", "decode.internal-error"})
+"""Diagnostics that make a message malformed: bytes missing, or a header or body that could not be read."""
+
+
+def answered(request: Message, response: Message) -> Status:
+    """The status of a request and its response. Error codes are a decoded body's `errors` (decode.body.Body);
+    without a decoder an exchange is ok once both frames are whole and their headers read."""
+    for message in (request, response):
+        for d in message.diagnostics:
+            if d.code in MALFORMED:
+                return "malformed"
+    return "error" if getattr(response.body, "errors", None) else "ok"
 
 
 @dataclass(frozen=True, slots=True)

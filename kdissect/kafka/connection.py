@@ -24,6 +24,7 @@ from kdissect.events import (
     Notice,
     RequestHeader,
     Status,
+    answered,
     new_exchange,
     new_message,
 )
@@ -119,8 +120,6 @@ class Connection:
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
-        self.acks: list[int | None] = [None, None]
-        """Per direction, the last acknowledgement number its packets carried."""
         self.deferred: deque[tuple[Frame, int, int, int]] = deque()
         """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
         self.deferred_bytes = 0
@@ -148,7 +147,6 @@ class Connection:
                 self.initiator = direction
             self.ending = self.ending or bool(flags & 0x05)
         if flags & ACK:  # first: what the peer sent before this packet was sent, a request before its response
-            self.acks[direction] = ack
             other = self.streams[direction ^ 1]
             if other.pending:
                 other.acknowledged(ack, ts, index)
@@ -234,8 +232,9 @@ class Connection:
 
     def _on_response(self, frame: Frame) -> None:
         assert self.client_dir is not None
-        ack = self.acks[self.client_dir ^ 1]
-        if self.deferred or (ack is not None and self.streams[self.client_dir].behind(ack)):
+        requests = self.streams[self.client_dir]
+        ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
+        if self.deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
             self.deferred.append((frame, ack, frame.last_packet, frame.ts))
             self.deferred_bytes += frame.size + 4 - frame.lost
             if len(self.deferred) > self.shared.limits.max_outstanding_requests:
@@ -280,7 +279,7 @@ class Connection:
         response = new_message(frame, header, None, diagnostics)
         if request is not None and header is not None:
             response = self.shared.decode_response(response, request, self.session)
-        self._exchange("ok" if request else "orphan-response", request, response)
+        self._exchange(answered(request, response) if request else "orphan-response", request, response)
 
     def _settle(self, request: Message, expects: bool) -> None:
         """A request that will get no response: the capture lost it, or it asked for none."""

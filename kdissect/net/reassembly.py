@@ -349,7 +349,11 @@ class Reassembler:
         while self.pending:
             hole = self.pending_heap[0] - self.offset
             if hole > 0:
-                self._gap(hole, ts, 0, "never captured")
+                since = self.acked_since
+                if since is not None and since[0] == self.offset:  # told where the peer first acknowledged past it
+                    self._gap(hole, since[2], since[1], "acknowledged by the peer but never captured")
+                else:
+                    self._gap(hole, ts, 0, "never captured")
             self._drain(ts)
         if self.fin_offset is not None and self.fin_offset > self.offset:
             self._gap(self.fin_offset - self.offset, ts, 0, "never captured before the FIN")

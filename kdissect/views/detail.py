@@ -248,14 +248,22 @@ class DetailView:
         if body is not None and body.fields is not None:
             for span in _secret_spans(body.fields):
                 if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
-                    masked.update(range(message.header.length if message.header else 0, len(data)))
+                    masked.update(range(message.header.length if message.header else 0, message.frame.size))
                 else:
                     masked.update(range(*span))
         lines = [Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold")]
-        for at in range(0, len(data), 16):
-            cells = ["**" if i in masked else f"{data[i]:02x}" for i in range(at, min(at + 16, len(data)))]
-            chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, min(at + 16, len(data)))]
-            lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
+        frame = message.frame
+        runs = ((0, data), *frame.rest)
+        holes = dict(frame.holes())
+        for start, run in runs:
+            for at in range(start, start + len(run), 16):
+                end = min(at + 16, start + len(run))
+                cells = ["**" if i in masked else f"{run[i - start]:02x}" for i in range(at, end)]
+                chars = ["*" if i in masked else (chr(run[i - start]) if 32 <= run[i - start] < 127 else ".") for i in range(at, end)]
+                lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
+            hole = start + len(run)
+            if hole in holes:
+                lines.append(Text(f"{hole:08x}  -- {holes[hole] - hole} bytes missing from the capture --", style="magenta"))
         return Group(*lines)
 
 

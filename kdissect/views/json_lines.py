@@ -23,7 +23,8 @@ from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSe
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct, UnknownTag
 
-LAYOUT = 1
+LAYOUT = 2
+"""2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -188,7 +189,8 @@ def message_json(message: Message | None) -> dict[str, Any] | None:
         "time": time_text(frame.ts),
         "ts_ns": frame.ts,
         "size": frame.size + 4,
-        "captured": len(frame.data) + 4,
+        "captured": frame.size + 4 - frame.lost,
+        "holes": [list(hole) for hole in frame.holes()],
         "stream_offset": frame.offset,
         "packets": [frame.first_packet, frame.last_packet],
         "header": header_json(message.header),
