@@ -14,25 +14,40 @@ from kdissect.net.segments import SegmentDecoder
 
 
 @dataclass(frozen=True, slots=True)
-class DataSegment:
-    """Where a packet carrying TCP payload sits: its position in the list, its direction, and its stream bytes."""
+class Segment:
+    """Where a TCP packet sits: its position in the list, its direction, and its stream bytes."""
 
     position: int
     flow: tuple[bytes, int, bytes, int]
     """(source address, source port, destination address, destination port)."""
     seq: int
     length: int
+    """Payload bytes: 0 for a bare ACK, a SYN, a FIN or a RST."""
+
+    @property
+    def connection(self) -> frozenset[tuple[bytes, int]]:
+        return frozenset({self.flow[:2], self.flow[2:]})
 
 
-def data_segments(packets: list[Packet]) -> list[DataSegment]:
-    """Every packet that carries TCP payload, in capture order."""
+def segments(packets: list[Packet]) -> list[Segment]:
+    """Every TCP packet, in capture order."""
     decoder = SegmentDecoder(1 << 24)
     out = []
     for position, packet in enumerate(packets):
         segment = decoder.decode(packet)
-        if segment is not None and segment.payload:
-            out.append(DataSegment(position, (segment.src, segment.sport, segment.dst, segment.dport), segment.seq, len(segment.payload)))
+        if segment is not None:
+            out.append(Segment(position, (segment.src, segment.sport, segment.dst, segment.dport), segment.seq, len(segment.payload)))
     return out
+
+
+def data_segments(packets: list[Packet]) -> list[Segment]:
+    """Every packet that carries TCP payload, in capture order."""
+    return [s for s in segments(packets) if s.length]
+
+
+def last_of_connection(packets: list[Packet], segment: Segment) -> int:
+    """Position of the last packet of the segment's connection: a segment captured after it comes too late to use."""
+    return max(s.position for s in segments(packets) if s.connection == segment.connection)
 
 
 def drop(packets: list[Packet], position: int) -> list[Packet]:
