@@ -8,12 +8,15 @@ from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Frame, Message, RequestHeader, new_message
+from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
 from kdissect.schema.tree import Struct
+
+SASL_TOKEN_SCHEMA = "SaslToken"
+"""The schema a raw SASL token is said to be read by: one field, AuthBytes, as in SaslAuthenticate."""
 
 
 class Decoder:
@@ -113,13 +116,26 @@ class Decoder:
 
     def request(self, message: Message, session: Session) -> Message:
         header = message.header
+        if isinstance(header, SaslTokenHeader):
+            return self._token(message, session, True)
         assert isinstance(header, RequestHeader)
         return self._decode(message, header.api_key, header.api_version, "request", session, None)
 
     def response(self, message: Message, request: Message, session: Session) -> Message:
         header = request.header
+        if isinstance(header, SaslTokenHeader):
+            return self._token(message, session, False)
         assert isinstance(header, RequestHeader)
         return self._decode(message, header.api_key, header.api_version, "response", session, request)
+
+    def _token(self, message: Message, session: Session, from_client: bool) -> Message:
+        """A raw SASL token after SaslHandshake v0: read like SaslAuthenticate's AuthBytes, which is what it carries."""
+        data = message.frame.data
+        fields = Struct(("AuthBytes",), [data], [0, len(data)])
+        embedded.auth_bytes(fields, session, from_client, self.show_secrets)
+        return new_message(
+            message.frame, message.header, new_body(SASL_TOKEN_SCHEMA, 0, fields, False, None, (), (), (), ()), message.diagnostics
+        )
 
 
 def _first_uncovered(holes: tuple[tuple[int, int], ...], covered: list[tuple[int, int]]) -> int | None:

@@ -9,8 +9,10 @@ from kdissect.events.connection import ConnectionEnd, ConnectionInfo, Ending, En
 from kdissect.events.exchange import Exchange, Message, Status, answered, new_exchange, new_message
 from kdissect.events.frame import Frame, new_frame
 from kdissect.events.headers import (
+    SASL_TOKEN,
     RequestHeader,
     ResponseHeader,
+    SaslTokenHeader,
     TaggedField,
     new_request_header,
     new_response_header,
@@ -31,6 +33,8 @@ __all__ = [
     "Notice",
     "RequestHeader",
     "ResponseHeader",
+    "SASL_TOKEN",
+    "SaslTokenHeader",
     "Status",
     "answered",
     "TaggedField",

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from kdissect.diagnostic import Diagnostic
 from kdissect.events.connection import ConnectionInfo
 from kdissect.events.frame import Frame
-from kdissect.events.headers import RequestHeader, ResponseHeader
+from kdissect.events.headers import RequestHeader, ResponseHeader, SaslTokenHeader
 from kdissect.frozen import fast_constructor
 
 
@@ -17,7 +17,7 @@ class Message:
     """One side of an exchange: a frame, its header, and its body as far as it could be read."""
 
     frame: Frame
-    header: RequestHeader | ResponseHeader | None
+    header: RequestHeader | ResponseHeader | SaslTokenHeader | None
     body: Any = None
     """The decoded body, or None when there is no decoder for it or decoding was not asked for."""
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -66,6 +66,12 @@ class Exchange:
     def request_header(self) -> RequestHeader | None:
         header = self.request.header if self.request else None
         return header if isinstance(header, RequestHeader) else None
+
+    @property
+    def sasl_token(self) -> bool:
+        """A raw SASL token and the broker's reply, exchanged after SaslHandshake v0 without Kafka headers."""
+        message = self.request or self.response
+        return message is not None and isinstance(message.header, SaslTokenHeader)
 
     @property
     def api_key(self) -> int | None:

@@ -4,6 +4,10 @@ Requests and responses pair in the order they were sent, which the capture's ord
 direction's segments were captured late or out of order: a response whose packets acknowledge request bytes
 not yet handed on waits (within `Limits.max_late_*`) until those bytes, or the gap that replaces them, have been.
 
+After a SaslHandshake v0 request the client may send raw SASL tokens, size-delimited but with no Kafka header, and
+the broker answers each one the same way: the connection is then in its authentication phase, where a client
+frame that does not read as a request is a token and the broker's next frame its reply, until a request comes.
+
 On a Kafka port the broker side is known from the start. On any other port both directions are held briefly
 (`Probe`) until one of them shows a request header: the side that sent the SYN must open with one, and
 without a SYN the side whose bytes hold a plausible request is the client.
@@ -11,10 +15,12 @@ without a SYN the side whose bytes hold a plausible request is the client.
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import (
+    SASL_TOKEN,
     ConnectionEnd,
     ConnectionInfo,
     Ending,
@@ -28,7 +34,7 @@ from kdissect.events import (
     new_exchange,
     new_message,
 )
-from kdissect.kafka.detect import find_request, find_response, plausible_request
+from kdissect.kafka.detect import REQUEST_PROBE, find_request, find_response, plausible_request
 from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
@@ -43,6 +49,8 @@ HELD_NOTICES = 64
 """Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
+SASL_HANDSHAKE = 17
+_SIZE_PREFIX = struct.Struct(">i").pack
 
 
 class Probe:
@@ -123,6 +131,8 @@ class Connection:
         self.deferred: deque[tuple[Frame, int, int, int]] = deque()
         """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
         self.deferred_bytes = 0
+        self.sasl_tokens: deque[Message] | None = None
+        """In the raw SASL phase after SaslHandshake v0: the client's tokens waiting for the broker's replies."""
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
         self.session = shared.new_session()
@@ -219,12 +229,21 @@ class Connection:
     def _on_request(self, frame: Frame) -> None:
         self.requests += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
+        if self.sasl_tokens is not None:
+            size = self.shared.limits.max_frame_size
+            if plausible_request(_SIZE_PREFIX(frame.size) + frame.data[: REQUEST_PROBE + 256], 0, size) is not True:
+                token = self.shared.decode_request(new_message(frame, SASL_TOKEN, None, diagnostics), self.session)
+                self.sasl_tokens.append(token)
+                return
+            self._sasl_phase(False)
         try:
             header = parse_request_header(frame.data)
         except HeaderError as exc:
             diagnostic = Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset)
             self._exchange("unreadable", new_message(frame, None, None, diagnostics + (diagnostic,)), None)
             return
+        if header.api_key == SASL_HANDSHAKE and header.api_version == 0:
+            self._sasl_phase(True)
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
         if pushed:
@@ -256,9 +275,24 @@ class Connection:
             self._response(frame)
             count = None if count is None else count - 1
 
+    def _sasl_phase(self, on: bool) -> None:
+        """Enter or leave the raw SASL phase: tokens may be as short as the empty reply to PLAIN."""
+        if not on and self.sasl_tokens:
+            for token in self.sasl_tokens:
+                self._settle(token, True)
+        self.sasl_tokens = deque() if on else None
+        assert self.client_dir is not None
+        requests, responses = self.streams[self.client_dir].sink, self.streams[self.client_dir ^ 1].sink
+        requests.min_size, responses.min_size = (0, 0) if on else (MIN_REQUEST, MIN_RESPONSE)  # type: ignore[union-attr]
+
     def _response(self, frame: Frame) -> None:
         self.responses += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
+        if self.sasl_tokens:
+            token = self.sasl_tokens.popleft()
+            reply = self.shared.decode_response(new_message(frame, SASL_TOKEN, None, diagnostics), token, self.session)
+            self._exchange(answered(token, reply), token, reply)
+            return
         if len(frame.data) < 4:
             diagnostic = Diagnostic("header.unreadable", "the response is too short for a correlation id", "error", "frame", 0)
             self._exchange("orphan-response", None, new_message(frame, None, None, diagnostics + (diagnostic,)))
@@ -332,6 +366,8 @@ class Connection:
             stream.flush(ts)
             stream.sink.finish()  # type: ignore[union-attr]
         self._release_deferred(0, 0, True)
+        for token in self.sasl_tokens or ():
+            self._settle(token, True)
         for entry in self.pairing.drain():
             self._settle(*entry)
         self._release()

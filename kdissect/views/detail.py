@@ -13,7 +13,7 @@ from rich.tree import Tree
 
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
-from kdissect.events import Exchange, Message, RequestHeader
+from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
 from kdissect.schema.tree import Struct, UnknownTag
@@ -65,7 +65,8 @@ class DetailView:
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
-        title.append(f"  {api_label(exchange)}  corr {exchange.correlation_id}  {exchange.connection}")
+        corr = "" if exchange.correlation_id is None else f"  corr {exchange.correlation_id}"
+        title.append(f"  {api_label(exchange)}{corr}  {exchange.connection}")
         if exchange.client_id:
             title.append(f"  client {exchange.client_id!r}")
         if exchange.latency is not None:
@@ -91,7 +92,9 @@ class DetailView:
             label.append(f"  {frame.lost} bytes missing from the capture", style="magenta")
         node = Tree(label)
         header = message.header
-        if header is not None:
+        if isinstance(header, SaslTokenHeader):
+            node.add(Text("No header: a raw SASL token after SaslHandshake v0", style="dim"))
+        elif header is not None:
             hnode = node.add(Text(f"Header v{header.version}", style="bold"))
             pairs = [("correlation_id", header.correlation_id)]
             if isinstance(header, RequestHeader):

@@ -9,6 +9,9 @@ from kdissect.decode.body import Body
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
 from kdissect.schema import API_NAMES, error_name
 
+SASL_TOKEN_LABEL = "SASL token"
+"""What views call the raw token exchanges after SaslHandshake v0, which have no API key."""
+
 
 def percentile(sorted_values: list[int], q: float) -> int | None:
     """Nearest-rank percentile of an ascending list."""
@@ -30,7 +33,7 @@ def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
 def api_label(exchange: Exchange) -> str:
     key = exchange.api_key
     if key is None:
-        return "?"
+        return SASL_TOKEN_LABEL if exchange.sasl_token else "?"
     return f"{API_NAMES.get(key, f'api {key}')} v{exchange.api_version}"
 
 
