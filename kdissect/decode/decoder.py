@@ -6,15 +6,19 @@ from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
+from kdissect.decode.guess import guess_response
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message
+from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
 from kdissect.schema.tree import Struct
 
+API_VERSIONS = 18
+UNSUPPORTED_VERSION = b"\x00\x23"
+"""Error code 35 as an int16: what a broker says to an ApiVersions request at a version it does not know."""
 SASL_TOKEN_SCHEMA = "SaslToken"
 """The schema a raw SASL token is said to be read by: one field, AuthBytes, as in SaslAuthenticate."""
 
@@ -61,6 +65,10 @@ class Decoder:
     ) -> Message:
         header = message.header
         assert header is not None
+        if api_key == API_VERSIONS and direction == "response" and version > 0:
+            fallback = self._api_versions_fallback(message, version, session)
+            if fallback is not None:
+                return fallback
         target = self.bodies.target(api_key, version, direction)
         if target is None:
             body, diagnostics = unknown_api(api_key, version, message.frame.data, header.length)
@@ -121,12 +129,65 @@ class Decoder:
         assert isinstance(header, RequestHeader)
         return self._decode(message, header.api_key, header.api_version, "request", session, None)
 
-    def response(self, message: Message, request: Message, session: Session) -> Message:
+    def response(self, message: Message, request: Message | None, session: Session) -> Message:
+        if request is None:
+            return self._orphan(message, session)
         header = request.header
         if isinstance(header, SaslTokenHeader):
             return self._token(message, session, False)
         assert isinstance(header, RequestHeader)
         return self._decode(message, header.api_key, header.api_version, "response", session, request)
+
+    def _api_versions_fallback(self, message: Message, version: int, session: Session) -> Message | None:
+        """Kafka answers an ApiVersions request at a version it does not support in the v0 layout, with
+        UNSUPPORTED_VERSION and the range it does support: read it so, when it reads whole that way."""
+        header = message.header
+        assert header is not None
+        if message.frame.data[header.length : header.length + 2] != UNSUPPORTED_VERSION:
+            return None
+        decoded = self._decode(message, API_VERSIONS, 0, "response", session, None)
+        if any(d.code in ("body.malformed", "body.trailing-bytes") for d in decoded.diagnostics[len(message.diagnostics) :]):
+            return None
+        body = decoded.body
+        assert isinstance(body, Body) and body.fields is not None
+        ranges = [k for k in body.fields.get("ApiKeys") or () if k.get("ApiKey") == API_VERSIONS]
+        supported = f"; it supports ApiVersions v{ranges[0]['MinVersion']}-v{ranges[0]['MaxVersion']}" if ranges else ""
+        note = Diagnostic(
+            "body.version-fallback",
+            f"UNSUPPORTED_VERSION: the broker answered ApiVersions v{version} in the v0 layout, as Kafka does{supported}",
+            "note",
+            "frame",
+            header.length,
+        )
+        return new_message(decoded.frame, header, body, decoded.diagnostics + (note,))
+
+    def _orphan(self, message: Message, session: Session) -> Message:
+        """A response whose request the capture does not hold: its bytes kept raw, and read as well when they tell
+        which API they answer."""
+        frame, header = message.frame, message.header
+        assert header is not None
+        raw = bytes(frame.data[header.length :])  # after the correlation id: whether tagged fields follow is unknown
+        guess = guess_response(frame.data) if frame.size == len(frame.data) else None
+        if guess is None:
+            body = Body("", -1, None, raw=raw)  # no schema: nothing tells which API it answers
+            return new_message(frame, header, body, message.diagnostics)
+        api_key, version, start, versions = guess
+        raw = bytes(frame.data[start:])
+        header = new_response_header(header.correlation_id, 0 if start == 4 else 1, start, header.tagged)
+        decoded = self._decode(new_message(frame, header, None, message.diagnostics), api_key, version, "response", session, None)
+        body = decoded.body
+        assert isinstance(body, Body)
+        name = body.schema.removesuffix("Response")
+        told = f"v{versions[0]}" if len(versions) == 1 else f"v{versions[0]}-v{versions[-1]}"
+        note = Diagnostic(
+            "body.guessed",
+            f"the request is not in the capture; the body reads whole only as {name} ({told}), so it was read as {name} v{version}",
+            "note",
+            "frame",
+            start,
+        )
+        body = new_body(body.schema, body.version, body.fields, True, raw, body.errors, body.topics, body.groups, body.records)
+        return new_message(frame, header, body, decoded.diagnostics + (note,))
 
     def _token(self, message: Message, session: Session, from_client: bool) -> Message:
         """A raw SASL token after SaslHandshake v0: read like SaslAuthenticate's AuthBytes, which is what it carries."""

@@ -311,7 +311,7 @@ class Connection:
             diagnostics += (Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset),)
             header = None
         response = new_message(frame, header, None, diagnostics)
-        if request is not None and header is not None:
+        if header is not None:
             response = self.shared.decode_response(response, request, self.session)
         self._exchange(answered(request, response) if request else "orphan-response", request, response)
 

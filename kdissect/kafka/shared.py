@@ -28,7 +28,9 @@ class BodyDecoder(Protocol):
 
     def request(self, message: Message, session: Any) -> Message: ...
 
-    def response(self, message: Message, request: Message, session: Any) -> Message: ...
+    def response(self, message: Message, request: Message | None, session: Any) -> Message:
+        """`request` is None for an orphan response: the decoder keeps its bytes and reads what it can tell."""
+        ...
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Shared:
         except Exception as exc:  # a decoder bug must cost one body, never the pairing or the run
             return _decoder_failed(message, exc)
 
-    def decode_response(self, message: Message, request: Message, session: Any) -> Message:
+    def decode_response(self, message: Message, request: Message | None, session: Any) -> Message:
         if self.decoder is None:
             return message
         try:

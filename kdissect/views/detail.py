@@ -105,7 +105,7 @@ class DetailView:
                 hnode.add(Text(f"tag {tagged.tag}: ") + preview(tagged.data))
         body = message.body if isinstance(message.body, Body) else None
         if body is not None:
-            label = Text(f"Body {body.schema} v{body.version}", style="bold")
+            label = Text(f"Body {body.schema} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
             bnode = node.add(label)
