@@ -16,9 +16,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kdissect.capture.pcap import MAGICS
 from kdissect.capture.pcapng import EPB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, SECTION_BYTE_ORDER, SHB
 
+MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),
+    b"\xa1\xb2\xc3\xd4": (">", 1000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1),
+    b"\xa1\xb2\x3c\x4d": (">", 1),
+}
+"""A pcap file's magic -> (byte order, nanoseconds per timestamp fraction unit)."""
 PCAP_HEADER = 16
 CHAIN = 4
 """Consecutive plausible headers a split's first record needs (fewer only where the data ends)."""
