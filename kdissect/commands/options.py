@@ -86,6 +86,19 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
     ],
     "filters": [
         _option(
+            "filter",
+            Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    "--filter",
+                    "-Y",
+                    help="A display filter, e.g. 'api == Fetch and latency_ms > 100' (repeatable: all must hold; docs/filters.md). "
+                    "The options below are shorthands that combine with it.",
+                    rich_help_panel="Filters",
+                ),
+            ],
+        ),
+        _option(
             "api",
             Annotated[
                 Optional[str],
@@ -218,7 +231,7 @@ class Common:
     options: Any
     """The core's `dissector.Options`."""
     wanted: Any
-    """The `views.filters.ExchangeFilter` of the filter options (matches everything when none is given)."""
+    """The `filter.Filter` of -Y and the fixed filter options (matches everything when none is given)."""
     output: Path | None = None
     json: bool = False
     quiet: bool = False
@@ -264,40 +277,38 @@ def make_common(values: dict[str, Any]) -> Common:
     from kdissect.dissector import DEFAULT_PORTS, Options
 
     ports = values.get("port")
+    wanted = make_filter(values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
         limits=make_limits(values.get("limit")),
         reorder=not values.get("no_reorder", False),
         decode=not values.get("headers_only", False),
         show_secrets=values.get("show_secrets", False),
+        keep=wanted.keep,
     )
     return Common(
         options,
-        make_filter(**{name: values.get(name) for name in FILTERS}),
+        wanted,
         values.get("output"),
         values.get("json_out", False),
         values.get("quiet", False),
     )
 
 
-FILTERS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
+SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
 
 
-def make_filter(**given: Any) -> Any:
-    from kdissect.views import filters
+def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
+    """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`; a UserError (one line
+    with the column, a caret and what was meant) for a mistake."""
+    from kdissect.filter import FilterError, compile_filter
+    from kdissect.filter import shorthands as fixed
 
+    expressions = expressions or []
+    labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return filters.make_filter(
-            given.get("api"),
-            given.get("version"),
-            given.get("topic"),
-            given.get("client_id"),
-            given.get("group"),
-            bool(given.get("errors")),
-            given.get("connection"),
-            given.get("min_latency"),
-        )
-    except filters.FilterError as exc:
+        return compile_filter([*fixed(**shorthands), *zip(labels, expressions)])
+    except FilterError as exc:
         raise UserError(str(exc)) from None
 
 

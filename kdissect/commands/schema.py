@@ -27,18 +27,16 @@ def schema(
 
 def _target(spec: str) -> tuple[int, int, str]:
     """API[:VERSION[:request|response]] as (API key, version, direction); the newest version by default."""
+    from kdissect.filter import FilterError
+    from kdissect.filter.shorthands import parse_apis
     from kdissect.schema import APIS
-    from kdissect.views.filters import FilterError, parse_apis
     from kdissect.views.schema_table import ranges
 
     parts = spec.split(":")
     try:
-        keys = parse_apis(parts[0])
+        key = parse_apis(parts[0])[0]
     except FilterError as exc:
-        raise UserError(str(exc)) from None
-    if not keys:
-        raise UserError("give API[:VERSION[:request|response]], e.g. Fetch:13:response")
-    key = next(iter(keys))
+        raise UserError(f"{exc.message}: give API[:VERSION[:request|response]], e.g. Fetch:13:response") from None
     api = APIS.get(key)
     if api is None:
         raise UserError(f"API key {key} is unknown")

@@ -12,7 +12,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "quiet")
+@takes("port", "quiet", "filters")
 def spark(
     common: Common,
     captures: Annotated[
@@ -29,8 +29,15 @@ def spark(
     fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
-    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet)
+    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17.
+    A filter keeps only the exchanges it matches (with their records and diagnostics), evaluated on the executors."""
+    numbered = sorted(common.wanted.fields & {"id", "connection"})
+    if numbered:
+        raise UserError(
+            f"a Spark job cannot filter on {' or '.join(numbered)}: each connection is dissected apart, and the tables "
+            "number exchanges and connections their own way (exchange_id, connection_id); select on those columns instead"
+        )
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, filter_text=common.wanted.text)
 
 
 def run_spark(
@@ -41,6 +48,7 @@ def run_spark(
     ports: frozenset[int],
     quiet: bool,
     split_size: int = DEFAULT_SPLIT,
+    filter_text: str = "",
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
     from kdissect.pipeline.inputs import InputError, expand, is_uri
@@ -72,7 +80,8 @@ def run_spark(
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files)
+        options = {"filter": filter_text} if filter_text else None
+        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

@@ -94,6 +94,15 @@ def plan(fields: tuple[Field, ...], version: int) -> Plan:
     return result
 
 
+def names_topic_ids(steps: Plan) -> bool:
+    """Whether bodies of this plan can state a topic id beside its name, which `walk` then reports."""
+    if steps is None:
+        return False
+    scalars, children = steps  # type: ignore[misc]
+    kinds = {kind for _, kind in scalars}
+    return {"topic", "topic_id"} <= kinds or any(names_topic_ids(sub) for _, _, sub in children)
+
+
 def _text(path: Path, name: str) -> str:
     parts = [name]
     while path is not None:

@@ -232,7 +232,7 @@ class Connection:
         if self.sasl_tokens is not None:
             size = self.shared.limits.max_frame_size
             if plausible_request(_SIZE_PREFIX(frame.size) + frame.data[: REQUEST_PROBE + 256], 0, size) is not True:
-                token = self.shared.decode_request(new_message(frame, SASL_TOKEN, None, diagnostics), self.session)
+                token = self.shared.decode_request(new_message(frame, SASL_TOKEN, None, diagnostics), self.session, self.info)
                 self.sasl_tokens.append(token)
                 return
             self._sasl_phase(False)
@@ -244,7 +244,7 @@ class Connection:
             return
         if header.api_key == SASL_HANDSHAKE and header.api_version == 0:
             self._sasl_phase(True)
-        request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session)
+        request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
         if pushed:
             self._settle(*pushed)
@@ -290,7 +290,7 @@ class Connection:
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if self.sasl_tokens:
             token = self.sasl_tokens.popleft()
-            reply = self.shared.decode_response(new_message(frame, SASL_TOKEN, None, diagnostics), token, self.session)
+            reply = self.shared.decode_response(new_message(frame, SASL_TOKEN, None, diagnostics), token, self.session, self.info)
             self._exchange(answered(token, reply), token, reply)
             return
         if len(frame.data) < 4:
@@ -312,7 +312,7 @@ class Connection:
             header = None
         response = new_message(frame, header, None, diagnostics)
         if header is not None:
-            response = self.shared.decode_response(response, request, self.session)
+            response = self.shared.decode_response(response, request, self.session, self.info)
         self._exchange(answered(request, response) if request else "orphan-response", request, response)
 
     def _settle(self, request: Message, expects: bool) -> None:

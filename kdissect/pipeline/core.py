@@ -13,12 +13,14 @@ and the benchmark can run it without Spark.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
 from kdissect.dissector import Dissector, Options, make_decoder, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.filter import compile_filter
 from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.blobs import unpack
@@ -64,7 +66,10 @@ class CoreStage:
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
-        self.options = options = options_of(config)
+        wanted = compile_filter([("-Y", config["filter"])] if config.get("filter") else [])  # checked by the driver already
+        self.options = options = replace(options_of(config), keep=wanted.keep)
+        self.wanted = wanted.matches
+        """Exchanges it rejects are left out with their records and diagnostics; notices stay."""
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
         self.decoder = make_decoder(options)
         """One for every connection of the task: compiling decoders costs about 0.13 s each time."""
@@ -137,6 +142,8 @@ class _Task:
         stats = self.stats
         for event in events:
             if isinstance(event, Exchange):
+                if not self.wanted(event):
+                    continue
                 xid = rows.exchange_id(event)
                 cid = self._connection_id(event.connection.id)
                 row, count = rows.exchange_row(event, capture, xid, cid, self.names.missed)
