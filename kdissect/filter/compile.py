@@ -61,7 +61,6 @@ _KIND_WORDS = {
     STATUS: "a status",
     STRUCT: "structs",
 }
-_API_KEYS = {name.lower(): key for key, name in API_NAMES.items()}
 _ERROR_CODES = {name.lower(): code for code, name in ERROR_CODES.items()}
 _HEX_BYTES = re.compile(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})+")
 
@@ -351,7 +350,7 @@ def _named_literal(field: Resolved, token: Token, api: bool) -> int | None:
     if token.kind == "number":
         return None
     text = token.value if token.kind == "string" else token.text
-    table = _API_KEYS if api else _ERROR_CODES
+    table = {name.lower(): key for key, name in API_NAMES.items()} if api else _ERROR_CODES  # the tables installed now
     found = table.get(str(text).lower())
     if found is None:
         names = API_NAMES.values() if api else ERROR_CODES.values()

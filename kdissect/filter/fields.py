@@ -23,7 +23,7 @@ from kdissect.events.exchange import MALFORMED
 from kdissect.filter.errors import FilterError, did_you_mean
 from kdissect.filter.lexer import Token
 from kdissect.records.values import Control, LegacyMessage, Record, RecordBatch, RecordSet
-from kdissect.schema import APIS, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Field, MessageSpec
+from kdissect.schema import APIS, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Field, MessageSpec, generation
 from kdissect.schema.tree import Struct
 
 Values = Callable[[Exchange], list]
@@ -249,7 +249,7 @@ ANNOTATED = {
     (DESCRIBE_GROUPS, "MemberAssignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
 }
 """Bytes fields whose consumer-protocol reading a path can go into."""
-INTS = frozenset({"int8", "int16", "uint16", "int32", "int64"})
+INTS = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
 
 
 def _kind(f: Field) -> str:
@@ -279,9 +279,14 @@ def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | 
                 _merge(node.children, spec.fields, None, records, seen)
 
 
-@cache
 def body_tree(side: str) -> PathNode:
     """Every path a request (or response) body can hold, over every API and version the schema knows."""
+    return _body_tree(side, generation())
+
+
+@cache
+def _body_tree(side: str, generation: int) -> PathNode:
+    """`body_tree` for one state of the schema's live tables (users' specs change them: `schema.installed`)."""
     root = _node({STRUCT})
     records = _records_tree()
     for api in APIS.values():

@@ -25,6 +25,8 @@ from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.blobs import unpack
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
+from kdissect.schema import Api, installed
+from kdissect.schema.user_specs import SpecFile, load
 
 BATCH_ROWS = 4096
 
@@ -45,6 +47,15 @@ class TopicNames(dict):
         return found
 
 
+def specs_of(config: dict[str, Any]) -> tuple[Api, ...]:
+    """The users' APIs the driver sent with the job, read again from the files' text: executors need not see the
+    driver's files."""
+    files = config.get("spec_files")
+    if not files:
+        return ()
+    return load([SpecFile(path, text) for path, text in files], config.get("spec_keys") or ()).definitions
+
+
 def options_of(config: dict[str, Any]) -> Options:
     return Options(
         ports=frozenset(config.get("ports") or (9092,)),
@@ -61,7 +72,8 @@ class CoreStage:
         self.config = config
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _Task(self.config).run(batches)
+        with installed(specs_of(self.config)):  # the task's decoder is made inside, from the tables installed
+            yield from _Task(self.config).run(batches)
 
 
 class _Task:
