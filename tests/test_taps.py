@@ -11,16 +11,19 @@ capture's decode:
 - **one lost segment**: every exchange it does not touch is identical; the exchange it falls in keeps, batch by
   batch and record by record, every record batch the hole does not touch (when the hole lies inside a records
   field), and its diagnostics say how many bytes are missing and which records were lost.
+- **a corrupt or cut pcap record header**: it costs that record, no more: the file reads as the capture without
+  that packet, and the decode is the one of that capture.
 """
 
 from __future__ import annotations
 
 import io
+import struct
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kdissect.capture import Packet
@@ -252,3 +255,43 @@ def test_a_lost_segment_of_a_produce_request_costs_only_its_batch(pick: int) -> 
     ]
     assert carrying
     assert check_one_hole("many-records-mtu1500", carrying[pick % len(carrying)])[:2] == (0, 1)
+
+
+# -- a corrupt pcap record header: only its record ---------------------------------------------------------------
+
+
+def record_offsets(data: bytes) -> list[int]:
+    """Where each record header of a little-endian pcap file starts."""
+    out, at = [], 24
+    while at + 16 <= len(data):
+        out.append(at)
+        at += 16 + struct.unpack_from("<I", data, at + 8)[0]
+    return out
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(NAMES), pick=st.integers(0, 1 << 30), cut=st.booleans())
+@example(name="many-records-mtu1500", pick=0, cut=True)
+@example(name="consumer-group-confluent", pick=0, cut=True)
+def test_a_corrupt_pcap_record_header_costs_only_its_record(name: str, pick: int, cut: bool) -> None:
+    """A record header claiming more than the snapshot length, or cut short by 8 bytes, with records after it. The
+    first record too: the reader learns the file's habits from its first records, and must not learn them from a
+    corrupt one."""
+    data = (CAPTURES / f"{name}.pcap").read_bytes()
+    packets = baseline(name)[0]
+    records = record_offsets(data)
+    assert len(records) == len(packets) and data[:4] == b"\xd4\xc3\xb2\xa1"
+    k = pick % (len(records) - 1)  # the last record has nothing after it to resynchronise on
+    at = records[k]
+    if cut:
+        damaged = data[:at] + data[at + 8 :]
+    else:
+        damaged = data[: at + 8] + struct.pack("<I", 0x7FFFFFF0) + data[at + 12 :]
+    with CaptureFile(io.BytesIO(damaged), "damaged.pcap") as capture:
+        read = list(capture.packets())
+        [told] = capture.diagnostics()
+    without = damage.drop(packets, k)
+    assert [(p.ts, p.data) for p in read] == [(p.ts, p.data) for p in without]
+    assert told.code == "pcap.resync" and told.offset == at
+    assert f"{records[k + 1] - at - (8 if cut else 0)} bytes skipped" in told.message
+    assert comparable(exchanges(read)) == comparable(exchanges(without))
