@@ -41,8 +41,6 @@ CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 LEFT_OUT = ("packets", "id", "time", "ts_ns", "latency_ms")
 
-Key = tuple[str, str, Any, Any]
-
 
 def _strip(value: Any) -> Any:
     if isinstance(value, dict):
@@ -52,32 +50,22 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def _key(exchange: Exchange) -> Key:
-    c = exchange.connection
-    return (
-        str(c.client),
-        str(c.broker),
-        exchange.request.frame.offset if exchange.request else None,
-        exchange.response.frame.offset if exchange.response else None,
-    )
-
-
 def reread(packets: list[Packet]) -> list[Packet]:
     """The damaged packets as a file holds them: written by the pcap writer, read back by the reader."""
     with CaptureFile(io.BytesIO(pcap_bytes(packets, packets[0].linktype)), "damaged.pcap") as capture:
         return list(capture.packets())
 
 
-def exchanges(packets: list[Packet]) -> dict[Key, Exchange]:
-    return {_key(e): e for e in make_dissector(Options()).run(packets) if isinstance(e, Exchange)}
+def exchanges(packets: list[Packet]) -> dict[damage.Key, Exchange]:
+    return {damage.exchange_key(e): e for e in make_dissector(Options()).run(packets) if isinstance(e, Exchange)}
 
 
-def comparable(found: dict[Key, Exchange]) -> dict[Key, Any]:
+def comparable(found: dict[damage.Key, Exchange]) -> dict[damage.Key, Any]:
     return {key: _strip(exchange_json(e)) for key, e in found.items()}
 
 
 @cache
-def baseline(name: str) -> tuple[list[Packet], dict[Key, Exchange], dict[Key, Any], list[damage.Segment]]:
+def baseline(name: str) -> tuple[list[Packet], dict[damage.Key, Exchange], dict[damage.Key, Any], list[damage.Segment]]:
     with CaptureFile(open(CAPTURES / f"{name}.pcap", "rb"), name) as capture:
         packets = list(capture.packets())
     found = exchanges(packets)

@@ -8,9 +8,13 @@ timestamps, as a capture that holds them in another order would.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kdissect.capture.packet import Packet
+from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
+
+Key = tuple[str, str, Any, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +77,15 @@ def swap(packets: list[Packet], first: int, second: int) -> list[Packet]:
     out = list(packets)
     out[first], out[second] = out[second], out[first]
     return out
+
+
+def exchange_key(exchange: Exchange) -> Key:
+    """Where an exchange sits, whatever packets a damaged copy numbers or times differently: its connection's
+    endpoints and its frames' stream offsets."""
+    c = exchange.connection
+    return (
+        str(c.client),
+        str(c.broker),
+        exchange.request.frame.offset if exchange.request else None,
+        exchange.response.frame.offset if exchange.response else None,
+    )
