@@ -17,6 +17,8 @@ from kdissect.records.crc import crc32c
 
 _HEAD = struct.Struct(">qiibIh")
 """Base offset, length, leader epoch, magic, CRC, attributes: the part of a v2 header a verification reads."""
+_START = struct.Struct(">qi")
+"""Base offset and length: the 12 bytes every entry, v2 batch or legacy message, starts with."""
 KNOWN_ATTRIBUTES = 0x7F
 """Codec (3 bits), timestamp type, transactional, control, delete horizon: any other bit means not a batch."""
 MAX_CODEC = 4
@@ -93,7 +95,7 @@ def resume_after(buf: bytes, pos: int, holes: tuple[tuple[int, int], ...], last_
     first = None if last_offset is None else last_offset + 1
     own_last = None
     if pos + 12 <= n and not touches(holes, pos, pos + 12):
-        first, length = _HEAD.unpack_from(buf, pos)[:2]
+        first, length = _START.unpack_from(buf, pos)
         end = pos + 12 + length
         if pos + HEADER.size <= n and not touches(holes, pos, pos + HEADER.size) and buf[pos + 16] == 2:
             own_last = first + HEADER.unpack_from(buf, pos)[6]  # base offset + last offset delta
@@ -101,6 +103,6 @@ def resume_after(buf: bytes, pos: int, holes: tuple[tuple[int, int], ...], last_
             resume = end
     if resume is None:
         resume = next_batch(buf, first_hole_end, holes)
-    last = _HEAD.unpack_from(buf, resume)[0] - 1 if resume < n else (own_last if resume == end else None)
+    last = _START.unpack_from(buf, resume)[0] - 1 if resume < n else (own_last if resume == end else None)
     missing = sum(min(hi, resume) - max(lo, pos) for lo, hi in holes if lo < resume and pos < hi)
     return resume, Lost(pos, resume, n, missing, first, last, 1 if resume == end else None)
