@@ -38,8 +38,10 @@ class Dissector:
         limits: Limits = DEFAULT_LIMITS,
         reorder: bool = True,
         decoder: BodyDecoder | None = None,
+        tls_keylog: bytes = b"",
     ) -> None:
         self._shared = Shared(frozenset(ports), limits, reorder, decoder)
+        self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
         self.counters = self._shared.counters
@@ -92,6 +94,13 @@ class Dissector:
         if connection.ending or connection.ignored:
             self._end(connection, ts)
         return self._take()
+
+    def add_tls_keylog(self, text: bytes) -> None:
+        """More TLS secrets (NSS key log lines), such as a pcapng Decryption Secrets Block read between packets.
+        Records held for want of them are opened; the events that completes come with the next `feed` or `finish`."""
+        if self._shared.tls_keys.add(text).secrets:
+            for session in list(self._shared.tls_waiting):
+                session.keys_added()
 
     def _end(self, connection: Connection, ts: int) -> None:
         """Close a connection its own packets have ended; an ignored one is over for us too (its packets dropped)."""
@@ -213,6 +222,8 @@ class Options:
     show_secrets: bool = False
     spans: bool = False
     """Record every field's byte span (for the hex view); costs decoding time."""
+    tls_keylog: bytes = b""
+    """TLS secrets in the NSS key log format, to decrypt TLS connections with."""
 
 
 def make_decoder(options: Options):
@@ -228,4 +239,4 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
     """A dissector for the options; pass a decoder (from `make_decoder`) to share one across dissectors."""
     if decoder is MAKE:
         decoder = make_decoder(options)
-    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder)
+    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder, tls_keylog=options.tls_keylog)

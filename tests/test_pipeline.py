@@ -35,13 +35,14 @@ from kdissect.pipeline import rows
 from kdissect.pipeline.blobs import pack, unpack
 from kdissect.pipeline.core import CoreStage
 from kdissect.pipeline.inputs import InputError, expand
+from kdissect.pipeline.job import embedded_secrets
 from kdissect.pipeline.reader import read_split
 from kdissect.pipeline.tables import input_batch as to_batch
 from kdissect.testing import craft
 from kdissect.views.json_lines import decode_bytes, exchange_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))
+PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap*")))
 PUBLIC_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "captures-public"))
 PUBLIC = sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.pcap*")))
 ALL = PROJECT + PUBLIC
@@ -59,7 +60,9 @@ def cli(path: str) -> tuple[list[dict], list[dict], list[tuple]]:
     """(exchange JSON objects, notices, file diagnostics) as the single-process path makes them."""
     exchanges, notices = [], []
     with open_capture(path) as capture:
-        for event in make_dissector(Options()).run(capture.packets()):
+        dissector = make_dissector(Options())
+        capture.secrets_to(dissector.add_tls_keylog)  # as the CLI does: a pcapng's own TLS secrets
+        for event in dissector.run(capture.packets()):
             if isinstance(event, Exchange):
                 exchanges.append(exchange_json(event))
             elif isinstance(event, Notice):
@@ -238,6 +241,7 @@ def simulate(paths: list[str], split_size: int, tasks: int = 3):
         for row in read_split(s):
             shuffled[hash((row.file_id, row.key)) % tasks].append(row)
     config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092]}
+    config["tls_secrets"] = embedded_secrets({i.file_id: i.path for i in infos})  # as the job does
     out = defaultdict(list)
     for task_rows in shuffled.values():
         task_rows.sort(key=lambda r: (r.file_id, r.key, r.split, r.chunk))

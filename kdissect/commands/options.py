@@ -72,6 +72,19 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
         _option(
+            "tls_keylog",
+            Annotated[
+                Optional[Path],
+                typer.Option(
+                    "--tls-keylog",
+                    help="Decrypt TLS with the secrets of this key log (NSS format: SSLKEYLOGFILE, Python's keylog_filename). "
+                    "Secrets embedded in a pcapng are used without it.",
+                    rich_help_panel="Input",
+                    show_default=False,
+                ),
+            ],
+        ),
+        _option(
             "limit",
             Annotated[
                 Optional[list[str]],
@@ -270,6 +283,7 @@ def make_common(values: dict[str, Any]) -> Common:
         reorder=not values.get("no_reorder", False),
         decode=not values.get("headers_only", False),
         show_secrets=values.get("show_secrets", False),
+        tls_keylog=read_keylog(values.get("tls_keylog")),
     )
     return Common(
         options,
@@ -299,6 +313,25 @@ def make_filter(**given: Any) -> Any:
         )
     except filters.FilterError as exc:
         raise UserError(str(exc)) from None
+
+
+def read_keylog(path: Path | None) -> bytes:
+    """The key log's bytes; a UserError when it cannot be read or holds no secret. Its lines are never echoed."""
+    if path is None:
+        return b""
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"--tls-keylog {path}: {exc.strerror or exc}") from None
+    from kdissect.tls.keylog import KeyLog
+
+    count = KeyLog().add(text)
+    if not count.secrets:
+        raise UserError(
+            f"--tls-keylog {path}: no TLS secret in it ({count.malformed} malformed lines); "
+            "expected NSS key log lines such as CLIENT_RANDOM <64 hex digits> <96 hex digits>"
+        )
+    return text
 
 
 def make_limits(settings: list[str] | None) -> Any:
@@ -346,8 +379,10 @@ def open_source(path: Path) -> Any:
         raise UserError(str(exc)) from None
 
 
-def packets(capture: Any, quiet: bool) -> Iterator[Any]:
-    """The capture's packets, with a progress bar on stderr when it is a terminal."""
+def packets(capture: Any, quiet: bool, dissector: Any) -> Iterator[Any]:
+    """The capture's packets, with a progress bar on stderr when it is a terminal; the TLS secrets the capture
+    embeds go to the dissector as they are read."""
+    capture.secrets_to(dissector.add_tls_keylog)
     if quiet or not sys.stderr.isatty():
         yield from capture.packets()
         return

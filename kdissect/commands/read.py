@@ -35,7 +35,7 @@ def read(
             view = ReadView(make_console(stream))
             view.title(str(capture), source.format, source.compression)
             sink = EventSink(common.wanted, view=view)
-        for event in dissector.run(packets(source, common.quiet)):
+        for event in dissector.run(packets(source, common.quiet, dissector)):
             sink.add(event)
         if not common.json:
             view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())

@@ -49,7 +49,8 @@ def show(
 
             console, view = make_console(stream), DetailView(hexdump)
             emit = lambda ex: console.print(view.render(ex))
-        for event in make_dissector(replace(common.options, spans=hexdump)).run(packets(source, common.quiet)):
+        dissector = make_dissector(replace(common.options, spans=hexdump))
+        for event in dissector.run(packets(source, common.quiet, dissector)):
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
             if (ids or correlations or packet_numbers) and not (

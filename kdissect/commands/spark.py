@@ -12,7 +12,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "quiet")
+@takes("port", "quiet", "tls_keylog")
 def spark(
     common: Common,
     captures: Annotated[
@@ -30,7 +30,7 @@ def spark(
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet)
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, tls_keylog=common.options.tls_keylog)
 
 
 def run_spark(
@@ -41,6 +41,7 @@ def run_spark(
     ports: frozenset[int],
     quiet: bool,
     split_size: int = DEFAULT_SPLIT,
+    tls_keylog: bytes = b"",
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
     from kdissect.pipeline.inputs import InputError, expand, is_uri
@@ -72,7 +73,8 @@ def run_spark(
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files)
+        options = {"tls_keylog": tls_keylog} if tls_keylog else None
+        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files, options=options)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

@@ -17,15 +17,18 @@ def stats(common: Common, capture: CAPTURE) -> None:
     """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
     and consumer groups with their rebalances and offset commits."""
     from kdissect.dissector import make_dissector
-    from kdissect.events import Exchange
+    from kdissect.events import ConnectionEnd, Exchange
     from kdissect.views.stats import Stats, print_stats
 
     totals = Stats()
     wanted = common.wanted
     with open_source(capture) as source, common.open_output() as stream:
-        for event in make_dissector(common.options).run(packets(source, common.quiet)):
+        dissector = make_dissector(common.options)
+        for event in dissector.run(packets(source, common.quiet, dissector)):
             if isinstance(event, Exchange) and wanted.matches(event):
                 totals.add(event)
+            elif isinstance(event, ConnectionEnd):
+                totals.add_connection(event)
         if common.json:
             from kdissect.views.json_lines import LAYOUT, JsonLinesWriter
 

@@ -7,6 +7,8 @@ without a SYN the side whose bytes hold a plausible request is the client.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import (
     ConnectionEnd,
@@ -18,6 +20,7 @@ from kdissect.events import (
     Notice,
     RequestHeader,
     Status,
+    TlsInfo,
     new_exchange,
     new_message,
 )
@@ -28,6 +31,8 @@ from kdissect.kafka.pairing import Pairing, expects_response
 from kdissect.kafka.shared import Shared
 from kdissect.net.reassembly import Reassembler
 from kdissect.net.tcp import ACK, SYN
+from kdissect.tls.detect import kafka_client_hello
+from kdissect.tls.gate import TlsSwitch
 from kdissect.wire import INT32
 
 PROBE_LIMIT = 64 << 10
@@ -108,6 +113,7 @@ class Connection:
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
+        self.tls: TlsSwitch | None = None
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
         self.session = shared.new_session()
@@ -146,6 +152,8 @@ class Connection:
         if self.initiator is not None and not probes[self.initiator].mid_stream:
             head = probes[self.initiator].joined()
             verdict = plausible_request(head, 0, max_size) if head else None
+            if verdict is False:
+                verdict = kafka_client_hello(head)  # TLS on any port
             if verdict:
                 self._orient(self.initiator)
             elif verdict is False or any(probe.size > PROBE_LIMIT for probe in probes):
@@ -174,13 +182,19 @@ class Connection:
         limits = self.shared.limits
         requests = Framer(self._on_request, self._report, self._find_request, MIN_REQUEST, limits.max_frame_size, True)
         responses = Framer(self._on_response, self._report, self._find_response, MIN_RESPONSE, limits.max_frame_size, True)
-        for stream, framer in ((self.streams[client_dir], requests), (self.streams[1 - client_dir], responses)):
-            probe = stream.sink
-            stream.sink = framer
+        probes = [stream.sink for stream in self.streams]
+        framers = (requests, responses) if client_dir == 0 else (responses, requests)
+        shared = self.shared
+        self.tls = TlsSwitch(self.streams, framers, client_dir, shared.tls_keys, self._report, self._tls_info, shared.tls_waiting)
+        for stream, probe in zip(self.streams, probes):  # each stream's sink is now a gate: TLS or not, its first bytes say
             if stream.started:
-                framer.start(stream.mid_stream)
+                stream.sink.start(stream.mid_stream)
             if isinstance(probe, Probe):
-                probe.replay(framer)
+                probe.replay(stream.sink)  # type: ignore[arg-type]
+
+    def _tls_info(self, tls: TlsInfo) -> None:
+        assert self.info is not None
+        self.info = replace(self.info, tls=tls)
 
     def _find_request(self, buf: bytearray, start: int) -> tuple[int | None, int]:
         return find_request(buf, start, self.shared.limits.max_frame_size)
@@ -308,6 +322,7 @@ class Connection:
                 client.retransmitted + broker.retransmitted,
                 client.out_of_order + broker.out_of_order,
                 client.mid_stream or broker.mid_stream,
+                self.tls.session.totals() if self.tls and self.tls.session else None,
             )
         )
 

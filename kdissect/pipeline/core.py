@@ -49,6 +49,7 @@ def options_of(config: dict[str, Any]) -> Options:
         limits=Limits(max_frame_size=config.get("max_frame_size", Limits().max_frame_size)),
         reorder=config.get("reorder", True),
         show_secrets=config.get("show_secrets", False),
+        tls_keylog=config.get("tls_keylog", b""),
     )
 
 
@@ -64,6 +65,7 @@ class CoreStage:
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
         self.options = options = options_of(config)
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
         self.decoder = make_decoder(options)
@@ -115,6 +117,9 @@ class _Task:
         self.names = TopicNames()
         self.decoder.topic_names = self.names
         self.dissector = make_dissector(self.options, self.decoder)
+        embedded = self.config.get("tls_secrets", {}).get(str(file_id))
+        if embedded:  # the TLS key logs of the capture's pcapng secrets blocks (job.py)
+            self.dissector.add_tls_keylog(embedded)
 
     def _end_group(self) -> None:
         if self.group is None:

@@ -14,9 +14,10 @@ from typing import Any, Iterator
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kdissect.decode.body import Body
-from kdissect.events import Exchange
+from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
@@ -86,6 +87,12 @@ class Stats:
         self.clients: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, Group] = defaultdict(Group)
         self._open: dict[str, Round] = {}
+        self.tls: list[ConnectionEnd] = []
+        """The TLS connections, as their summaries tell them."""
+
+    def add_connection(self, end: ConnectionEnd) -> None:
+        if end.tls is not None:
+            self.tls.append(end)
 
     def add(self, exchange: Exchange) -> None:
         key = (exchange.api_key, exchange.api_version)
@@ -237,6 +244,29 @@ class Stats:
             ],
         )
         yield "rebalances", [r.row() for g in self.groups.values() for r in g.rounds if r.joins]
+        if self.tls:
+            yield "tls", [_tls_row(end) for end in sorted(self.tls, key=lambda e: e.connection.id)]
+
+
+def _tls_row(end: ConnectionEnd) -> dict[str, Any]:
+    tls, totals = end.connection.tls, end.tls
+    assert totals is not None
+    return {
+        "connection": end.connection.id,
+        "client": str(end.connection.client),
+        "broker": str(end.connection.broker),
+        "version": tls.version if tls else None,
+        "cipher_suite": tls.cipher_suite if tls else None,
+        "sni": tls.sni if tls else None,
+        "alpn": list(tls.alpn) if tls else [],
+        "secret": tls.secret if tls else None,
+        "records": list(totals.records),
+        "decrypted": list(totals.decrypted),
+        "bytes": list(end.bytes),
+        "plaintext": list(totals.plaintext),
+        "exchanges": end.requests,
+        "exchanges_hidden": totals.exchanges_hidden,
+    }
 
 
 def _ms(value: float | None) -> str:
@@ -300,6 +330,25 @@ def print_stats(stats: Stats, console: Console) -> None:
                 ", ".join(map(str, row["generations"])),
                 str(row["rebalances"]),
                 str(row["offset_commits"]),
+            )
+        console.print(table)
+    if tables.get("tls"):
+        table = Table(title="TLS connections", title_justify="left", title_style="bold", header_style="bold")
+        for name in ("#", "client → broker", "version", "cipher suite", "SNI", "decrypted records", "exchanges", "hidden"):
+            table.add_column(name, justify="right" if name in ("#", "decrypted records", "exchanges", "hidden") else "left")
+        for row in tables["tls"]:
+            table.add_row(
+                str(row["connection"]),
+                f"{row['client']} → {row['broker']}",
+                row["version"] or "?",
+                row["cipher_suite"] or "?",
+                row["sni"] or "-",
+                f"{sum(row['decrypted'])}/{sum(row['records'])}",
+                str(row["exchanges"]),
+                Text(
+                    str(row["exchanges_hidden"]) + (": give --tls-keylog" if row["exchanges_hidden"] and not row["secret"] else ""),
+                    style="yellow" if row["exchanges_hidden"] else "",
+                ),
             )
         console.print(table)
     if tables["rebalances"]:

@@ -16,7 +16,7 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Exchange
+from kdissect.events import ConnectionEnd, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.schema import error_name
 from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
@@ -76,6 +76,17 @@ def _cell(text: str, width: int, align: str) -> str:
     if len(text) > width:
         text = text[: width - 1] + "…"
     return text.rjust(width) if align == "right" else text.ljust(width)
+
+
+def tls_hidden(tls: TlsInfo, end: ConnectionEnd) -> str:
+    """What a TLS connection kept to itself, named for what it is; empty when it hid nothing."""
+    totals = end.tls
+    if totals is None or not (totals.exchanges_hidden or totals.decrypted[0] < totals.records[0]):
+        return ""
+    what = ", ".join(
+        x for x in (tls.cipher_suite, f"SNI {tls.sni}" if tls.sni else "", "ALPN " + "/".join(tls.alpn) if tls.alpn else "") if x
+    )
+    return f"{what}: {totals.exchanges_hidden} exchanges hidden" + ("" if tls.secret else ": give --tls-keylog")
 
 
 def status_text(exchange: Exchange) -> Text:
@@ -154,9 +165,12 @@ class ReadView:
         table.add_row(
             "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
         )
+        tls = [flow.end.tls for flow in summary.flows.values() if flow.end and flow.end.tls]
+        hidden = sum(1 for totals in tls if totals.exchanges_hidden)
         table.add_row(
             "connections",
             f"{counters.kafka_connections} Kafka"
+            + (f" ({len(tls)} over TLS" + (f", {hidden} with exchanges hidden: give --tls-keylog)" if hidden else ")") if tls else "")
             + (f", {counters.ignored_connections} other" if counters.ignored_connections else "")
             + (f", {counters.empty_connections} without data" if counters.empty_connections else "")
             + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""),
@@ -190,14 +204,19 @@ class ReadView:
         for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
             latencies = sorted(flow.latencies)
             end = flow.end
+            tls = end.connection.tls if end else flow.info.tls
             table.add_row(
                 str(flow.info.id),
-                f"{flow.info.client} → {flow.info.broker.port}" + (" (mid-stream)" if end and end.mid_stream else ""),
+                f"{flow.info.client} → {flow.info.broker.port}"
+                + (" (mid-stream)" if end and end.mid_stream else "")
+                + (f" {tls.version or 'TLS'}" if tls else ""),
                 ", ".join(flow.client_ids) or "-",
                 str(flow.exchanges),
                 size(end.bytes[0]) if end else "-",
                 size(end.bytes[1]) if end else "-",
-                ", ".join(f"{api}×{n}" for api, n in flow.apis.most_common()),
+                ", ".join([f"{api}×{n}" for api, n in flow.apis.most_common()] + ([tls_hidden(tls, end)] if tls and end else [])).strip(
+                    ", "
+                ),
                 Text(str(flow.errors), style="red" if flow.errors else ""),
                 Text(str(flow.unanswered), style="yellow" if flow.unanswered else ""),
                 duration(percentile(latencies, 50)),
@@ -254,4 +273,15 @@ DESCRIPTIONS = {
     "body.assumed-version": "a version newer (or older) than kdissect knows, decoded as the nearest known",
     "body.unknown-api": "an API key kdissect does not know; the body is kept raw",
     "decode.internal-error": "kdissect failed on a body: please report it",
+    "tls.no-keys": "TLS connections whose secrets are not in the key log: their exchanges stay hidden (--tls-keylog)",
+    "tls.no-handshake": "TLS connections captured after their handshake: no client random, so no key applies",
+    "tls.no-server-hello": "TLS connections whose ServerHello is missing: no cipher suite, so nothing decrypts",
+    "tls.unsupported-cipher": "TLS connections with a cipher suite kdissect does not decrypt (only AEAD suites)",
+    "tls.wrong-key": "TLS connections whose key log secret does not open their records",
+    "tls.bad-record": "TLS records that failed authentication (damaged in the capture)",
+    "tls.gave-up": "TLS directions left encrypted after records in a row failed to open",
+    "tls.record-lost": "TLS records missing from the capture (their plaintext is a gap for the Kafka framer)",
+    "tls.skipped": "bytes skipped while searching for the next TLS record",
+    "tls.bad-hello": "a ClientHello or ServerHello that cannot be read",
+    "tls.alert": "TLS alerts other than close_notify (a peer aborting the session)",
 }

@@ -1,0 +1,571 @@
+"""Kafka inside TLS: the key schedules against published vectors, the decryptor against RFC 8448's trace, every
+TLS capture of the rig against its plaintext twin (the same connections captured between stunnel and the broker
+at the same time, rig/run.py) and against tshark's own decryption, and each kind of broken input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from kdissect.capture import Packet, open_capture
+from kdissect.cli import main
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.tls import tls12, tls13
+from kdissect.tls.decryptor import TlsSession
+from kdissect.tls.detect import kafka_client_hello, starts_tls
+from kdissect.tls.keylog import KeyLog
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+TLS = sorted(p for p in CAPTURES.glob("tls*") if p.suffix in (".pcap", ".pcapng") and not p.stem.endswith("-plain"))
+TSHARK = shutil.which("tshark")
+
+
+def keylog_of(path: Path) -> bytes:
+    keylog = path.with_suffix(".keylog")
+    return keylog.read_bytes() if keylog.exists() else b""
+
+
+@cache
+def packets_of(path: Path) -> tuple[Packet, ...]:
+    with open_capture(path) as capture:
+        return tuple(capture.packets())
+
+
+def dissect(path: Path, keylog: bytes | None = None, packets=None, embedded: bool = True, ports=frozenset({9092})):
+    """(exchanges, notices, connection ends) of a capture, with its key log (or the given one) and, unless
+    told not to, the secrets a pcapng embeds; `packets` replaces the capture's packets."""
+    dissector = make_dissector(Options(ports=ports, tls_keylog=keylog_of(path) if keylog is None else keylog))
+    with open_capture(path) as capture:
+        if embedded:
+            capture.secrets_to(dissector.add_tls_keylog)
+        events = list(dissector.run(capture.packets() if packets is None else packets))
+    return (
+        [e for e in events if isinstance(e, Exchange)],
+        [e for e in events if isinstance(e, Notice)],
+        [e for e in events if isinstance(e, ConnectionEnd)],
+    )
+
+
+def twin(path: Path) -> Path:
+    return CAPTURES / f"{path.name.split('.')[0]}-plain.pcap"
+
+
+def fingerprint(exchange: Exchange) -> tuple:
+    """What must be equal on both sides of stunnel: who asked what, and every byte of both frames."""
+    return (
+        exchange.connection.id,
+        exchange.client_id,
+        exchange.correlation_id,
+        exchange.api_key,
+        exchange.api_version,
+        exchange.status,
+        exchange.request.frame.data if exchange.request else None,
+        exchange.response.frame.data if exchange.response else None,
+    )
+
+
+def fingerprints(exchanges: list[Exchange], connections: bool = True) -> list[tuple]:
+    """Sorted fingerprints; without the connection ids when comparing captures whose connections differ."""
+    return sorted((fingerprint(e)[0 if connections else 1 :] for e in exchanges), key=repr)
+
+
+def codes(notices: list[Notice]) -> set[str]:
+    return {n.diagnostic.code for n in notices}
+
+
+# RFC 8448 §3, a simple 1-RTT handshake: its secrets, records and payloads
+
+RANDOM = "cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7"
+SECRETS = {
+    "CLIENT_HANDSHAKE_TRAFFIC_SECRET": "b3eddb126e067f35a780b3abf45e2d8f3b1a950738f52e9600746a0e27a55a21",
+    "SERVER_HANDSHAKE_TRAFFIC_SECRET": "b67b7d690cc16c4e75e54213cb2d37b4e9c912bcded9105d42befd59d391ad38",
+    "CLIENT_TRAFFIC_SECRET_0": "9e40646ce79a7f9dc05af8889bce6552875afa0b06df0087f792ebb7c17504a5",
+    "SERVER_TRAFFIC_SECRET_0": "a11af9f05531f856ad47116b45a950328204b4f44bfb6b3a4b4f1f3fcb631643",
+}
+KEYS = {  # (write key, write IV) of each secret
+    "CLIENT_HANDSHAKE_TRAFFIC_SECRET": ("dbfaa693d1762c5b666af5d950258d01", "5bd3c71b836e0b76bb73265f"),
+    "SERVER_HANDSHAKE_TRAFFIC_SECRET": ("3fce516009c21727d0f2e4e86ee403bc", "5d313eb2671276ee13000b30"),
+    "CLIENT_TRAFFIC_SECRET_0": ("17422dda596ed5d9acd890e3c63f5051", "5b78923dee08579033e523d9"),
+    "SERVER_TRAFFIC_SECRET_0": ("9f02283b6c9c07efc26bb9f2ac92e356", "cf782b88dd83549aadf1e984"),
+}
+CLIENT_HELLO = bytes.fromhex(
+    "16030100c4010000c00303cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7000006130113031302010000910000000b0009"
+    "000006736572766572ff01000100000a00140012001d0017001800190100010101020103010400230000003300260024001d002099381de560e4bd43d23d8e"
+    "435a7dbafeb3c06e51c13cae4d5413691e529aaf2c002b0003020304000d0020001e0403050306030203080408050806040105010601020104020502060202"
+    "02002d00020101001c00024001"
+)
+SERVER_HELLO = bytes.fromhex(
+    "160303005a020000560303a6af06a4121860dc5e6e60249cd34c95930c8ac5cb1434dac155772ed3e2692800130100002e00330024001d0020c982887611"
+    "2095fe66762bdbf7c672e156d6cc253b833df1dd69b1b04e751f0f002b00020304"
+)
+SERVER_FLIGHT = bytes.fromhex(
+    "17030302a2d1ff334a56f5bff6594a07cc87b580233f500f45e489e7f33af35edf7869fcf40aa40aa2b8ea73f848a7ca07612ef9f945cb960b4068905123"
+    "ea78b111b429ba9191cd05d2a389280f526134aadc7fc78c4b729df828b5ecf7b13bd9aefb0e57f271585b8ea9bb355c7c79020716cfb9b1183ef3ab20e37d"
+    "57a6b9d7477609aee6e122a4cf51427325250c7d0e509289444c9b3a648f1d71035d2ed65b0e3cdd0cbae8bf2d0b227812cbb360987255cc744110c453baa4"
+    "fcd610928d809810e4b7ed1a8fd991f06aa6248204797e36a6a73b70a2559c09ead686945ba246ab66e5edd8044b4c6de3fcf2a89441ac66272fd8fb330ef8"
+    "190579b3684596c960bd596eea520a56a8d650f563aad27409960dca63d3e688611ea5e22f4415cf9538d51a200c27034272968a264ed6540c84838d89f72c"
+    "24461aad6d26f59ecaba9acbbb317b66d902f4f292a36ac1b639c637ce343117b659622245317b49eeda0c6258f100d7d961ffb138647e92ea330faeea6dfa"
+    "31c7a84dc3bd7e1b7a6c7178af36879018e3f252107f243d243dc7339d5684c8b0378bf30244da8c87c843f5e56eb4c5e8280a2b48052cf93b16499a66db7c"
+    "ca71e4599426f7d461e66f99882bd89fc50800becca62d6c74116dbd2972fda1fa80f85df881edbe5a37668936b335583b599186dc5c6918a396fa48a181d6"
+    "b6fa4f9d62d513afbb992f2b992f67f8afe67f76913fa388cb5630c8ca01e0c65d11c66a1e2ac4c85977b7c7a6999bbf10dc35ae69f5515614636c0b9b68c1"
+    "9ed2e31c0b3b66763038ebba42f3b38edc0399f3a9f23faa63978c317fc9fa66a73f60f0504de93b5b845e275592c12335ee340bbc4fddd502784016e4b3be"
+    "7ef04dda49f4b440a30cb5d2af939828fd4ae3794e44f94df5a631ede42c1719bfdabf0253fe5175be898e750edc53370d2b"
+)
+CLIENT_FINISHED = bytes.fromhex(
+    "170303003575ec4dc238cce60b298044a71e219c56cc77b0517fe9b93c7a4bfc44d87f38f80338ac98fc46deb384bd1caeacab6867d726c40546"
+)
+TICKET = bytes.fromhex(
+    "17030300de3a6b8f90414a97d6959c3487680de5134a2b240e6cffac116e95d41d6af8f6b580dcf3d11d63c758db289a015940252f55713e061dc13e0788"
+    "91a38efbcf5753ad8ef170ad3c7353d16d9da773b9ca7f2b9fa1b6c0d4a3d03f75e09c30ba1e62972ac46f75f7b981be63439b2999ce13064615139891d5e4"
+    "c5b406f16e3fc181a77ca475840025db2f0a77f81b5ab05b94c01346755f69232c86519d86cbeeac87aac347d143f9605d64f650db4d023e70e952ca49fe51"
+    "37121c74bc2697687e248746d6df353005f3bce18696129c8153556b3b6c6779b37bf15985684f"
+)
+CLIENT_DATA = bytes.fromhex(
+    "1703030043a23f7054b62c94d0affafe8228ba55cbefacea42f914aa66bcab3f2b9819a8a5b46b395bd54a9a20441e2b62974e1f5a6292a2977014bd1e3dea"
+    "e63aeebb21694915e4"
+)
+SERVER_DATA = bytes.fromhex(
+    "17030300432e937e11ef4ac740e538ad36005fc4a46932fc3225d05f82aa1b36e30efaf97d90e6dffc602dcb501a59a8fcc49c4bf2e5f0a21c0047c2abf332"
+    "540dd032e167c2955d"
+)
+IANA_NAMES = {
+    "ECDHE-RSA-AES256-GCM-SHA384": "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "ECDHE-RSA-CHACHA20-POLY1305": "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+}
+"""OpenSSL's names of the TLS 1.2 suites stunnel was told to use, and the IANA names kdissect reports."""
+PAYLOAD = bytes(range(0x32))
+"""What each side sends in RFC 8448's trace once the handshake is done."""
+
+
+def test_tls13_traffic_keys_are_those_of_rfc_8448():
+    for label, secret in SECRETS.items():
+        key, iv = tls13.traffic_keys("sha256", bytes.fromhex(secret), 16)
+        assert (key.hex(), iv.hex()) == KEYS[label], label
+
+
+class Sink:
+    """Where a direction's plaintext goes: kept as data and gaps."""
+
+    def __init__(self) -> None:
+        self.got: list = []
+        self.buf = b""
+
+    def start(self, mid_stream: bool) -> None:
+        self.got.append(("start", mid_stream))
+
+    def data(self, chunk: bytes, ts: int, index: int) -> None:
+        self.got.append(chunk)
+
+    def gap(self, length: int, ts: int) -> None:
+        self.got.append(("gap", length))
+
+    def finish(self) -> None:
+        pass
+
+    def plaintext(self) -> bytes:
+        return b"".join(x for x in self.got if isinstance(x, bytes))
+
+
+def rfc_8448_session(keylog: str, chunk: int | None = None):
+    """RFC 8448's records through a session, `chunk` bytes at a time; (client sink, server sink, diagnostics, session)."""
+    keys = KeyLog()
+    keys.add(keylog.encode())
+    sinks, diagnostics = (Sink(), Sink()), []
+    session = TlsSession(keys, lambda d, ts, i: diagnostics.append(d), sinks, lambda info: None, set())
+    client, server = session.directions
+    client.start(False)
+    server.start(False)
+    for direction, data in (
+        (client, CLIENT_HELLO),
+        (server, SERVER_HELLO + SERVER_FLIGHT),
+        (client, CLIENT_FINISHED + CLIENT_DATA),
+        (server, TICKET + SERVER_DATA),
+    ):
+        step = chunk or len(data)
+        for at in range(0, len(data), step):
+            direction.data(data[at : at + step], 0, 0)
+    client.finish()
+    server.finish()
+    return sinks[0], sinks[1], diagnostics, session
+
+
+FULL_KEYLOG = "".join(f"{label} {RANDOM} {secret}\n" for label, secret in SECRETS.items())
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 7, 100])
+def test_rfc_8448_trace_decrypts_however_its_records_are_cut(chunk):
+    client, server, diagnostics, session = rfc_8448_session(FULL_KEYLOG, chunk)
+    assert client.plaintext() == PAYLOAD and server.plaintext() == PAYLOAD
+    assert not diagnostics
+    info = session.info()
+    assert (info.version, info.cipher_suite, info.sni, info.secret) == (
+        "TLS 1.3",
+        "TLS_AES_128_GCM_SHA256",
+        "server",
+        "CLIENT_TRAFFIC_SECRET_0",
+    )
+    assert session.totals().records == (2, 3)  # client: Finished, data; server: the flight, the ticket, data
+
+
+def test_rfc_8448_without_handshake_secrets_still_opens_the_data():
+    """Only the application secrets: the handshake records stay shut and the data decrypts all the same."""
+    keylog = "".join(f"{label} {RANDOM} {SECRETS[label]}\n" for label in ("CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"))
+    client, server, diagnostics, _ = rfc_8448_session(keylog)
+    assert client.plaintext() == PAYLOAD and server.plaintext() == PAYLOAD
+    assert not diagnostics
+
+
+def test_rfc_8448_with_a_wrong_secret_says_so():
+    wrong = FULL_KEYLOG.replace(SECRETS["SERVER_TRAFFIC_SECRET_0"], "00" * 32)
+    client, server, diagnostics, _ = rfc_8448_session(wrong)
+    assert client.plaintext() == PAYLOAD and server.plaintext() == b""
+    assert [d.code for d in diagnostics] == ["tls.wrong-key"]
+
+
+def test_tls12_prf_gives_the_published_vector():
+    """The SHA-256 TLS 1.2 PRF test vector posted to the IETF TLS list (also what `openssl kdf TLS1-PRF` gives)."""
+    out = tls12.prf(
+        "sha256", bytes.fromhex("9bbe436ba940f017b17652849a71db35"), b"test label", bytes.fromhex("a0ba9f936cda311827a6f796ffd5198c"), 100
+    )
+    assert out.hex() == (
+        "e3f229ba727be17b8d122620557cd453c2aab21d07c3d495329b52d4e61edb5a6b301791e90d35c9c9a46b4e14baf9af0fa022f7077def17abfd3797c0564b"
+        "ab4fbc91666e9def9b97fce34f796789baa48082d122ee42c5a72e5a5110fff70187347b66"
+    )
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl to compare with")
+@pytest.mark.parametrize("hash_name,digest", [("sha256", "SHA256"), ("sha384", "SHA384")])
+def test_tls12_key_block_agrees_with_openssl(hash_name, digest):
+    """The key expansion of an extended-master-secret session, against OpenSSL's own TLS1-PRF."""
+    master = bytes(range(48))
+    client_random, server_random = bytes(range(32, 64)), bytes(range(100, 132))
+    seed = b"key expansion" + server_random + client_random
+    run = subprocess.run(
+        ["openssl", "kdf", "-keylen", "72", "-kdfopt", f"digest:{digest}", "-kdfopt", f"hexsecret:{master.hex()}"]
+        + ["-kdfopt", f"hexseed:{seed.hex()}", "TLS1-PRF"],
+        capture_output=True,
+        text=True,
+    )
+    if run.returncode:
+        pytest.skip(f"this openssl has no TLS1-PRF: {run.stderr.strip()}")
+    expected = bytes.fromhex(run.stdout.strip().replace(":", ""))
+    keys = tls12.key_block(hash_name, master, (client_random, server_random), 32, 4)
+    assert b"".join(keys) == expected
+
+
+def test_key_log_lines():
+    """Comments, blank lines and labels kdissect has no use for are skipped; OpenSSL's *_TRAFFIC_SECRET_N lines
+    after KeyUpdates are ignored; malformed lines are counted, never fatal."""
+    keys = KeyLog()
+    count = keys.add(
+        (
+            "# TLS secrets log file\n\n"
+            f"CLIENT_RANDOM {'aa' * 32} {'bb' * 48}\n"
+            f"CLIENT_TRAFFIC_SECRET_0 {'aa' * 32} {'cc' * 32}\n"
+            f"CLIENT_TRAFFIC_SECRET_1 {'aa' * 32} {'dd' * 32}\n"
+            f"SERVER_TRAFFIC_SECRET_12 {'aa' * 32} {'dd' * 32}\n"
+            f"EXPORTER_SECRET {'aa' * 32} {'ee' * 32}\n"
+            f"CLIENT_RANDOM {'aa' * 31} {'bb' * 48}\n"
+            f"CLIENT_RANDOM {'zz' * 32} {'bb' * 48}\n"
+            f"SERVER_HANDSHAKE_TRAFFIC_SECRET {'aa' * 32}\n"
+            "GARBAGE\n"
+        ).encode()
+    )
+    assert (count.secrets, count.ignored, count.malformed) == (2, 3, 4)
+    assert keys.get("CLIENT_TRAFFIC_SECRET_0", bytes.fromhex("aa" * 32)) == bytes.fromhex("cc" * 32)
+
+
+def test_a_key_log_without_secrets_is_refused_in_one_line(tmp_path, capsys):
+    secret = "ab" * 48
+    bad = tmp_path / "keys.log"
+    bad.write_text(f"CLIENT_RANDOM nothex {secret}\n")
+    code = cli("read", str(TLS[0]), "--tls-keylog", str(bad), "-q")
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "no TLS secret" in err and secret not in err
+
+
+# the rig's TLS captures
+
+
+def test_the_tls_captures_are_present():
+    names = {p.name for p in TLS}
+    assert len(TLS) >= 8 and any(name.endswith(".pcapng") for name in names)
+
+
+@pytest.mark.parametrize("path", TLS, ids=lambda p: p.stem)
+def test_tls_capture_decodes_to_its_plaintext_twin(path):
+    """Every exchange of the plaintext twin, byte for byte, and nothing else; every connection decrypted."""
+    exchanges, notices, ends = dissect(path)
+    plain = dissect(twin(path))[0]
+    assert exchanges and fingerprints(exchanges, False) == fingerprints(plain, False)
+    assert codes(notices) <= {"tls.alert"}  # stunnel's decode_error alert after kafka-python's bare FIN
+    terminator = manifest_head(path)["tls"]
+    for end in ends:
+        tls = end.connection.tls
+        assert tls is not None and end.tls is not None
+        assert tls.version == terminator["versions"][1].replace("TLSv", "TLS ")
+        assert tls.secret == ("CLIENT_TRAFFIC_SECRET_0" if tls.version == "TLS 1.3" else "CLIENT_RANDOM")
+        if terminator["ciphersuites"]:
+            assert tls.cipher_suite == terminator["ciphersuites"]
+        else:
+            assert tls.cipher_suite == IANA_NAMES[terminator["ciphers"]]
+        assert end.tls.decrypted == end.tls.records and end.tls.exchanges_hidden == 0
+    assert all(e.connection.tls is not None and e.connection.tls.secret for e in exchanges)
+
+
+@pytest.mark.parametrize("path", TLS, ids=lambda p: p.stem)
+def test_without_keys_every_tls_connection_is_named(path):
+    """No key log: nothing decrypts, nothing crashes, and each connection says what it is and what it hides."""
+    exchanges, notices, ends = dissect(path, keylog=b"", embedded=False)
+    plain = dissect(twin(path))[0]
+    assert not exchanges and ends
+    assert codes(notices) <= {"tls.no-keys", "tls.alert"} and len([n for n in notices if n.diagnostic.code == "tls.no-keys"]) == len(ends)
+    for end in ends:
+        assert end.connection.tls.version in ("TLS 1.2", "TLS 1.3") and end.connection.tls.cipher_suite.startswith("TLS_")
+        assert end.connection.tls.secret is None and end.tls.decrypted == (0, 0)
+    # one request per client write: the estimate is exact for these clients
+    assert sum(end.tls.exchanges_hidden for end in ends) == len(plain)
+
+
+def cli(*args: str) -> int:
+    with pytest.raises(SystemExit) as exit:
+        main(list(args))
+    return exit.value.code
+
+
+def test_the_commands_name_hidden_tls_connections(capsys):
+    path = CAPTURES / "tls13-aes128-kafka-python.pcap"
+    assert cli("read", str(path), "-q") == 0
+    out = capsys.readouterr().out
+    assert "TLS 1.3" in out and "exchanges hidden" in out and "give --tls-keylog" in out and "tls.no-keys" in out
+    assert cli("stats", str(path), "-q", "--json") == 0
+    assert '"table":"tls"' in capsys.readouterr().out
+    assert cli("read", str(path), "-q", "--json", "--all-events", "--tls-keylog", str(path.with_suffix(".keylog"))) == 0
+    out = capsys.readouterr().out
+    assert '"secret":"CLIENT_TRAFFIC_SECRET_0"' in out and '"exchanges_hidden":0' in out
+    secrets = [line.split()[-1] for line in path.with_suffix(".keylog").read_text().splitlines() if not line.startswith("#")]
+    assert not any(secret in out for secret in secrets)
+
+
+def follow(path: Path) -> list[set[bytes]]:
+    """Per TCP stream, the two decrypted byte streams tshark's `follow,tls,raw` gives (its own decryption)."""
+    count = (
+        int(
+            subprocess.run([TSHARK, "-r", str(path), "-T", "fields", "-e", "tcp.stream"], capture_output=True, text=True).stdout.split()[-1]
+        )
+        + 1
+    )
+    command = [TSHARK, "-r", str(path), "-q"]
+    if path.suffix == ".pcap":
+        command += ["-o", f"tls.keylog_file:{path.with_suffix('.keylog')}"]
+    for stream in range(count):
+        command += ["-z", f"follow,tls,raw,{stream}"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    streams = {}
+    for block in out.split("Follow: tls,raw")[1:]:
+        number = int(re.search(r"tcp.stream eq (\d+)", block).group(1))
+        sides = [bytearray(), bytearray()]
+        for line in block.splitlines():
+            if re.fullmatch(r"\t?[0-9a-f]+", line):
+                sides[line.startswith("\t")] += bytes.fromhex(line.strip())
+        streams[number] = {bytes(sides[0]), bytes(sides[1])}
+    return [streams[i] for i in range(count)]
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed: no independent decryption to compare with")
+@pytest.mark.parametrize("path", TLS, ids=lambda p: p.stem)
+def test_tshark_decrypts_the_same_bytes(path):
+    """tshark, given the same key log (or the pcapng's own secrets), decrypts each connection to the bytes of
+    the frames kdissect found there, in order."""
+    exchanges, _, ends = dissect(path)
+    ours: dict[int, list[bytes]] = {end.connection.id: [b"", b""] for end in ends}
+    for side in ("request", "response"):
+        frames = sorted(
+            ((e.connection.id, getattr(e, side).frame) for e in exchanges if getattr(e, side) is not None),
+            key=lambda f: (f[0], f[1].offset),
+        )
+        for connection, frame in frames:
+            ours[connection][side == "response"] += struct.pack(">i", frame.size) + frame.data
+    theirs = follow(path)
+    assert len(theirs) == len(ours)
+    for number, pair in enumerate(theirs):
+        assert pair == set(ours[number + 1]), f"TCP stream {number}"
+
+
+# broken input, made from the real captures
+
+
+def manifest_head(path: Path) -> dict:
+    return json.loads(path.with_name(f"{path.name.split('.')[0]}.manifest.jsonl").read_text().splitlines()[0])
+
+
+def tls_port(path: Path) -> int:
+    return manifest_head(path)["tls"]["port"]
+
+
+def tcp_of(packet: Packet) -> tuple[int, int, int, int]:
+    """(source port, destination port, payload start, sequence number) of an Ethernet/IPv4/TCP packet."""
+    ip = 14
+    tcp = ip + (packet.data[ip] & 0x0F) * 4
+    sport, dport, seq = struct.unpack_from(">HHI", packet.data, tcp)
+    return sport, dport, tcp + (packet.data[tcp + 12] >> 4) * 4, seq
+
+
+def payload_of(packet: Packet) -> bytes:
+    return packet.data[tcp_of(packet)[2] :]
+
+
+def with_payload(packet: Packet, payload: bytes, seq_delta: int = 0) -> Packet:
+    """The packet carrying `payload` instead, at its sequence number plus `seq_delta`."""
+    start, ip = tcp_of(packet)[2], 14
+    data = bytearray(packet.data[:start] + payload)
+    struct.pack_into(">H", data, ip + 2, len(data) - ip)
+    tcp = ip + (data[ip] & 0x0F) * 4
+    struct.pack_into(">I", data, tcp + 4, (tcp_of(packet)[3] + seq_delta) & 0xFFFFFFFF)
+    return Packet(packet.ts, packet.linktype, bytes(data), len(data), packet.index, packet.offset)
+
+
+def after(exchanges: list[Exchange], port: int, correlation_id: int) -> list[tuple]:
+    """The exchanges of one connection from a correlation id on, as fingerprints."""
+    return fingerprints([e for e in exchanges if e.connection.client.port == port and (e.correlation_id or 0) >= correlation_id])
+
+
+@pytest.mark.parametrize("name", ["tls13-aes128-kafka-python.pcap", "tls12-aes256gcm-kafka-python.pcap", "tls12-chacha20-aiokafka.pcap"])
+def test_a_damaged_record_costs_its_exchange_only(name):
+    """One byte changed in the record of a Metadata request: that record fails authentication, the others open."""
+    path = CAPTURES / name
+    good = dissect(path)[0]
+    victim = next(e for e in good if e.api_key == 3)
+    index = victim.request.frame.last_packet
+    packets = [
+        with_payload(p, payload_of(p)[:-3] + bytes([payload_of(p)[-3] ^ 1]) + payload_of(p)[-2:]) if p.index == index else p
+        for p in packets_of(path)
+    ]
+    exchanges, notices, _ = dissect(path, packets=packets)
+    assert "tls.bad-record" in codes(notices)
+    assert fingerprint(victim) not in fingerprints(exchanges)
+    assert set(fingerprints(good)) - set(fingerprints(exchanges)) == {fingerprint(victim)}
+
+
+@pytest.mark.parametrize("name", ["tls13-aes128-kafka-python.pcap", "tls12-aes128gcm-aiokafka.pcap", "tls12-chacha20-aiokafka.pcap"])
+def test_a_segment_lost_mid_record_costs_that_record(name):
+    """The largest client segment (the first record of a 20 KB Produce request, the second record follows) is
+    cut in three and its middle dropped: that record is lost (its header told its length), the next opens at
+    the next sequence number, and the exchanges after it decode as before."""
+    path = CAPTURES / name
+    good = dissect(path)[0]
+    big = max((p for p in packets_of(path) if tcp_of(p)[1] == tls_port(path) and payload_of(p)), key=lambda p: len(payload_of(p)))
+    payload = payload_of(big)
+    assert len(payload) > 16384 and payload[0] == 23
+    cut = [with_payload(big, payload[:1000]), with_payload(big, payload[5000:], 5000)]
+    packets = [q for p in packets_of(path) for q in (cut if p.index == big.index else [p])]
+    exchanges, notices, _ = dissect(path, packets=packets)
+    lost = [n.diagnostic for n in notices if n.diagnostic.code == "tls.record-lost"]
+    assert lost and lost[0].message.endswith("(1 record)")
+    produce = next(e for e in good if e.request and e.request.frame.first_packet <= big.index <= e.request.frame.last_packet)
+    port = produce.connection.client.port
+    assert after(exchanges, port, produce.correlation_id + 1) == after(good, port, produce.correlation_id + 1)
+    assert set(fingerprints(good)) - set(fingerprints(exchanges)) == {fingerprint(produce)}
+
+
+@pytest.mark.parametrize("name", ["tls13-aes128-kafka-python.pcap", "tls13-chacha20-kafka-python.pcap", "tls12-chacha20-aiokafka.pcap"])
+def test_records_after_a_lost_segment_still_decrypt(name):
+    """A whole client segment lost at a record boundary: how many records it held is unknown, yet the records
+    after it open at the right sequence number (the reader finds the next record, the sequence is searched)."""
+    path = CAPTURES / name
+    good = dissect(path)[0]
+    victim = next(
+        e for e in good if e.api_key == 3 and any(o.connection.id == e.connection.id and o.correlation_id > e.correlation_id for o in good)
+    )
+    packets = [p for p in packets_of(path) if p.index != victim.request.frame.last_packet]
+    exchanges, notices, _ = dissect(path, packets=packets)
+    port = victim.connection.client.port
+    assert "tls.record-lost" in codes(notices)
+    assert after(exchanges, port, victim.correlation_id + 1) == after(good, port, victim.correlation_id + 1)
+
+
+def test_a_lost_key_update_is_recovered():
+    """The client segment carrying a KeyUpdate before a request is lost: the next key is among the candidates
+    after a loss, so that request and all after it still open."""
+    path = CAPTURES / "tls13-keyupdate-kafka-python.pcap"
+    good = dissect(path)[0]
+    client = [p for p in packets_of(path) if tcp_of(p)[1] == tls_port(path) and payload_of(p)]
+    update = 5 + 5 + 1 + 16  # header, KeyUpdate message, content type, tag
+    victim = next(
+        p for p, q in zip(client, client[1:]) if len(payload_of(p)) == update and tcp_of(q)[0] == tcp_of(p)[0] and len(payload_of(q)) > 40
+    )
+    exchanges, notices, _ = dissect(path, packets=[p for p in packets_of(path) if p.index != victim.index])
+    assert "tls.record-lost" in codes(notices)
+    assert fingerprints(exchanges) == fingerprints(good)  # the KeyUpdate held no Kafka byte: nothing else is lost
+
+
+def test_a_capture_that_starts_after_the_handshake():
+    """The first connection's packets up to its first request are cut: without its ClientHello no key applies;
+    the other connections decrypt as before. (On a port not known to be Kafka's, a TLS connection is only
+    recognised by its ClientHello: the port is given.)"""
+    path = CAPTURES / "tls13-aes128-kafka-python.pcap"
+    good = dissect(path)[0]
+    first = good[0]
+    cut = {p.index for p in packets_of(path) if p.index < first.request.frame.last_packet}
+    packets = [p for p in packets_of(path) if p.index not in cut]
+    exchanges, notices, ends = dissect(path, packets=packets, ports=frozenset({tls_port(path)}))
+    assert "tls.no-handshake" in codes(notices)
+    assert fingerprints(exchanges) == fingerprints([e for e in good if e.connection.id != first.connection.id])
+    assert any(end.mid_stream and end.tls is not None and end.tls.decrypted == (0, 0) for end in ends)
+
+
+def test_keys_that_arrive_after_their_packets():
+    """A key log read mid-capture (a pcapng secrets block after the packets it serves), while the connection is
+    open: the records held for it open. A key log is in use (another session's secret), so records are held."""
+    path = CAPTURES / "tls13-aes128-kafka-python.pcap"
+    good = dissect(path)[0]
+    dissector = make_dissector(Options(tls_keylog=f"CLIENT_RANDOM {'00' * 32} {'00' * 48}\n".encode()))
+    events = []
+    late = good[0].response.frame.last_packet
+    for packet in packets_of(path):
+        if packet.index == late:
+            dissector.add_tls_keylog(keylog_of(path))
+        events += dissector.feed(packet)
+    events += dissector.finish()
+    assert fingerprints([e for e in events if isinstance(e, Exchange)]) == fingerprints(good)
+
+
+def test_a_wrong_key_log_is_named_and_nothing_breaks():
+    path = CAPTURES / "tls12-aes128gcm-aiokafka.pcap"
+    lines = keylog_of(path).decode().splitlines()
+    wrong = "\n".join(line[:-2] + ("00" if line[-2:] != "00" else "11") for line in lines).encode()
+    exchanges, notices, ends = dissect(path, keylog=wrong)
+    assert not exchanges and codes(notices) <= {"tls.wrong-key", "tls.gave-up"} and "tls.wrong-key" in codes(notices)
+    assert all(end.tls.decrypted == (0, 0) for end in ends)
+
+
+def test_tls_is_told_from_kafka_by_its_first_bytes():
+    assert starts_tls(CLIENT_HELLO, False) and starts_tls(CLIENT_DATA + SERVER_DATA, True)
+    assert not starts_tls(CLIENT_DATA, False)  # a stream's first record is a handshake one
+    frame = struct.pack(">i", 30) + bytes(30)
+    assert not starts_tls(frame, False) and not starts_tls(frame * 3, True)
+
+
+def test_on_other_ports_a_client_hello_offering_alpn_is_not_kafka():
+    """Kafka clients offer no ALPN; browsers and HTTP clients do. RFC 8448's hello offers none."""
+    assert kafka_client_hello(CLIENT_HELLO) is True
+    assert kafka_client_hello(CLIENT_HELLO[:100]) is None
+    alpn = b"\x00\x10\x00\x05\x00\x03\x02h2"
+    body = CLIENT_HELLO[9:]
+    extensions_at = 2 + 32 + 1 + body[34] + 2
+    extensions_at += int.from_bytes(body[extensions_at - 2 : extensions_at], "big")
+    extensions_at += 1 + body[extensions_at]
+    length = int.from_bytes(body[extensions_at : extensions_at + 2], "big")
+    body = body[:extensions_at] + (length + len(alpn)).to_bytes(2, "big") + body[extensions_at + 2 :] + alpn
+    hello = b"\x01" + len(body).to_bytes(3, "big") + body
+    assert kafka_client_hello(b"\x16\x03\x01" + len(hello).to_bytes(2, "big") + hello) is False
