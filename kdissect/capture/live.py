@@ -44,8 +44,7 @@ BUFFER_BYTES = 32 << 20
 """The kernel's receive buffer for the capture socket: room for bursts while the dissector is busy."""
 
 INSTALL_HINT = (
-    "install libpcap (Debian/Ubuntu: apt-get install libpcap0.8; Fedora: dnf install libpcap; "
-    "Alpine: apk add libpcap) or tcpdump"
+    "install libpcap (Debian/Ubuntu: apt-get install libpcap0.8; Fedora: dnf install libpcap; Alpine: apk add libpcap) or tcpdump"
 )
 
 # Linux constants the socket module does not all name
@@ -224,8 +223,9 @@ class LiveCapture(Protocol):
 class PacketSocketCapture:
     """Linux: an AF_PACKET socket with the kernel filter attached before it receives anything."""
 
-    def __init__(self, interface: str, expression: str, *, snaplen: int = SNAPLEN, promisc: bool = False,
-                 buffer_bytes: int = BUFFER_BYTES) -> None:
+    def __init__(
+        self, interface: str, expression: str, *, snaplen: int = SNAPLEN, promisc: bool = False, buffer_bytes: int = BUFFER_BYTES
+    ) -> None:
         self.interface = interface
         self.expression = expression
         self.snaplen = snaplen
@@ -373,8 +373,9 @@ def _loopback_names() -> frozenset[str]:
 class PcapCapture:
     """libpcap through scapy's ctypes bindings: for systems without AF_PACKET sockets."""
 
-    def __init__(self, interface: str, expression: str, *, snaplen: int = SNAPLEN, promisc: bool = False,
-                 buffer_bytes: int = BUFFER_BYTES) -> None:
+    def __init__(
+        self, interface: str, expression: str, *, snaplen: int = SNAPLEN, promisc: bool = False, buffer_bytes: int = BUFFER_BYTES
+    ) -> None:
         import ctypes
 
         try:
@@ -393,9 +394,14 @@ class PcapCapture:
         if not handle:
             raise LiveError(f"cannot capture on {interface}: {errbuf.value.decode(errors='replace')}")
         lib = pcap._lib
-        for setter, value in (("pcap_set_snaplen", snaplen), ("pcap_set_promisc", int(promisc)),
-                              ("pcap_set_timeout", 100), ("pcap_set_buffer_size", buffer_bytes),
-                              ("pcap_set_immediate_mode", 1), ("pcap_set_tstamp_precision", 1)):
+        for setter, value in (
+            ("pcap_set_snaplen", snaplen),
+            ("pcap_set_promisc", int(promisc)),
+            ("pcap_set_timeout", 100),
+            ("pcap_set_buffer_size", buffer_bytes),
+            ("pcap_set_immediate_mode", 1),
+            ("pcap_set_tstamp_precision", 1),
+        ):
             function = getattr(lib, setter, None)
             if function is not None:
                 function(handle, value)
@@ -414,8 +420,10 @@ class PcapCapture:
         self._ns = bool(nano is not None and nano(handle) == 1)
         if expression:
             program = pcap.bpf_program()
-            if pcap.pcap_compile(handle, ctypes.byref(program), expression.encode(), 1, -1) < 0 or \
-                    pcap.pcap_setfilter(handle, ctypes.byref(program)) < 0:
+            if (
+                pcap.pcap_compile(handle, ctypes.byref(program), expression.encode(), 1, -1) < 0
+                or pcap.pcap_setfilter(handle, ctypes.byref(program)) < 0
+            ):
                 message = pcap.pcap_geterr(handle).decode(errors="replace")
                 self.close()
                 raise LiveError(f"bad capture filter {expression!r}: {message}")
@@ -455,8 +463,7 @@ class PcapCapture:
             self._handle = None
 
 
-def open_live(interface: str, expression: str, *, promisc: bool = False, snaplen: int = SNAPLEN,
-              backend: str | None = None) -> LiveCapture:
+def open_live(interface: str, expression: str, *, promisc: bool = False, snaplen: int = SNAPLEN, backend: str | None = None) -> LiveCapture:
     """Start capturing on `interface` with the BPF `expression` ("" for everything).
 
     `backend`: "socket" (Linux packet sockets, the default there) or "libpcap" (the default elsewhere).
