@@ -41,7 +41,8 @@ class Dissector:
         tls_keylog: bytes = b"",
     ) -> None:
         self._shared = Shared(frozenset(ports), limits, reorder, decoder)
-        self._shared.tls_keys.add(tls_keylog)
+        if tls_keylog:
+            self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
         self.counters = self._shared.counters
@@ -96,8 +97,9 @@ class Dissector:
         return self._take()
 
     def add_tls_keylog(self, text: bytes) -> None:
-        """More TLS secrets (NSS key log lines), such as a pcapng Decryption Secrets Block read between packets.
-        Records held for want of them are opened; the events that completes come with the next `feed` or `finish`."""
+        """More TLS secrets (NSS key log lines), such as a pcapng Decryption Secrets Block read between packets or
+        lines a client appends during a live session (b"" says a key log is in use, nothing in it yet). Records held
+        for want of them are opened; the events that completes come with the next `feed` or `finish`."""
         if self._shared.tls_keys.add(text).secrets:
             for session in list(self._shared.tls_waiting):
                 session.keys_added()

@@ -218,8 +218,9 @@ def as_pcapng(path: str, out: str, sections: int = 1) -> None:
             w.packet(p, iface)
 
 
-def simulate(paths: list[str], split_size: int, tasks: int = 3):
-    """Every stage of the job but Spark's: returns (core output per kind as Python rows, settled ranges)."""
+def simulate(paths: list[str], split_size: int, tasks: int = 3, options: dict | None = None):
+    """Every stage of the job but Spark's: returns (core output per kind as Python rows, settled ranges).
+    `options` join the job's config, as `kdissect spark`'s do."""
     files = expand(paths)
     infos = []
     for file_id, f in enumerate(files):
@@ -242,6 +243,7 @@ def simulate(paths: list[str], split_size: int, tasks: int = 3):
             shuffled[hash((row.file_id, row.key)) % tasks].append(row)
     config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092]}
     config["tls_secrets"] = embedded_secrets({i.file_id: i.path for i in infos})  # as the job does
+    config.update(options or {})
     out = defaultdict(list)
     for task_rows in shuffled.values():
         task_rows.sort(key=lambda r: (r.file_id, r.key, r.split, r.chunk))
@@ -303,6 +305,19 @@ def test_stages_without_spark_match_the_cli_on_every_capture():
     out, settled = simulate(ALL, split_size=1 << 30)
     assert all(s.whole for s in settled)
     assert_same_as_cli(out, ALL)
+
+
+def test_the_job_decrypts_tls_with_the_key_log_it_is_given():
+    """`kdissect spark --tls-keylog`: the key log travels in the config to every task, cut in ranges or not."""
+    path = os.path.join(ROOT, "captures", "tls12-chacha20-aiokafka.pcap")
+    keylog = open(path[: -len(".pcap")] + ".keylog", "rb").read()
+    with open_capture(path) as capture:
+        events = list(make_dissector(Options(tls_keylog=keylog)).run(capture.packets()))
+    want = Counter(comparable(exchange_json(e)) for e in events if isinstance(e, Exchange))
+    assert want
+    for split_size in (1 << 30, 4096):
+        out, _ = simulate([path], split_size=split_size, options={"tls_keylog": keylog})
+        assert Counter(comparable(json.loads(r["json"])) for r in out["exchange"]) == want
 
 
 @pytest.mark.parametrize("split_size", [4096, 20000, 100_003])

@@ -19,6 +19,7 @@ from kdissect.capture import Packet, open_capture
 from kdissect.cli import main
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.testing import rfc8448 as rfc
 from kdissect.tls import tls12, tls13
 from kdissect.tls.decryptor import TlsSession
 from kdissect.tls.detect import kafka_client_hello, starts_tls
@@ -82,75 +83,18 @@ def codes(notices: list[Notice]) -> set[str]:
     return {n.diagnostic.code for n in notices}
 
 
-# RFC 8448 §3, a simple 1-RTT handshake: its secrets, records and payloads
-
-RANDOM = "cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7"
-SECRETS = {
-    "CLIENT_HANDSHAKE_TRAFFIC_SECRET": "b3eddb126e067f35a780b3abf45e2d8f3b1a950738f52e9600746a0e27a55a21",
-    "SERVER_HANDSHAKE_TRAFFIC_SECRET": "b67b7d690cc16c4e75e54213cb2d37b4e9c912bcded9105d42befd59d391ad38",
-    "CLIENT_TRAFFIC_SECRET_0": "9e40646ce79a7f9dc05af8889bce6552875afa0b06df0087f792ebb7c17504a5",
-    "SERVER_TRAFFIC_SECRET_0": "a11af9f05531f856ad47116b45a950328204b4f44bfb6b3a4b4f1f3fcb631643",
-}
-KEYS = {  # (write key, write IV) of each secret
-    "CLIENT_HANDSHAKE_TRAFFIC_SECRET": ("dbfaa693d1762c5b666af5d950258d01", "5bd3c71b836e0b76bb73265f"),
-    "SERVER_HANDSHAKE_TRAFFIC_SECRET": ("3fce516009c21727d0f2e4e86ee403bc", "5d313eb2671276ee13000b30"),
-    "CLIENT_TRAFFIC_SECRET_0": ("17422dda596ed5d9acd890e3c63f5051", "5b78923dee08579033e523d9"),
-    "SERVER_TRAFFIC_SECRET_0": ("9f02283b6c9c07efc26bb9f2ac92e356", "cf782b88dd83549aadf1e984"),
-}
-CLIENT_HELLO = bytes.fromhex(
-    "16030100c4010000c00303cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7000006130113031302010000910000000b0009"
-    "000006736572766572ff01000100000a00140012001d0017001800190100010101020103010400230000003300260024001d002099381de560e4bd43d23d8e"
-    "435a7dbafeb3c06e51c13cae4d5413691e529aaf2c002b0003020304000d0020001e0403050306030203080408050806040105010601020104020502060202"
-    "02002d00020101001c00024001"
-)
-SERVER_HELLO = bytes.fromhex(
-    "160303005a020000560303a6af06a4121860dc5e6e60249cd34c95930c8ac5cb1434dac155772ed3e2692800130100002e00330024001d0020c982887611"
-    "2095fe66762bdbf7c672e156d6cc253b833df1dd69b1b04e751f0f002b00020304"
-)
-SERVER_FLIGHT = bytes.fromhex(
-    "17030302a2d1ff334a56f5bff6594a07cc87b580233f500f45e489e7f33af35edf7869fcf40aa40aa2b8ea73f848a7ca07612ef9f945cb960b4068905123"
-    "ea78b111b429ba9191cd05d2a389280f526134aadc7fc78c4b729df828b5ecf7b13bd9aefb0e57f271585b8ea9bb355c7c79020716cfb9b1183ef3ab20e37d"
-    "57a6b9d7477609aee6e122a4cf51427325250c7d0e509289444c9b3a648f1d71035d2ed65b0e3cdd0cbae8bf2d0b227812cbb360987255cc744110c453baa4"
-    "fcd610928d809810e4b7ed1a8fd991f06aa6248204797e36a6a73b70a2559c09ead686945ba246ab66e5edd8044b4c6de3fcf2a89441ac66272fd8fb330ef8"
-    "190579b3684596c960bd596eea520a56a8d650f563aad27409960dca63d3e688611ea5e22f4415cf9538d51a200c27034272968a264ed6540c84838d89f72c"
-    "24461aad6d26f59ecaba9acbbb317b66d902f4f292a36ac1b639c637ce343117b659622245317b49eeda0c6258f100d7d961ffb138647e92ea330faeea6dfa"
-    "31c7a84dc3bd7e1b7a6c7178af36879018e3f252107f243d243dc7339d5684c8b0378bf30244da8c87c843f5e56eb4c5e8280a2b48052cf93b16499a66db7c"
-    "ca71e4599426f7d461e66f99882bd89fc50800becca62d6c74116dbd2972fda1fa80f85df881edbe5a37668936b335583b599186dc5c6918a396fa48a181d6"
-    "b6fa4f9d62d513afbb992f2b992f67f8afe67f76913fa388cb5630c8ca01e0c65d11c66a1e2ac4c85977b7c7a6999bbf10dc35ae69f5515614636c0b9b68c1"
-    "9ed2e31c0b3b66763038ebba42f3b38edc0399f3a9f23faa63978c317fc9fa66a73f60f0504de93b5b845e275592c12335ee340bbc4fddd502784016e4b3be"
-    "7ef04dda49f4b440a30cb5d2af939828fd4ae3794e44f94df5a631ede42c1719bfdabf0253fe5175be898e750edc53370d2b"
-)
-CLIENT_FINISHED = bytes.fromhex(
-    "170303003575ec4dc238cce60b298044a71e219c56cc77b0517fe9b93c7a4bfc44d87f38f80338ac98fc46deb384bd1caeacab6867d726c40546"
-)
-TICKET = bytes.fromhex(
-    "17030300de3a6b8f90414a97d6959c3487680de5134a2b240e6cffac116e95d41d6af8f6b580dcf3d11d63c758db289a015940252f55713e061dc13e0788"
-    "91a38efbcf5753ad8ef170ad3c7353d16d9da773b9ca7f2b9fa1b6c0d4a3d03f75e09c30ba1e62972ac46f75f7b981be63439b2999ce13064615139891d5e4"
-    "c5b406f16e3fc181a77ca475840025db2f0a77f81b5ab05b94c01346755f69232c86519d86cbeeac87aac347d143f9605d64f650db4d023e70e952ca49fe51"
-    "37121c74bc2697687e248746d6df353005f3bce18696129c8153556b3b6c6779b37bf15985684f"
-)
-CLIENT_DATA = bytes.fromhex(
-    "1703030043a23f7054b62c94d0affafe8228ba55cbefacea42f914aa66bcab3f2b9819a8a5b46b395bd54a9a20441e2b62974e1f5a6292a2977014bd1e3dea"
-    "e63aeebb21694915e4"
-)
-SERVER_DATA = bytes.fromhex(
-    "17030300432e937e11ef4ac740e538ad36005fc4a46932fc3225d05f82aa1b36e30efaf97d90e6dffc602dcb501a59a8fcc49c4bf2e5f0a21c0047c2abf332"
-    "540dd032e167c2955d"
-)
 IANA_NAMES = {
     "ECDHE-RSA-AES256-GCM-SHA384": "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
     "ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
     "ECDHE-RSA-CHACHA20-POLY1305": "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
 }
 """OpenSSL's names of the TLS 1.2 suites stunnel was told to use, and the IANA names kdissect reports."""
-PAYLOAD = bytes(range(0x32))
-"""What each side sends in RFC 8448's trace once the handshake is done."""
 
 
 def test_tls13_traffic_keys_are_those_of_rfc_8448():
-    for label, secret in SECRETS.items():
+    for label, secret in rfc.SECRETS.items():
         key, iv = tls13.traffic_keys("sha256", bytes.fromhex(secret), 16)
-        assert (key.hex(), iv.hex()) == KEYS[label], label
+        assert (key.hex(), iv.hex()) == rfc.KEYS[label], label
 
 
 class Sink:
@@ -176,20 +120,20 @@ class Sink:
         return b"".join(x for x in self.got if isinstance(x, bytes))
 
 
-def rfc_8448_session(keylog: str, chunk: int | None = None):
+def rfc_8448_session(keylog: bytes, chunk: int | None = None):
     """RFC 8448's records through a session, `chunk` bytes at a time; (client sink, server sink, diagnostics, session)."""
     keys = KeyLog()
-    keys.add(keylog.encode())
+    keys.add(keylog)
     sinks, diagnostics = (Sink(), Sink()), []
     session = TlsSession(keys, lambda d, ts, i: diagnostics.append(d), sinks, lambda info: None, set())
     client, server = session.directions
     client.start(False)
     server.start(False)
     for direction, data in (
-        (client, CLIENT_HELLO),
-        (server, SERVER_HELLO + SERVER_FLIGHT),
-        (client, CLIENT_FINISHED + CLIENT_DATA),
-        (server, TICKET + SERVER_DATA),
+        (client, rfc.CLIENT_HELLO),
+        (server, rfc.SERVER_HELLO + rfc.SERVER_FLIGHT),
+        (client, rfc.CLIENT_FINISHED + rfc.CLIENT_DATA),
+        (server, rfc.TICKET + rfc.SERVER_DATA),
     ):
         step = chunk or len(data)
         for at in range(0, len(data), step):
@@ -199,13 +143,10 @@ def rfc_8448_session(keylog: str, chunk: int | None = None):
     return sinks[0], sinks[1], diagnostics, session
 
 
-FULL_KEYLOG = "".join(f"{label} {RANDOM} {secret}\n" for label, secret in SECRETS.items())
-
-
 @pytest.mark.parametrize("chunk", [None, 1, 7, 100])
 def test_rfc_8448_trace_decrypts_however_its_records_are_cut(chunk):
-    client, server, diagnostics, session = rfc_8448_session(FULL_KEYLOG, chunk)
-    assert client.plaintext() == PAYLOAD and server.plaintext() == PAYLOAD
+    client, server, diagnostics, session = rfc_8448_session(rfc.KEYLOG, chunk)
+    assert client.plaintext() == rfc.PAYLOAD and server.plaintext() == rfc.PAYLOAD
     assert not diagnostics
     info = session.info()
     assert (info.version, info.cipher_suite, info.sni, info.secret) == (
@@ -219,16 +160,18 @@ def test_rfc_8448_trace_decrypts_however_its_records_are_cut(chunk):
 
 def test_rfc_8448_without_handshake_secrets_still_opens_the_data():
     """Only the application secrets: the handshake records stay shut and the data decrypts all the same."""
-    keylog = "".join(f"{label} {RANDOM} {SECRETS[label]}\n" for label in ("CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"))
+    keylog = "".join(
+        f"{label} {rfc.RANDOM} {rfc.SECRETS[label]}\n" for label in ("CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0")
+    ).encode()
     client, server, diagnostics, _ = rfc_8448_session(keylog)
-    assert client.plaintext() == PAYLOAD and server.plaintext() == PAYLOAD
+    assert client.plaintext() == rfc.PAYLOAD and server.plaintext() == rfc.PAYLOAD
     assert not diagnostics
 
 
 def test_rfc_8448_with_a_wrong_secret_says_so():
-    wrong = FULL_KEYLOG.replace(SECRETS["SERVER_TRAFFIC_SECRET_0"], "00" * 32)
+    wrong = rfc.KEYLOG.replace(rfc.SECRETS["SERVER_TRAFFIC_SECRET_0"].encode(), b"00" * 32)
     client, server, diagnostics, _ = rfc_8448_session(wrong)
-    assert client.plaintext() == PAYLOAD and server.plaintext() == b""
+    assert client.plaintext() == rfc.PAYLOAD and server.plaintext() == b""
     assert [d.code for d in diagnostics] == ["tls.wrong-key"]
 
 
@@ -550,18 +493,18 @@ def test_a_wrong_key_log_is_named_and_nothing_breaks():
 
 
 def test_tls_is_told_from_kafka_by_its_first_bytes():
-    assert starts_tls(CLIENT_HELLO, False) and starts_tls(CLIENT_DATA + SERVER_DATA, True)
-    assert not starts_tls(CLIENT_DATA, False)  # a stream's first record is a handshake one
+    assert starts_tls(rfc.CLIENT_HELLO, False) and starts_tls(rfc.CLIENT_DATA + rfc.SERVER_DATA, True)
+    assert not starts_tls(rfc.CLIENT_DATA, False)  # a stream's first record is a handshake one
     frame = struct.pack(">i", 30) + bytes(30)
     assert not starts_tls(frame, False) and not starts_tls(frame * 3, True)
 
 
 def test_on_other_ports_a_client_hello_offering_alpn_is_not_kafka():
     """Kafka clients offer no ALPN; browsers and HTTP clients do. RFC 8448's hello offers none."""
-    assert kafka_client_hello(CLIENT_HELLO) is True
-    assert kafka_client_hello(CLIENT_HELLO[:100]) is None
+    assert kafka_client_hello(rfc.CLIENT_HELLO) is True
+    assert kafka_client_hello(rfc.CLIENT_HELLO[:100]) is None
     alpn = b"\x00\x10\x00\x05\x00\x03\x02h2"
-    body = CLIENT_HELLO[9:]
+    body = rfc.CLIENT_HELLO[9:]
     extensions_at = 2 + 32 + 1 + body[34] + 2
     extensions_at += int.from_bytes(body[extensions_at - 2 : extensions_at], "big")
     extensions_at += 1 + body[extensions_at]
@@ -569,3 +512,41 @@ def test_on_other_ports_a_client_hello_offering_alpn_is_not_kafka():
     body = body[:extensions_at] + (length + len(alpn)).to_bytes(2, "big") + body[extensions_at + 2 :] + alpn
     hello = b"\x01" + len(body).to_bytes(3, "big") + body
     assert kafka_client_hello(b"\x16\x03\x01" + len(hello).to_bytes(2, "big") + hello) is False
+
+
+def test_a_live_session_follows_the_key_log_as_clients_write_it(tmp_path):
+    """`live --tls-keylog`: whole lines appended after the start go to the dissector; a line still being
+    written waits; a file truncated and written anew is read from its start."""
+    from kdissect.commands.live import KeyLogFollower
+
+    log = tmp_path / "keys.log"
+    log.write_bytes(b"# start\n")
+    added: list[bytes] = []
+    follower = KeyLogFollower(log, len(log.read_bytes()), added.append)
+    assert added == [b""]  # a key log is in use from the start
+    follower.poll()
+    with open(log, "ab") as out:
+        out.write(b"CLIENT_RANDOM " + b"aa" * 32 + b" " + b"bb" * 48 + b"\nCLIENT_RAN")
+    follower.poll()
+    assert added[1:] == [b"CLIENT_RANDOM " + b"aa" * 32 + b" " + b"bb" * 48 + b"\n"]
+    with open(log, "ab") as out:
+        out.write(b"DOM x y\n")
+    follower.poll()
+    assert added[2] == b"CLIENT_RANDOM x y\n"
+    log.write_bytes(b"EXPORTER_SECRET 1 2\n")
+    follower.poll()
+    assert added[3] == b"EXPORTER_SECRET 1 2\n"
+
+
+def test_a_lost_server_hello_is_named():
+    """The first connection's ServerHello is lost: its suite (and TLS 1.2 random) are unknown, so its records
+    stay shut, within the hold bound, and say why; the other connections decrypt as before."""
+    path = CAPTURES / "tls12-aes128gcm-aiokafka.pcap"
+    good = dissect(path)[0]
+    first = good[0].connection
+    hello = next(p for p in packets_of(path) if tcp_of(p)[0] == tls_port(path) and tcp_of(p)[1] == first.client.port and payload_of(p))
+    assert payload_of(hello)[5] == 2  # a ServerHello
+    exchanges, notices, ends = dissect(path, packets=[p for p in packets_of(path) if p.index != hello.index])
+    assert "tls.no-server-hello" in codes(notices)
+    assert fingerprints(exchanges) == fingerprints([e for e in good if e.connection.id != first.id])
+    assert next(end for end in ends if end.connection.id == first.id).tls.decrypted == (0, 0)

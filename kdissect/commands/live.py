@@ -11,13 +11,14 @@ open connections and the final summary is printed; exit status 0. A second Ctrl-
 
 from __future__ import annotations
 
+import os
 import select
 import signal
 import socket
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -88,6 +89,8 @@ def live(
         try:
             with common.open_output() as stream:
                 session = _Session(capture, common.options, common.wanted, stream, common.json, all_events, pcap, common.quiet)
+                if common.tls_keylog is not None:
+                    session.keylog = KeyLogFollower(common.tls_keylog, len(common.options.tls_keylog), session.dissector.add_tls_keylog)
                 failure = session.run(count, duration)
         except BrokenPipeError:
             raise PipeClosed from None
@@ -150,6 +153,34 @@ class _Stopper:
         self._writer.close()
 
 
+class KeyLogFollower:
+    """A key log that clients append to while the session runs (SSLKEYLOGFILE): each new whole line goes to the
+    dissector before the packets read after it, so connections that start during the session decrypt too."""
+
+    def __init__(self, path: Path, offset: int, add: Callable[[bytes], None]) -> None:
+        self.path, self.add = path, add
+        self.offset = offset
+        """Bytes of the file already handed on (the options read the file once, at the start)."""
+        add(b"")  # a key log is in use: records waiting for secrets are held a while
+
+    def poll(self) -> None:
+        try:
+            size = os.path.getsize(self.path)
+            if size < self.offset:  # truncated and written anew
+                self.offset = 0
+            if size == self.offset:
+                return
+            with open(self.path, "rb") as log:
+                log.seek(self.offset)
+                data = log.read(size - self.offset)
+        except OSError:
+            return  # moved away for a moment: read it again at the next poll
+        whole = data.rfind(b"\n") + 1
+        if whole:
+            self.offset += whole
+            self.add(data[:whole])
+
+
 class _Session:
     """One live session: the capture, the core, and where the events go."""
 
@@ -164,6 +195,7 @@ class _Session:
         self.stream = stream
         self.quiet = quiet
         self.dissector = make_dissector(options)
+        self.keylog: KeyLogFollower | None = None
         self.writer = None
         self.pcap_writer = None
         self.pcap = pcap
@@ -225,6 +257,8 @@ class _Session:
                     poller.poll(wait * 1000)
                     stopper.drain()
                 limit = BATCH if count is None else min(BATCH, count - stats.packets)
+                if self.keylog is not None:
+                    self.keylog.poll()
                 try:
                     packets = capture.read(limit)
                 except OSError as exc:

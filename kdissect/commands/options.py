@@ -235,6 +235,8 @@ class Common:
     output: Path | None = None
     json: bool = False
     quiet: bool = False
+    tls_keylog: Path | None = None
+    """The key log's path, for a live session to follow as clients append to it (`options` holds its bytes)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -291,6 +293,7 @@ def make_common(values: dict[str, Any]) -> Common:
         values.get("output"),
         values.get("json_out", False),
         values.get("quiet", False),
+        values.get("tls_keylog"),
     )
 
 
@@ -316,7 +319,8 @@ def make_filter(**given: Any) -> Any:
 
 
 def read_keylog(path: Path | None) -> bytes:
-    """The key log's bytes; a UserError when it cannot be read or holds no secret. Its lines are never echoed."""
+    """The key log's bytes; a UserError when it cannot be read, or holds lines but no secret (not a key log).
+    An empty one is taken: a live session follows it as clients write to it. Its lines are never echoed."""
     if path is None:
         return b""
     try:
@@ -326,7 +330,7 @@ def read_keylog(path: Path | None) -> bytes:
     from kdissect.tls.keylog import KeyLog
 
     count = KeyLog().add(text)
-    if not count.secrets:
+    if not count.secrets and count.malformed:
         raise UserError(
             f"--tls-keylog {path}: no TLS secret in it ({count.malformed} malformed lines); "
             "expected NSS key log lines such as CLIENT_RANDOM <64 hex digits> <96 hex digits>"

@@ -183,7 +183,13 @@ class Direction:
             return
         if not self.encrypted:
             if self.side == CLIENT and session.client_hello is not None and session.version is None and not session.retried:
-                self._hold(ctype, version, fragment, offset, ts, index)  # what it is depends on the ServerHello
+                if self.held_bytes + len(fragment) <= HOLD_BYTES:
+                    self._hold(ctype, version, fragment, offset, ts, index)  # what it is depends on the ServerHello
+                    return
+                session.explain(offset, ts, index)  # the ServerHello is lost: nothing of this direction will open
+                self._give_up_held()
+                self.gave_up = self.encrypted = True
+                self._hide(ctype, fragment)
                 return
             if ctype == HANDSHAKE:
                 self.handshake.feed(fragment)
@@ -227,16 +233,15 @@ class Direction:
         assert candidates is not None
         self.seen += 1
         for i, candidate in enumerate(candidates):
-            seq = _open_at(candidate, ctype, version, fragment)
-            if seq is None:
+            opened = _open_at(candidate, ctype, version, fragment)
+            if opened is None:
                 continue
-            plain = candidate.cipher.open(seq, ctype, version, fragment)
+            seq, plain = opened
             del candidates[:i]
             candidate.lo = candidate.hi = seq + 1
             candidate.started = True
             self.failures = 0
             self.opened += 1
-            assert plain is not None
             self._plaintext(candidate, ctype, plain, offset, ts, index)
             return
         self._failed(ctype, fragment, offset, ts, index)
@@ -412,16 +417,19 @@ class Direction:
             )
 
 
-def _open_at(candidate: Candidate, ctype: int, version: int, fragment: bytes) -> int | None:
-    """The sequence number at which the candidate opens the record, or None."""
+def _open_at(candidate: Candidate, ctype: int, version: int, fragment: bytes) -> tuple[int, bytes] | None:
+    """(sequence number, plaintext) where the candidate opens the record, or None."""
     cipher = candidate.cipher
     if cipher.gcm12 and len(fragment) >= 8:
         explicit = int.from_bytes(fragment[:8], "big")
-        if candidate.lo <= explicit <= candidate.hi and cipher.open(explicit, ctype, version, fragment) is not None:
-            return explicit
+        if candidate.lo <= explicit <= candidate.hi:
+            plain = cipher.open(explicit, ctype, version, fragment)
+            if plain is not None:
+                return explicit, plain
     for seq in range(candidate.lo, min(candidate.hi, candidate.lo + MAX_TRIALS) + 1):
-        if cipher.open(seq, ctype, version, fragment) is not None:
-            return seq
+        plain = cipher.open(seq, ctype, version, fragment)
+        if plain is not None:
+            return seq, plain
     return None
 
 
@@ -502,7 +510,7 @@ class TlsSession:
         other stream, or keys may still arrive (a key log is in use, and pcapng secrets blocks add to it)."""
         if self.client_hello is None or (self.suite is not None and self.suite.cipher is None):
             return False
-        return self.server_hello is None or len(self.keys) > 0
+        return self.server_hello is None or self.keys.in_use
 
     def wait(self) -> None:
         self.waiting_set.add(self)

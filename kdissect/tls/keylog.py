@@ -33,10 +33,13 @@ class KeyLogCount:
 class KeyLog:
     """Every secret read so far, by (label, client random). Grows as key logs arrive (a file, pcapng blocks)."""
 
-    __slots__ = ("secrets",)
+    __slots__ = ("secrets", "in_use")
 
     def __init__(self) -> None:
         self.secrets: dict[tuple[str, bytes], bytes] = {}
+        self.in_use = False
+        """A key log was given (even an empty one, as a live session's that clients are about to write): records
+        whose secrets are not in it yet are worth holding for a while."""
 
     def __len__(self) -> int:
         return len(self.secrets)
@@ -46,6 +49,7 @@ class KeyLog:
 
     def add(self, text: bytes) -> KeyLogCount:
         """Read NSS key log lines; blank lines and `#` comments are skipped, others counted."""
+        self.in_use = True
         added = ignored = malformed = 0
         for raw in text.splitlines():
             line = raw.strip()

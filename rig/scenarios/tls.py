@@ -10,11 +10,12 @@ reads them back.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from rig.clients import FIXED_TS, aiokafka_name, kafka_python_name
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.common import attempt, err_text
-from rig.scenarios.kit import BINARY_KEY, aiokafka_consumed, kafka_python_drain, kafka_python_produce, text_value
+from rig.scenarios.kit import BINARY_KEY, aiokafka_consumed, aiokafka_produce, kafka_python_drain, kafka_python_produce, text_value
 from rig.tls import TlsSpec
 
 EXPECT = {0, 1, 2, 3, 18, 19}
@@ -74,27 +75,7 @@ def aiokafka_workload(ctx: Ctx, tag: str) -> None:
         producer = AIOKafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-tls-producer", acks=1, linger_ms=20, **tls)
         await producer.start()
         records = _records(tag)
-        futures = [
-            await producer.send(
-                topic, r["value"], key=r["key"], partition=r["partition"], timestamp_ms=r["timestamp"], headers=list(r["headers"])
-            )
-            for r in records
-        ]
-        await producer.flush()
-        for r, future in zip(records, futures, strict=True):
-            meta = await future
-            m.produced(
-                client,
-                topic=topic,
-                partition=meta.partition,
-                offset=meta.offset,
-                timestamp=r["timestamp"],
-                key=r["key"],
-                value=r["value"],
-                headers=r["headers"],
-                codec="none",
-                acks=1,
-            )
+        await aiokafka_produce(m, producer, topic, records, codec="none", acks=1)
         await producer.stop()
         consumer = AIOKafkaConsumer(
             bootstrap_servers=ctx.bootstrap, client_id="kdrig-tls-reader", enable_auto_commit=False, auto_offset_reset="earliest", **tls
@@ -112,86 +93,60 @@ def aiokafka_workload(ctx: Ctx, tag: str) -> None:
     asyncio.run(run())
 
 
-TLS13 = dict(version_min="TLSv1.3", version_max="TLSv1.3")
-TLS12 = dict(version_min="TLSv1.2", version_max="TLSv1.2")
-
-
-@scenario(
-    "tls13-aes128-kafka-python",
-    "kafka-python over TLS 1.3, TLS_AES_128_GCM_SHA256, through stunnel; key log from SSLContext.keylog_filename",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS13, ciphersuites="TLS_AES_128_GCM_SHA256"),
+TLS13 = {"version_min": "TLSv1.3", "version_max": "TLSv1.3"}
+TLS12 = {"version_min": "TLSv1.2", "version_max": "TLSv1.2"}
+SCENARIOS = (
+    (
+        "tls13-aes128-kafka-python",
+        "kafka-python over TLS 1.3, TLS_AES_128_GCM_SHA256, through stunnel; key log from SSLContext.keylog_filename",
+        TlsSpec(**TLS13, ciphersuites="TLS_AES_128_GCM_SHA256"),
+        partial(kafka_python_workload, tag="t13a128"),
+    ),
+    (
+        "tls13-aes256-aiokafka",
+        "aiokafka over TLS 1.3, TLS_AES_256_GCM_SHA384 (SHA-384 key schedule), through stunnel",
+        TlsSpec(**TLS13, ciphersuites="TLS_AES_256_GCM_SHA384"),
+        partial(aiokafka_workload, tag="t13a256"),
+    ),
+    (
+        "tls13-chacha20-kafka-python",
+        "kafka-python over TLS 1.3, TLS_CHACHA20_POLY1305_SHA256, through stunnel",
+        TlsSpec(**TLS13, ciphersuites="TLS_CHACHA20_POLY1305_SHA256"),
+        partial(kafka_python_workload, tag="t13chacha"),
+    ),
+    (
+        "tls12-aes256gcm-kafka-python",
+        "kafka-python over TLS 1.2, ECDHE-RSA-AES256-GCM-SHA384 (SHA-384 PRF, extended master secret), through stunnel",
+        TlsSpec(**TLS12, ciphers="ECDHE-RSA-AES256-GCM-SHA384"),
+        partial(kafka_python_workload, tag="t12a256"),
+    ),
+    (
+        "tls12-aes128gcm-aiokafka",
+        "aiokafka over TLS 1.2, ECDHE-RSA-AES128-GCM-SHA256 (extended master secret), through stunnel",
+        TlsSpec(**TLS12, ciphers="ECDHE-RSA-AES128-GCM-SHA256"),
+        partial(aiokafka_workload, tag="t12a128"),
+    ),
+    (
+        "tls12-chacha20-aiokafka",
+        "aiokafka over TLS 1.2, ECDHE-RSA-CHACHA20-POLY1305, through stunnel",
+        TlsSpec(**TLS12, ciphers="ECDHE-RSA-CHACHA20-POLY1305"),
+        partial(aiokafka_workload, tag="t12chacha"),
+    ),
+    (
+        "tls13-secrets-kafka-python",
+        "kafka-python over TLS 1.3 (AES-128-GCM), its key log embedded in the pcapng (editcap --inject-secrets): no option needed",
+        TlsSpec(**TLS13, ciphersuites="TLS_AES_128_GCM_SHA256", inject_secrets=True),
+        partial(kafka_python_workload, tag="t13dsb"),
+    ),
+    (
+        "tls13-keyupdate-kafka-python",
+        "kafka-python through openssl s_client (TLS 1.3, AES-128-GCM), which sends a KeyUpdate after every answered "
+        "request, asking stunnel to update its keys too every other time",
+        TlsSpec(**TLS13, ciphersuites="TLS_AES_128_GCM_SHA256", key_updates=True),
+        partial(kafka_python_workload, tag="t13ku", own_tls=False),
+    ),
 )
-def tls13_aes128_kafka_python(ctx: Ctx) -> None:
-    kafka_python_workload(ctx, "t13a128")
+"""(name, title, what stunnel offers, the workload) of each TLS scenario."""
 
-
-@scenario(
-    "tls13-aes256-aiokafka",
-    "aiokafka over TLS 1.3, TLS_AES_256_GCM_SHA384 (SHA-384 key schedule), through stunnel",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS13, ciphersuites="TLS_AES_256_GCM_SHA384"),
-)
-def tls13_aes256_aiokafka(ctx: Ctx) -> None:
-    aiokafka_workload(ctx, "t13a256")
-
-
-@scenario(
-    "tls13-chacha20-kafka-python",
-    "kafka-python over TLS 1.3, TLS_CHACHA20_POLY1305_SHA256, through stunnel",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS13, ciphersuites="TLS_CHACHA20_POLY1305_SHA256"),
-)
-def tls13_chacha20_kafka_python(ctx: Ctx) -> None:
-    kafka_python_workload(ctx, "t13chacha")
-
-
-@scenario(
-    "tls12-aes256gcm-kafka-python",
-    "kafka-python over TLS 1.2, ECDHE-RSA-AES256-GCM-SHA384 (SHA-384 PRF, extended master secret), through stunnel",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS12, ciphers="ECDHE-RSA-AES256-GCM-SHA384"),
-)
-def tls12_aes256gcm_kafka_python(ctx: Ctx) -> None:
-    kafka_python_workload(ctx, "t12a256")
-
-
-@scenario(
-    "tls12-aes128gcm-aiokafka",
-    "aiokafka over TLS 1.2, ECDHE-RSA-AES128-GCM-SHA256 (extended master secret), through stunnel",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS12, ciphers="ECDHE-RSA-AES128-GCM-SHA256"),
-)
-def tls12_aes128gcm_aiokafka(ctx: Ctx) -> None:
-    aiokafka_workload(ctx, "t12a128")
-
-
-@scenario(
-    "tls12-chacha20-aiokafka",
-    "aiokafka over TLS 1.2, ECDHE-RSA-CHACHA20-POLY1305, through stunnel",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS12, ciphers="ECDHE-RSA-CHACHA20-POLY1305"),
-)
-def tls12_chacha20_aiokafka(ctx: Ctx) -> None:
-    aiokafka_workload(ctx, "t12chacha")
-
-
-@scenario(
-    "tls13-secrets-kafka-python",
-    "kafka-python over TLS 1.3 (AES-128-GCM), its key log embedded in the pcapng (editcap --inject-secrets): no option needed",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS13, ciphersuites="TLS_AES_128_GCM_SHA256", inject_secrets=True),
-)
-def tls13_secrets_kafka_python(ctx: Ctx) -> None:
-    kafka_python_workload(ctx, "t13dsb")
-
-
-@scenario(
-    "tls13-keyupdate-kafka-python",
-    "kafka-python through openssl s_client (TLS 1.3, AES-128-GCM), which sends a KeyUpdate after every answered "
-    "request, asking stunnel to update its keys too every other time",
-    expect_apis=EXPECT,
-    tls=TlsSpec(**TLS13, ciphersuites="TLS_AES_128_GCM_SHA256", key_updates=True),
-)
-def tls13_keyupdate_kafka_python(ctx: Ctx) -> None:
-    kafka_python_workload(ctx, "t13ku", own_tls=False)
+for name, title, spec, workload in SCENARIOS:
+    scenario(name, title, expect_apis=EXPECT, tls=spec)(workload)
