@@ -15,7 +15,7 @@ from kdissect.capture.packet import Packet
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Event, Notice
 from kdissect.kafka.connection import Connection
-from kdissect.kafka.shared import BodyDecoder, Shared
+from kdissect.kafka.shared import BodyDecoder, Keep, Shared
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
@@ -38,9 +38,10 @@ class Dissector:
         limits: Limits = DEFAULT_LIMITS,
         reorder: bool = True,
         decoder: BodyDecoder | None = None,
+        keep: Keep | None = None,
         tls_keylog: bytes = b"",
     ) -> None:
-        self._shared = Shared(frozenset(ports), limits, reorder, decoder)
+        self._shared = Shared(frozenset(ports), limits, reorder, decoder, keep)
         if tls_keylog:
             self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
@@ -224,6 +225,9 @@ class Options:
     show_secrets: bool = False
     spans: bool = False
     """Record every field's byte span (for the hex view); costs decoding time."""
+    keep: Keep | None = None
+    """A verdict from headers (`kafka.shared.Keep`): the bodies of exchanges it rejects are not decoded, except
+    those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
     tls_keylog: bytes = b""
     """TLS secrets in the NSS key log format, to decrypt TLS connections with."""
 
@@ -241,4 +245,11 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
     """A dissector for the options; pass a decoder (from `make_decoder`) to share one across dissectors."""
     if decoder is MAKE:
         decoder = make_decoder(options)
-    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder, tls_keylog=options.tls_keylog)
+    return Dissector(
+        ports=options.ports,
+        limits=options.limits,
+        reorder=options.reorder,
+        decoder=decoder,
+        keep=options.keep,
+        tls_keylog=options.tls_keylog,
+    )
