@@ -550,3 +550,34 @@ def test_a_lost_server_hello_is_named():
     assert "tls.no-server-hello" in codes(notices)
     assert fingerprints(exchanges) == fingerprints([e for e in good if e.connection.id != first.id])
     assert next(end for end in ends if end.connection.id == first.id).tls.decrypted == (0, 0)
+
+
+@pytest.mark.parametrize("name", ["tls13-aes128-kafka-python.pcap", "tls13-keyupdate-kafka-python.pcap"])
+def test_application_secrets_that_come_after_the_handshake_ones(name):
+    """A live session's key log: the client writes its handshake secrets, then its application ones a moment
+    later, while the first records go by. Those records wait for them: the application secrets added at any
+    packet cost nothing more than all the secrets added there, and no record is called damaged or miskeyed."""
+    path = CAPTURES / name
+    packets = packets_of(path)
+    lines = keylog_of(path).splitlines(keepends=True)
+    handshake = b"".join(line for line in lines if b"HANDSHAKE" in line)
+    application = b"".join(line for line in lines if b"HANDSHAKE" not in line)
+
+    def run(first: bytes, then: bytes, at: int) -> tuple[list[tuple], set[str]]:
+        dissector = make_dissector(Options(tls_keylog=first))
+        dissector.add_tls_keylog(b"")  # a key log is in use, as `live --tls-keylog` says of one still empty
+        events = []
+        for i, packet in enumerate(packets):
+            if i == at:
+                dissector.add_tls_keylog(then)
+            events += dissector.feed(packet)
+        events += dissector.finish()
+        exchanges = [e for e in events if isinstance(e, Exchange)]
+        return fingerprints(exchanges), codes([e for e in events if isinstance(e, Notice)])
+
+    everything = fingerprints(dissect(path)[0])
+    for at in range(0, len(packets), 3):
+        split, found = run(handshake, application, at)
+        late = run(b"", handshake + application, at)[0]
+        assert set(late) <= set(split) <= set(everything) and not found & {"tls.wrong-key", "tls.bad-record"}, at
+    assert run(handshake, application, 12)[0] == everything  # before the first connection's data

@@ -109,6 +109,7 @@ class Direction:
         "handshake",
         "encrypted",
         "candidates",
+        "partial",
         "held",
         "held_bytes",
         "seen",
@@ -132,6 +133,9 @@ class Direction:
         self.handshake = HandshakeReader(self._message)
         self.encrypted = False
         self.candidates: list[Candidate] | None = None
+        self.partial = False
+        """TLS 1.3 candidates formed before the key log had this side's application secret: a live session's
+        client writes its handshake secrets first, and the application one may come a moment later."""
         self.held: deque[tuple[int, int, bytes, int, int, int]] = deque()
         self.held_bytes = 0
         self.seen = self.opened = self.hidden = self.plaintext = 0
@@ -206,6 +210,8 @@ class Direction:
         if self.gave_up:
             self._hide(ctype, fragment)
             return
+        if self.partial:
+            self._complete()
         if self.candidates is None and not self._form():
             if session.may_open_later() and self.held_bytes + len(fragment) <= HOLD_BYTES:
                 self._hold(ctype, version, fragment, offset, ts, index)
@@ -218,11 +224,21 @@ class Direction:
 
     def _form(self) -> bool:
         """Make the candidates for this direction's encrypted records, if the hellos and keys allow."""
-        made = self.session.candidates(self.side, *self.unformed)
+        session = self.session
+        made = session.candidates(self.side, *self.unformed)
         if made is None:
             return False
         self.candidates = made
+        self.partial = session.tls13 and all(candidate.label in (keylog.CLIENT_HANDSHAKE, keylog.SERVER_HANDSHAKE) for candidate in made)
         return True
+
+    def _complete(self) -> None:
+        """Partial candidates gain the application secret once the key log has it."""
+        assert self.candidates is not None
+        more = self.session.application_candidates(self.side)
+        if more is not None:
+            self.candidates += more
+            self.partial = False
 
     def _authenticates(self, ctype: int, version: int, fragment: bytes) -> bool:
         """Whether a candidate opens these bytes: how a search after a loss knows a record when it sees one."""
@@ -243,6 +259,10 @@ class Direction:
             self.failures = 0
             self.opened += 1
             self._plaintext(candidate, ctype, plain, offset, ts, index)
+            return
+        if self.partial and self.session.keys.in_use and self.held_bytes + len(fragment) <= HOLD_BYTES:
+            self.seen -= 1
+            self._hold(ctype, version, fragment, offset, ts, index)  # it may be the first under the secret to come
             return
         self._failed(ctype, fragment, offset, ts, index)
 
@@ -397,7 +417,8 @@ class Direction:
             except HelloError as exc:
                 session.problem("tls.bad-hello", f"a {('Client', 'Server')[self.side]}Hello is malformed: {exc}", None, 0, 0)
         elif kind == FINISHED and session.tls13 and self.candidates and self.candidates[0].label.endswith("HANDSHAKE_TRAFFIC_SECRET"):
-            self.candidates = session.application_candidates(self.side)
+            self.candidates = session.application_candidates(self.side)  # None: formed anew, partial, at the next record
+            self.partial = False
         elif kind == KEY_UPDATE and session.tls13 and self.candidates:
             current = self.candidates[0]
             if current.secret is not None:

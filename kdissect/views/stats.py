@@ -334,8 +334,9 @@ def print_stats(stats: Stats, console: Console) -> None:
         console.print(table)
     if tables.get("tls"):
         table = Table(title="TLS connections", title_justify="left", title_style="bold", header_style="bold")
-        for name in ("#", "client → broker", "version", "cipher suite", "SNI", "decrypted records", "exchanges", "hidden"):
-            table.add_column(name, justify="right" if name in ("#", "decrypted records", "exchanges", "hidden") else "left")
+        numbers = ("#", "bytes →", "bytes ←", "decrypted records", "exchanges", "hidden")
+        for name in ("#", "client → broker", "version", "cipher suite", "SNI", "ALPN", *numbers[1:]):
+            table.add_column(name, justify="right" if name in numbers else "left", no_wrap=name == "cipher suite")
         for row in tables["tls"]:
             table.add_row(
                 str(row["connection"]),
@@ -343,6 +344,9 @@ def print_stats(stats: Stats, console: Console) -> None:
                 row["version"] or "?",
                 row["cipher_suite"] or "?",
                 row["sni"] or "-",
+                "/".join(row["alpn"]) or "-",
+                size(row["bytes"][0]),
+                size(row["bytes"][1]),
                 f"{sum(row['decrypted'])}/{sum(row['records'])}",
                 str(row["exchanges"]),
                 Text(
