@@ -13,6 +13,7 @@ from typing import Callable
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, new_frame
+from kdissect.net.skip import SkipAhead
 
 _SIZE = struct.Struct(">i").unpack_from
 RESYNC_WINDOW = 1 << 20
@@ -22,7 +23,7 @@ Finder = Callable[[bytearray, int], "tuple[int | None, int]"]
 """Searches a buffer from a position for the next frame: (its position or None, where to resume)."""
 
 
-class Framer:
+class Framer(SkipAhead):
     """Cuts frames from one direction and hands each to `on_frame`; reports trouble to `report`."""
 
     __slots__ = (
@@ -72,13 +73,9 @@ class Framer:
 
     def data(self, chunk: bytes, ts: int, index: int) -> None:
         if self.skip:
-            if len(chunk) <= self.skip:
-                self.skip -= len(chunk)
-                self.offset += len(chunk)
+            chunk = self.past_skip(chunk)
+            if not chunk:
                 return
-            chunk = chunk[self.skip :]
-            self.offset += self.skip
-            self.skip = 0
         self.last_ts, self.last_index = ts, index
         if self.buf:
             self.buf += chunk
@@ -172,10 +169,7 @@ class Framer:
     def gap(self, length: int, ts: int) -> None:
         """`length` bytes the capture does not hold come next in the stream."""
         if self.skip:
-            consumed = min(self.skip, length)
-            self.skip -= consumed
-            self.offset += consumed
-            length -= consumed
+            length = self.gap_past_skip(length)
             if not length:
                 return
             self.synced = False

@@ -85,6 +85,7 @@ class TlsSwitch:
         if tls:
             c = self.client_dir
             self.session = TlsSession(self.keys, self.report, (self.framers[c], self.framers[1 - c]), self.on_info, self.waiting)
+            self.on_info(self.session.info())  # TLS from its first bytes, even when its hellos were not captured
             client, server = self.session.directions
             sinks = (client, server) if c == 0 else (server, client)
         else:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
+from kdissect.net.skip import SkipAhead
+
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 HEADER = 5
 MAX_LENGTH = (1 << 14) + 2048
@@ -38,7 +40,7 @@ def plausible_header(data: bytes | bytearray, pos: int, version: int | None = No
     return length
 
 
-class RecordReader:
+class RecordReader(SkipAhead):
     """Cuts records from one direction and hands each to `on_record`; what gaps lose goes to `on_lost`."""
 
     __slots__ = (
@@ -86,13 +88,9 @@ class RecordReader:
 
     def data(self, chunk: bytes, ts: int, index: int) -> None:
         if self.skip:
-            if len(chunk) <= self.skip:
-                self.skip -= len(chunk)
-                self.offset += len(chunk)
+            chunk = self.past_skip(chunk)
+            if not chunk:
                 return
-            self.offset += self.skip
-            chunk = chunk[self.skip :]
-            self.skip = 0
         self.last_ts, self.last_index = ts, index
         self.buf += chunk
         self._cut()
@@ -163,10 +161,7 @@ class RecordReader:
         """`length` bytes the capture does not hold come next."""
         buf = self.buf
         if self.skip:
-            used = min(self.skip, length)
-            self.skip -= used
-            self.offset += used
-            length -= used
+            length = self.gap_past_skip(length)
             if not length:
                 return
         elif self.synced and len(buf) >= HEADER:

@@ -21,7 +21,7 @@ from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
-from kdissect.views.terminal import duration, size, stamp
+from kdissect.views.terminal import duration, size, stamp, why_hidden
 
 PRODUCE, FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT = 0, 1, 8, 11, 12, 13, 14, 28
 REBALANCE_IN_PROGRESS = 27
@@ -350,7 +350,7 @@ def print_stats(stats: Stats, console: Console) -> None:
                 f"{sum(row['decrypted'])}/{sum(row['records'])}",
                 str(row["exchanges"]),
                 Text(
-                    str(row["exchanges_hidden"]) + (": give --tls-keylog" if row["exchanges_hidden"] and not row["secret"] else ""),
+                    str(row["exchanges_hidden"]) + (why_hidden(row["secret"], row["version"]) if row["exchanges_hidden"] else ""),
                     style="yellow" if row["exchanges_hidden"] else "",
                 ),
             )

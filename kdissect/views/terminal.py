@@ -86,7 +86,15 @@ def tls_hidden(tls: TlsInfo, end: ConnectionEnd) -> str:
     what = ", ".join(
         x for x in (tls.cipher_suite, f"SNI {tls.sni}" if tls.sni else "", "ALPN " + "/".join(tls.alpn) if tls.alpn else "") if x
     )
-    return f"{what}: {totals.exchanges_hidden} exchanges hidden" + ("" if tls.secret else ": give --tls-keylog")
+    return f"{what or 'TLS'}: {totals.exchanges_hidden} exchanges hidden" + why_hidden(tls.secret, tls.version)
+
+
+def why_hidden(secret: str | None, version: str | None) -> str:
+    """Why a TLS connection's exchanges stayed hidden (by the secret that opened it, if any, and its version),
+    as a user can act on it."""
+    if secret:
+        return ""
+    return ": give --tls-keylog" if version else ": its handshake is not in the capture"
 
 
 def status_text(exchange: Exchange) -> Text:
@@ -165,12 +173,19 @@ class ReadView:
         table.add_row(
             "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
         )
-        tls = [flow.end.tls for flow in summary.flows.values() if flow.end and flow.end.tls]
-        hidden = sum(1 for totals in tls if totals.exchanges_hidden)
+        tls = [flow.end for flow in summary.flows.values() if flow.end and flow.end.tls]
+        hidden = [end.connection.tls for end in tls if end.tls.exchanges_hidden]  # type: ignore[union-attr]
+        keys = any(info and not info.secret and info.version for info in hidden)
         table.add_row(
             "connections",
             f"{counters.kafka_connections} Kafka"
-            + (f" ({len(tls)} over TLS" + (f", {hidden} with exchanges hidden: give --tls-keylog)" if hidden else ")") if tls else "")
+            + (
+                f" ({len(tls)} over TLS"
+                + (f", {len(hidden)} with exchanges hidden" if hidden else "")
+                + (": give --tls-keylog)" if keys else ")")
+                if tls
+                else ""
+            )
             + (f", {counters.ignored_connections} other" if counters.ignored_connections else "")
             + (f", {counters.empty_connections} without data" if counters.empty_connections else "")
             + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""),
