@@ -18,12 +18,13 @@ import pytest
 from kdissect.capture import Packet, open_capture
 from kdissect.cli import main
 from kdissect.dissector import Options, make_dissector
-from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.events import ConnectionEnd, Exchange, Notice, TlsInfo
 from kdissect.testing import rfc8448 as rfc
 from kdissect.tls import tls12, tls13
 from kdissect.tls.decryptor import TlsSession
 from kdissect.tls.detect import kafka_client_hello, starts_tls
 from kdissect.tls.keylog import KeyLog
+from kdissect.views.terminal import tls_hidden
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 TLS = sorted(p for p in CAPTURES.glob("tls*") if p.suffix in (".pcap", ".pcapng") and not p.stem.endswith("-plain"))
@@ -464,7 +465,10 @@ def test_a_capture_that_starts_after_the_handshake():
     exchanges, notices, ends = dissect(path, packets=packets, ports=frozenset({tls_port(path)}))
     assert "tls.no-handshake" in codes(notices)
     assert fingerprints(exchanges) == fingerprints([e for e in good if e.connection.id != first.connection.id])
-    assert any(end.mid_stream and end.tls is not None and end.tls.decrypted == (0, 0) for end in ends)
+    cut_short = next(end for end in ends if end.mid_stream)
+    assert cut_short.tls is not None and cut_short.tls.decrypted == (0, 0) and cut_short.tls.exchanges_hidden
+    assert cut_short.connection.tls == TlsInfo(None, None, None, ())  # TLS, though its hellos were not captured
+    assert tls_hidden(cut_short.connection.tls, cut_short).endswith("exchanges hidden: its handshake is not in the capture")
 
 
 def test_keys_that_arrive_after_their_packets():
