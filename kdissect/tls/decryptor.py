@@ -296,6 +296,7 @@ class Direction:
                 offset,
                 ts,
                 index,
+                "warning",  # the key log's fault, not the capture's
             )
         if self.failures >= GIVE_UP:
             self.gave_up = True
@@ -305,6 +306,7 @@ class Direction:
                 offset,
                 ts,
                 index,
+                "warning",  # what made it give up is told on its own
             )
 
     def _plaintext(self, candidate: Candidate, ctype: int, plain: bytes, offset: int, ts: int, index: int) -> None:
@@ -555,7 +557,8 @@ class TlsSession:
             code, message = "tls.unsupported-cipher", f"cipher suite {name} is not one kdissect decrypts (AEAD suites are)"
         else:
             code, message = "tls.no-keys", "the key log has no secret for this session: its Kafka exchanges stay hidden (give --tls-keylog)"
-        self.problem(code, message, offset, ts, index)
+        damaged = code == "tls.no-server-hello"  # the others are what the capture or the key log holds, not a loss
+        self.problem(code, message, offset, ts, index, "error" if damaged else "warning")
 
     def candidates(self, side: int, lo: int, hi: int) -> list[Candidate] | None:
         """The first candidates of a direction's encrypted records, `lo` to `hi` of them gone by already;
