@@ -28,13 +28,13 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.records.codecs import GZIP
-from kdissect.testing import damage
+from kdissect.testing import damage, rfc8448
 from kdissect.testing import record_encoder as records_encode
 from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(p for p in (ROOT.parent / "shared" / "captures-public").glob("*.pcap*"))
-HARNESSES = ("pcap_reader", "reassembly", "framing", "message_decoder", "records", "dissect")
+HARNESSES = ("pcap_reader", "reassembly", "framing", "tls_records", "message_decoder", "records", "dissect")
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 MAX_SEED = 32 << 10
 """Larger seeds slow every execution that mutates them; a few KiB reach the same code."""
@@ -151,6 +151,29 @@ def reassembly_seeds() -> Iterator[bytes]:
         yield head + op(16, 0, 0, 1400) + op(64, 1, 1400, 100) + op(0, 0, 100, 100)
 
 
+def tls_seeds() -> Iterator[bytes]:
+    """RFC 8448's server records for a keyed session, whole, cut and with a gap; each direction of the rig's TLS
+    connections for the bare record reader, whole and cut mid-record."""
+    op = struct.Struct(">BH").pack
+    server = rfc8448.SERVER_FLIGHT + rfc8448.TICKET + rfc8448.SERVER_DATA
+    yield b"\x02\x00" + server
+    yield b"\x02\x03" + op(0, 100) + op(0, 600) + op(0, 5) + server
+    yield b"\x02\x02" + op(0, len(rfc8448.SERVER_FLIGHT)) + op(1, 40) + server
+    yield b"\x03\x00" + rfc8448.TICKET[7:] + rfc8448.SERVER_DATA
+    for path in sorted((ROOT / "captures").glob("tls*.pcap")):
+        _, packets = _read(path)
+        for connection in _connections(packets)[:2]:
+            decoder = SegmentDecoder(1 << 20)
+            streams: dict[tuple, bytearray] = defaultdict(bytearray)
+            for packet in connection:
+                segment = decoder.decode(packet)
+                if segment is not None:
+                    streams[(segment.src, segment.sport)] += segment.payload
+            for stream in streams.values():
+                yield b"\x00\x00" + bytes(stream[:MAX_SEED])
+                yield b"\x00\x02" + op(0, 300) + op(1, 200) + bytes(stream[:MAX_SEED])
+
+
 def _exchanges(path: Path, decoder: Decoder | None = None) -> list[Exchange]:
     with open_capture(path) as capture:
         dissector = make_dissector(Options())
@@ -214,6 +237,7 @@ SOURCES = {
     "dissect": capture_seeds,
     "reassembly": reassembly_seeds,
     "framing": framing_seeds,
+    "tls_records": tls_seeds,
     "message_decoder": message_seeds,
     "records": records_seeds,
 }

@@ -39,8 +39,11 @@ class Dissector:
         reorder: bool = True,
         decoder: BodyDecoder | None = None,
         keep: Keep | None = None,
+        tls_keylog: bytes = b"",
     ) -> None:
         self._shared = Shared(frozenset(ports), limits, reorder, decoder, keep)
+        if tls_keylog:
+            self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
         self.counters = self._shared.counters
@@ -97,6 +100,14 @@ class Dissector:
         if connection.ending or connection.ignored:
             self._end(connection, ts)
         return self._take()
+
+    def add_tls_keylog(self, text: bytes) -> None:
+        """More TLS secrets (NSS key log lines), such as a pcapng Decryption Secrets Block read between packets or
+        lines a client appends during a live session (b"" says a key log is in use, nothing in it yet). Records held
+        for want of them are opened; the events that completes come with the next `feed` or `finish`."""
+        if self._shared.tls_keys.add(text).secrets:
+            for session in list(self._shared.tls_waiting):
+                session.keys_added()
 
     def _end(self, connection: Connection, ts: int) -> None:
         """Close a connection its own packets have ended; an ignored one is over for us too (its packets dropped)."""
@@ -226,6 +237,8 @@ class Options:
     keep: Keep | None = None
     """A verdict from headers (`kafka.shared.Keep`): the bodies of exchanges it rejects are not decoded, except
     those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
+    tls_keylog: bytes = b""
+    """TLS secrets in the NSS key log format, to decrypt TLS connections with."""
 
 
 def make_decoder(options: Options):
@@ -241,4 +254,11 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
     """A dissector for the options; pass a decoder (from `make_decoder`) to share one across dissectors."""
     if decoder is MAKE:
         decoder = make_decoder(options)
-    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder, keep=options.keep)
+    return Dissector(
+        ports=options.ports,
+        limits=options.limits,
+        reorder=options.reorder,
+        decoder=decoder,
+        keep=options.keep,
+        tls_keylog=options.tls_keylog,
+    )

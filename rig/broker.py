@@ -206,6 +206,7 @@ def running_broker(
     port: Optional[int] = None,
     *,
     advertised_host: Optional[str] = None,
+    advertised_port: Optional[int] = None,
     netns: Optional[str] = None,
     timeout: float = 15.0,
     log_path: Optional[str] = None,
@@ -217,7 +218,8 @@ def running_broker(
     network namespace (``ip netns exec``; needs root). The broker's output goes
     to *log_path*; by default to a temporary file that is removed afterwards
     (its tail is in the error if the broker fails to start). Every broker starts
-    empty: storage is ``memory://``.
+    empty: storage is ``memory://``. *advertised_port* sends clients elsewhere after the bootstrap, such
+    as a TLS terminator in front of the broker.
     """
     binary = binary or find_tansu()
     version = tansu_version(binary)
@@ -237,7 +239,7 @@ def running_broker(
         "--listener-url",
         f"tcp://{host}:{port}",
         "--advertised-listener-url",
-        f"tcp://{advertised}:{port}",
+        f"tcp://{advertised}:{advertised_port or port}",
         "--storage-engine",
         "memory://tansu/",
     ]

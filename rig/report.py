@@ -11,12 +11,12 @@ from pathlib import Path
 
 from rig import pcapinfo
 from rig.manifest import Manifest
-from rig.run import CAPTURES, check
+from rig.run import CAPTURES, capture_path, check, check_tls, twin_path
 from rig.scenarios import Scenario
 
 
 def captured(registry: dict[str, Scenario], out: Path = CAPTURES) -> list[Scenario]:
-    return [sc for sc in registry.values() if (out / f"{sc.name}.pcap").exists()]
+    return [sc for sc in registry.values() if capture_path(sc, out).exists()]
 
 
 def check_all(registry: dict[str, Scenario], out: Path = CAPTURES) -> int:
@@ -25,7 +25,10 @@ def check_all(registry: dict[str, Scenario], out: Path = CAPTURES) -> int:
         lines = Manifest(str(out / f"{sc.name}.manifest.jsonl")).read()
         port = lines[0]["broker"]["port"] if lines else 9092
         try:
-            s = check(sc, out / f"{sc.name}.pcap", out / f"{sc.name}.manifest.jsonl", port)
+            if sc.tls:
+                s = check_tls(sc, out, lines[0]["tls"]["port"], port)
+            else:
+                s = check(sc, out / f"{sc.name}.pcap", out / f"{sc.name}.manifest.jsonl", port)
             print(f"ok   {sc.name}: {s.packets} packets, {sum(s.requests.values())} requests")
         except Exception as exc:
             failed += 1
@@ -48,6 +51,16 @@ def _notes(lines: list[dict], summary: pcapinfo.Summary) -> str:
     return "; ".join(notes)
 
 
+def _tls_note(head: dict) -> str:
+    """A TLS capture: what stunnel negotiated, where the keys are, and its plaintext twin (whose Kafka the row counts)."""
+    tls = head.get("tls")
+    if not tls:
+        return ""
+    chosen = tls["ciphersuites"] or tls["ciphers"]
+    keys = f"key log {tls['keylog']}" if tls["keylog"] else "secrets embedded (pcapng)"
+    return f"{tls['versions'][1]} {chosen}; {keys}; plaintext twin {tls['plaintext_twin']}"
+
+
 def table(registry: dict[str, Scenario], out: Path = CAPTURES) -> str:
     rows = [
         "| file | bytes | scenario | clients | link | API key(version)s seen (requests) | "
@@ -55,10 +68,10 @@ def table(registry: dict[str, Scenario], out: Path = CAPTURES) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for sc in captured(registry, out):
-        pcap = out / f"{sc.name}.pcap"
+        pcap = capture_path(sc, out)
         lines = Manifest(str(out / f"{sc.name}.manifest.jsonl")).read()
         head = lines[0]
-        summary = pcapinfo.summarize(str(pcap), head["broker"]["port"])
+        summary = pcapinfo.summarize(str(twin_path(sc, out) if sc.tls else pcap), head["broker"]["port"])
         clients = sorted({line["client"] for line in lines[1:] if "client" in line})
         link = f"{summary.linktype}" + (" ns" if summary.nano else "") + (f", MTU {head['mtu']}" if head.get("mtu") else "")
         codecs = ", ".join(f"{k} x{n}" for k, n in sorted(summary.codecs().items())) or "-"
@@ -75,7 +88,7 @@ def table(registry: dict[str, Scenario], out: Path = CAPTURES) -> str:
                     summary.api_table(),
                     codecs,
                     f"{produced}/{consumed}",
-                    _notes(lines, summary) + " |",
+                    "; ".join(filter(None, [_tls_note(head), _notes(lines, summary)])) + " |",
                 ]
             )
         )

@@ -22,6 +22,7 @@ from rig.capture import tcpdump, tcpdump_version
 from rig.manifest import Manifest, dec
 from rig.netns import netns_pair
 from rig.scenarios import Scenario
+from rig.tls import KeyUpdateRelay, inject_secrets, stunnel, stunnel_version
 
 REPO = Path(__file__).resolve().parent.parent
 CAPTURES = REPO / "captures"
@@ -32,7 +33,19 @@ class CheckFailed(RuntimeError):
     pass
 
 
+def capture_path(sc: Scenario, out_dir: Path = CAPTURES) -> Path:
+    """The scenario's capture: NAME.pcap, or NAME.pcapng when its TLS secrets are embedded."""
+    return out_dir / f"{sc.name}.pcapng" if sc.tls and sc.tls.inject_secrets else out_dir / f"{sc.name}.pcap"
+
+
+def twin_path(sc: Scenario, out_dir: Path = CAPTURES) -> Path:
+    """A TLS scenario's plaintext twin: the same connections between stunnel and the broker."""
+    return out_dir / f"{sc.name}-plain.pcap"
+
+
 def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_PORT, verbose: bool = True) -> pcapinfo.Summary:
+    if sc.tls:
+        return run_tls_scenario(sc, out_dir, port, verbose)
     out_dir.mkdir(parents=True, exist_ok=True)
     pcap = out_dir / f"{sc.name}.pcap"
     manifest_path = out_dir / f"{sc.name}.manifest.jsonl"
@@ -82,6 +95,93 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
     return summary
 
 
+def run_tls_scenario(sc: Scenario, out_dir: Path, port: int, verbose: bool) -> pcapinfo.Summary:
+    """Clients speak TLS to stunnel on port+1, which forwards to tansu on port; both sides are captured at once:
+    NAME.pcap (TLS, with NAME.keylog) and its plaintext twin NAME-plain.pcap, each with its manifest."""
+    assert sc.tls is not None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pcap, plain, keylog = out_dir / f"{sc.name}.pcap", twin_path(sc, out_dir), out_dir / f"{sc.name}.keylog"
+    manifest_path, plain_manifest = out_dir / f"{sc.name}.manifest.jsonl", plain.with_suffix(".manifest.jsonl")
+    for path in (pcap, plain, keylog, manifest_path, plain_manifest, capture_path(sc, out_dir)):
+        if path.exists():
+            path.unlink()
+    while not all(port_is_free("127.0.0.1", p) for p in (port, port + 1, port + 2)):
+        port = free_port()
+    tls_port = port + 1
+    entry = tls_port + 1 if sc.tls.key_updates else tls_port
+    """Where clients connect: stunnel, or the relay that carries them through openssl s_client to it."""
+    manifest = Manifest(str(manifest_path))
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(running_broker("127.0.0.1", port, advertised_port=entry))
+        stack.enter_context(stunnel(tls_port, port, sc.tls))
+        if sc.tls.key_updates:
+            assert sc.tls.ciphersuites is not None
+            stack.enter_context(KeyUpdateRelay(entry, tls_port, str(keylog), sc.tls.ciphersuites))
+        manifest.write(
+            "capture",
+            scenario=sc.name,
+            title=sc.title,
+            file=capture_path(sc, out_dir).name,
+            broker={"software": "tansu", "version": broker.version, "host": broker.host, "port": broker.port, "storage": "memory"},
+            tls={
+                "terminator": stunnel_version(),
+                "client_side": "openssl s_client relay, KeyUpdate after every answered request" if sc.tls.key_updates else None,
+                "port": tls_port,
+                "versions": [sc.tls.version_min, sc.tls.version_max],
+                "ciphers": sc.tls.ciphers,
+                "ciphersuites": sc.tls.ciphersuites,
+                "keylog": None if sc.tls.inject_secrets else keylog.name,
+                "plaintext_twin": plain.name,
+            },
+            clients=clients.all_client_versions(),
+            interface="lo",
+            link_type=None,
+            mtu=int(Path("/sys/class/net/lo/mtu").read_text()),
+            netns=False,
+            timestamp_precision="us",
+            snaplen=0,
+            capture_tool=tcpdump_version(),
+            date=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+            command=f"python -m rig {sc.name}",
+        )
+        tls_stats = stack.enter_context(tcpdump(str(pcap), "lo", f"tcp port {tls_port}"))
+        plain_stats = stack.enter_context(tcpdump(str(plain), "lo", f"tcp port {port}"))
+        _run_workload(sc, f"127.0.0.1:{entry}", manifest_path, None, verbose, str(keylog))
+    _fix_link_type(manifest_path, pcap)
+    _write_twin_manifest(manifest_path, plain_manifest, plain.name)
+    if verbose:
+        print(f"  tcpdump: TLS {tls_stats.captured} packets, plaintext {plain_stats.captured}; dropped {tls_stats.dropped_by_kernel}")
+    summary = check_tls(sc, out_dir, tls_port, port)
+    if sc.tls.inject_secrets:
+        inject_secrets(pcap, keylog, capture_path(sc, out_dir))
+        pcap.unlink()
+        keylog.unlink()
+    if verbose:
+        print(f"  {capture_path(sc, out_dir).name}: {capture_path(sc, out_dir).stat().st_size} bytes; {summary.api_table()}")
+    return summary
+
+
+def _write_twin_manifest(manifest_path: Path, twin_manifest: Path, twin_name: str) -> None:
+    """The twin's manifest: the same lines, its capture line naming the twin and the TLS capture it mirrors."""
+    lines = Manifest(str(manifest_path)).read()
+    head = dict(lines[0], file=twin_name, title="plaintext twin: " + lines[0]["title"], tls_twin=lines[0]["file"])
+    head.pop("tls", None)
+    with open(twin_manifest, "w", encoding="utf-8") as out:
+        for line in [head, *lines[1:]]:
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def check_tls(sc: Scenario, out_dir: Path, tls_port: int, port: int) -> pcapinfo.Summary:
+    """The plaintext twin passes every check of a plaintext scenario; the TLS capture has no TCP gap."""
+    summary = check(sc, twin_path(sc, out_dir), twin_path(sc, out_dir).with_suffix(".manifest.jsonl"), port)
+    pcap = out_dir / f"{sc.name}.pcap"
+    if pcap.exists():
+        gaps = pcapinfo.summarize(str(pcap), tls_port).gaps
+        if gaps:
+            raise CheckFailed(f"{pcap.name}: {gaps} TCP sequence gaps (lost packets)")
+    return summary
+
+
 def _fix_link_type(manifest_path: Path, pcap: Path) -> None:
     """Write the link type tcpdump really used (read from the pcap) into the capture line."""
     lines = Manifest(str(manifest_path)).read()
@@ -92,8 +192,10 @@ def _fix_link_type(manifest_path: Path, pcap: Path) -> None:
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
-def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None, verbose: bool) -> None:
+def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None, verbose: bool, keylog: str | None = None) -> None:
     command = [sys.executable, "-m", "rig", "workload", sc.name, "--bootstrap", bootstrap, "--manifest", str(manifest_path)]
+    if keylog is not None:
+        command += ["--keylog", keylog]
     if netns is not None:
         command = ["ip", "netns", "exec", netns, *command]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -275,11 +275,13 @@ def test_records_are_what_the_clients_produced_and_consumed(path):
     """Every record the rig's clients produced and consumed (their manifest) is a line of `records --json`, with
     the offset the broker assigned; transaction markers are never among them."""
     manifest = [json.loads(line) for line in path.with_suffix(".manifest.jsonl").read_text().splitlines()]
-    streamed = ndjson(kdissect("records", path, "--json"))
+    keylog = path.with_suffix(".keylog")  # a TLS capture's key log
+    keys = ("--tls-keylog", keylog) if keylog.exists() else ()
+    streamed = ndjson(kdissect("records", path, "--json", *keys))
     assert all(r["type"] == "record" for r in streamed)
     for kind, direction in (("produced", "produce"), ("consumed", "fetch")):
         lines = [r for r in streamed if r["direction"] == direction]
-        assert lines == ndjson(kdissect("records", path, "--json", "--direction", direction))
+        assert lines == ndjson(kdissect("records", path, "--json", "--direction", direction, *keys))
         for entry in (e for e in manifest if e["kind"] == kind):
             found = [
                 r

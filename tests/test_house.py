@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
 GROUND = {"wire", "diagnostic", "limits", "frozen"}
-CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "kafka", "decode"}
+CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
     "wire": set(),
@@ -28,8 +28,10 @@ ALLOWED: dict[str, set[str]] = {
     "net": GROUND | {"capture"},
     "records": GROUND | {"schema"},
     "events": GROUND,
+    # between the TCP streams and Kafka framing: TLS records in, plaintext out
+    "tls": GROUND | {"events"},
     # floor 4: the two halves of the core, which never import each other
-    "kafka": GROUND | {"schema", "capture", "net", "events"},
+    "kafka": GROUND | {"schema", "capture", "net", "events", "tls"},
     "decode": GROUND | {"schema", "records", "events"},
     # floor 5: the core that wires them, and the display filters over what it yields (never imported below)
     "dissector": CORE_STAGES,

@@ -34,9 +34,11 @@ MARKER = re.compile(r"<!-- example: (\S+) (\w+)=(\S+)(?: drop=(\d+))? -->\n```js
 
 
 def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
+    dissector = make_dissector(Options())
     with open_capture(ROOT / capture) as source:
+        source.secrets_to(dissector.add_tls_keylog)  # a pcapng's own TLS secrets, as the commands use them
         packets = [p for p in source.packets() if drop is None or p.index != int(drop)]
-    events = list(make_dissector(Options()).run(packets))
+    events = list(dissector.run(packets))
     if kind == "exchange":
         return json_lines.exchange_json(next(e for e in events if isinstance(e, Exchange) and e.id == int(which)))
     if kind == "connection":
@@ -52,6 +54,8 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
     for event in events:
         if isinstance(event, Exchange):
             stats.add(event)
+        elif isinstance(event, ConnectionEnd):
+            stats.add_connection(event)
     rows = dict(stats.tables())[which]
     return {"type": "stats", "layout": json_lines.LAYOUT, "table": which, "rows": rows}
 

@@ -7,6 +7,7 @@ Traffic stays on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -341,23 +342,24 @@ def _records(body, found: list) -> None:
             _records(value, found)
 
 
-def _kafka_client(bootstrap: str) -> None:
+def _kafka_client(bootstrap: str, **security) -> None:
+    """Create TOPIC, produce RECORDS, read them back; `security` goes to every client (TLS settings)."""
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kdissect-live-admin")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kdissect-live-admin", **security)
     try:
         admin.create_topics([NewTopic(TOPIC, 1, 1)])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="kdissect-live-producer", linger_ms=0)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="kdissect-live-producer", linger_ms=0, **security)
     try:
         for key, value, headers in RECORDS:
             producer.send(TOPIC, key=key, value=value, headers=headers, partition=0).get(30)
     finally:
         producer.close(10)
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, client_id="kdissect-live-consumer", enable_auto_commit=False, auto_offset_reset="earliest"
+        bootstrap_servers=bootstrap, client_id="kdissect-live-consumer", enable_auto_commit=False, auto_offset_reset="earliest", **security
     )
     try:
         partition = TopicPartition(TOPIC, 0)
@@ -491,3 +493,53 @@ def test_live_against_a_real_broker(tmp_path):
     final = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen[screen.rfind("live on lo") :])
     assert "Flows" in final and "kdissect-live-producer" in final
     assert f"exchanges    {len(exchanges)} ({len(exchanges)} ok)" in final
+
+
+@needs_capture
+def test_live_decrypts_tls_with_a_key_log_the_clients_write_during_the_session(tmp_path):
+    """`live --tls-keylog` on a key log that is empty when the session starts: kafka-python, through stunnel
+    (TLS 1.3) to tansu, appends each session's secrets as it connects, and every exchange decrypts and decodes."""
+    pytest.importorskip("kafka", reason="kafka-python is not installed")
+    from rig.broker import BrokerError, TansuNotFound, free_port, running_broker
+    from rig.tls import TlsSpec, client_context, stunnel
+
+    keylog, ndjson = tmp_path / "keys.log", tmp_path / "live.ndjson"
+    keylog.write_bytes(b"")
+    port, tls_port = free_port("127.0.0.1"), free_port("127.0.0.1")
+    proc = None
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(running_broker("127.0.0.1", port, advertised_port=tls_port))
+                stack.enter_context(stunnel(tls_port, port, TlsSpec(version_min="TLSv1.3")))
+            except TansuNotFound as exc:
+                pytest.skip(f"no Kafka-compatible broker: {exc}")
+            except BrokerError as exc:
+                pytest.skip(f"the broker or stunnel did not start: {exc}")
+            with open(ndjson, "w") as out:
+                proc = Proc(
+                    live_command("-i", "lo", "-p", str(tls_port), "--tls-keylog", str(keylog), "--json", "--all-events"), stdout=out
+                )
+            proc.wait_for("kdissect: listening on lo")
+            _kafka_client(f"127.0.0.1:{tls_port}", security_protocol="SSL", ssl_context=client_context(str(keylog)))
+            time.sleep(0.5)
+            proc.signal(signal.SIGINT)
+            assert proc.wait(20) == 0, proc.stderr
+    finally:
+        if proc is not None:
+            proc.stop()
+    lines = [json.loads(line) for line in ndjson.read_text().splitlines()]
+    exchanges = [o for o in lines if o["type"] == "exchange"]
+    connections = [o for o in lines if o["type"] == "connection"]
+    secrets = [(c["connection"]["tls"]["secret"], c["tls"]["decrypted"], c["ended"]) for c in connections]
+    assert connections and all(c["connection"]["tls"]["secret"] == "CLIENT_TRAFFIC_SECRET_0" for c in connections), secrets
+    assert all(c["tls"]["exchanges_hidden"] == 0 for c in connections)
+    assert {"CreateTopics", "Produce", "Fetch"} <= {ex["api_name"] for ex in exchanges}
+    assert all(ex["status"] == "ok" for ex in exchanges)
+    produced: list = []
+    for ex in exchanges:
+        if ex["api_name"] == "Produce":
+            _records(ex["request"]["body"], produced)
+    assert [r[1:] for r in produced] == RECORDS
+    assert {o["diagnostic"]["code"] for o in lines if o["type"] == "notice"} <= {"tls.alert"}  # stunnel, on a bare FIN
+    assert keylog.read_bytes().decode() not in ndjson.read_text()

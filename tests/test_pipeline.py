@@ -36,13 +36,14 @@ from kdissect.pipeline import rows
 from kdissect.pipeline.blobs import pack, unpack
 from kdissect.pipeline.core import CoreStage
 from kdissect.pipeline.inputs import InputError, expand
+from kdissect.pipeline.job import embedded_secrets
 from kdissect.pipeline.reader import read_split
 from kdissect.pipeline.tables import input_batch as to_batch
 from kdissect.testing import craft
 from kdissect.views.json_lines import decode_bytes, exchange_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap")))
+PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap*")))
 PUBLIC_DIR = os.path.normpath(os.path.join(ROOT, "..", "shared", "captures-public"))
 PUBLIC = sorted(glob.glob(os.path.join(PUBLIC_DIR, "*.pcap*")))
 ALL = PROJECT + PUBLIC
@@ -61,7 +62,9 @@ def cli(path: str, expression: str | None = None) -> tuple[list[dict], list[dict
     exchanges, notices = [], []
     wanted = compile_filter([("-Y", expression)] if expression else [])
     with open_capture(path) as capture:
-        for event in make_dissector(Options(keep=wanted.keep)).run(capture.packets()):
+        dissector = make_dissector(Options(keep=wanted.keep))
+        capture.secrets_to(dissector.add_tls_keylog)  # as the CLI does: a pcapng's own TLS secrets
+        for event in dissector.run(capture.packets()):
             if isinstance(event, Exchange):
                 if wanted.matches(event):
                     exchanges.append(exchange_json(event))
@@ -218,8 +221,9 @@ def as_pcapng(path: str, out: str, sections: int = 1) -> None:
             w.packet(p, iface)
 
 
-def simulate(paths: list[str], split_size: int, tasks: int = 3, expression: str | None = None):
-    """Every stage of the job but Spark's: returns (core output per kind as Python rows, settled ranges)."""
+def simulate(paths: list[str], split_size: int, tasks: int = 3, options: dict | None = None):
+    """Every stage of the job but Spark's: returns (core output per kind as Python rows, settled ranges).
+    `options` join the job's config, as `kdissect spark`'s do."""
     files = expand(paths)
     infos = []
     for file_id, f in enumerate(files):
@@ -240,7 +244,9 @@ def simulate(paths: list[str], split_size: int, tasks: int = 3, expression: str 
     for s in settled:
         for row in read_split(s):
             shuffled[hash((row.file_id, row.key)) % tasks].append(row)
-    config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092], **({"filter": expression} if expression else {})}
+    config = {"paths": {str(i.file_id): i.path for i in infos}, "ports": [9092]}
+    config["tls_secrets"] = embedded_secrets({i.file_id: i.path for i in infos})  # as the job does
+    config.update(options or {})
     out = defaultdict(list)
     for task_rows in shuffled.values():
         task_rows.sort(key=lambda r: (r.file_id, r.key, r.split, r.chunk))
@@ -306,12 +312,25 @@ def test_stages_without_spark_match_the_cli_on_every_capture():
     assert_same_as_cli(out, ALL)
 
 
+def test_the_job_decrypts_tls_with_the_key_log_it_is_given():
+    """`kdissect spark --tls-keylog`: the key log travels in the config to every task, cut in ranges or not."""
+    path = os.path.join(ROOT, "captures", "tls12-chacha20-aiokafka.pcap")
+    keylog = open(path[: -len(".pcap")] + ".keylog", "rb").read()
+    with open_capture(path) as capture:
+        events = list(make_dissector(Options(tls_keylog=keylog)).run(capture.packets()))
+    want = Counter(comparable(exchange_json(e)) for e in events if isinstance(e, Exchange))
+    assert want
+    for split_size in (1 << 30, 4096):
+        out, _ = simulate([path], split_size=split_size, options={"tls_keylog": keylog})
+        assert Counter(comparable(json.loads(r["json"])) for r in out["exchange"]) == want
+
+
 FILTER = "api == Fetch or error or latency_ms > 5"
 """No topic test: on the executors a topic id is named only from its own connection (docs/filters.md)."""
 
 
 def test_a_filter_keeps_on_the_executors_what_the_cli_shows():
-    out, _ = simulate(PROJECT, split_size=20000, expression=FILTER)
+    out, _ = simulate(PROJECT, split_size=20000, options={"filter": FILTER})
     everything, _ = simulate(PROJECT, split_size=20000)
     assert 0 < len(out["exchange"]) < len(everything["exchange"]) and len(out["record"]) < len(everything["record"])
     assert_same_as_cli(out, PROJECT, expression=FILTER)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from kdissect.capture.chunked import ChunkedInput
 from kdissect.capture.oddities import Oddities
@@ -17,10 +17,14 @@ IDB = 0x00000001
 PB = 0x00000002
 SPB = 0x00000003
 EPB = 0x00000006
+DSB = 0x0000000A
+TLS_KEY_LOG = 0x544C534B
+"""A Decryption Secrets Block's type for TLS key logs (NSS format), what `editcap --inject-secrets tls,FILE` writes."""
 SECTION_BYTE_ORDER = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}
 """A section header's byte-order magic as it reads on disk, and the struct byte order it means."""
 KNOWN_SKIPPED = frozenset({0x4, 0x5, 0x7, 0x8, 0x9, 0xA, 0xB, 0xBAD, 0x40000BAD})
-"""Name resolution, statistics, IRIG, ARINC, journal, decryption secrets, custom: nothing for us in them."""
+"""Name resolution, statistics, IRIG, ARINC, journal, decryption secrets, custom: nothing for packets in them
+(a decryption secrets block holding a TLS key log goes to `on_secrets`)."""
 
 OPT_END = 0
 OPT_IF_TSRESOL = 9
@@ -75,6 +79,8 @@ class PcapngReader:
         self._interfaces: list[Interface] = []
         self._seen_linktypes: list[int] = []
         self.sections = 0
+        self.on_secrets: Callable[[bytes], None] | None = None
+        """Called with each TLS key log embedded in the file, when it is read: before the packets after it."""
 
     def linktypes(self) -> list[int]:
         return self._seen_linktypes
@@ -156,6 +162,10 @@ class PcapngReader:
                     self._seen_linktypes.append(interface.linktype)
                 continue
             else:
+                if block_type == DSB and self.on_secrets is not None and length >= 20:
+                    kind, size = struct.unpack_from(order + "II", buf, pos + 8)
+                    if kind == TLS_KEY_LOG:
+                        self.on_secrets(bytes(buf[pos + 16 : pos + 16 + min(size, length - 20)]))
                 if block_type not in KNOWN_SKIPPED:
                     odd.add("pcapng.unknown-block", f"blocks of unknown type 0x{block_type:x} were skipped", start, "note")
                 continue

@@ -6,7 +6,7 @@ import gzip
 import os
 import sys
 import zlib
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from kdissect.capture.chunked import ChunkedInput
 from kdissect.capture.oddities import Oddities, Oddity
@@ -214,6 +214,12 @@ class CaptureFile:
     def linktypes(self) -> list[int]:
         return self._reader.linktypes()
 
+    def secrets_to(self, callback: Callable[[bytes], None]) -> None:
+        """Hand each TLS key log the file embeds (pcapng Decryption Secrets Blocks) to `callback` as it is read,
+        before the packets that follow it; a classic pcap has none."""
+        if isinstance(self._reader, PcapngReader):
+            self._reader.on_secrets = callback
+
     def diagnostics(self) -> list[Diagnostic]:
         return self._odd.diagnostics()
 
@@ -243,6 +249,29 @@ def _size_of(raw: BinaryIO) -> int:
         return os.fstat(raw.fileno()).st_size
     except (OSError, AttributeError, ValueError):
         return 0
+
+
+SECRETS_HEAD = 1 << 20
+"""How far into a file `embedded_tls_keylogs` looks: editcap writes its secrets block before the first packet."""
+
+
+def embedded_tls_keylogs(raw: BinaryIO, name: str) -> bytes:
+    """The TLS key logs a pcapng embeds in its first MiB, for readers that take a file in byte ranges (the
+    Spark job) and so cannot meet its secrets blocks in order; b"" for anything else."""
+    found: list[bytes] = []
+    head = raw.read(4)
+    if head != PCAPNG_MAGIC and compression_of(head) is None:
+        return b""  # a classic pcap: no secrets blocks, no need to read on
+    raw.seek(0)
+    try:
+        capture = CaptureFile(raw, name, stop=SECRETS_HEAD)
+    except CaptureError:
+        return b""
+    if capture.format == "pcapng":
+        capture.secrets_to(found.append)
+        for _ in capture.packets():
+            pass
+    return b"\n".join(found)
 
 
 STDIN = "-"

@@ -11,11 +11,12 @@ open connections and the final summary is printed; exit status 0. A second Ctrl-
 
 from __future__ import annotations
 
+import os
 import select
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -100,6 +101,8 @@ def live(
         try:
             with common.open_output() as stream:
                 session = _Session(capture, common, stream, all_events, pcap)
+                if common.tls_keylog is not None:
+                    session.keylog = KeyLogFollower(common.tls_keylog, len(common.options.tls_keylog), session.dissector.add_tls_keylog)
                 failure = session.run(packets, duration)
         except BrokenPipeError:
             raise PipeClosed from None
@@ -111,6 +114,34 @@ def live(
     if failure:
         print(f"kdissect: error: {failure}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+class KeyLogFollower:
+    """A key log that clients append to while the session runs (SSLKEYLOGFILE): each new whole line goes to the
+    dissector before the packets read after it, so connections that start during the session decrypt too."""
+
+    def __init__(self, path: Path, offset: int, add: Callable[[bytes], None]) -> None:
+        self.path, self.add = path, add
+        self.offset = offset
+        """Bytes of the file already handed on (the options read the file once, at the start)."""
+        add(b"")  # a key log is in use: records waiting for secrets are held a while
+
+    def poll(self) -> None:
+        try:
+            size = os.path.getsize(self.path)
+            if size < self.offset:  # truncated and written anew
+                self.offset = 0
+            if size == self.offset:
+                return
+            with open(self.path, "rb") as log:
+                log.seek(self.offset)
+                data = log.read(size - self.offset)
+        except OSError:
+            return  # moved away for a moment: read it again at the next poll
+        whole = data.rfind(b"\n") + 1
+        if whole:
+            self.offset += whole
+            self.add(data[:whole])
 
 
 class _Session:
@@ -129,6 +160,7 @@ class _Session:
         """Stop after this many exchanges shown (--count)."""
         self._exchange = Exchange
         self.dissector = make_dissector(common.options)
+        self.keylog: KeyLogFollower | None = None
         self.writer = None
         self.pcap_writer = None
         self.pcap = pcap
@@ -200,6 +232,8 @@ class _Session:
                     poller.poll(wait * 1000)
                     stopper.drain()
                 limit = BATCH if count is None else min(BATCH, count - stats.packets)
+                if self.keylog is not None:
+                    self.keylog.poll()
                 try:
                     packets = capture.read(limit)
                 except OSError as exc:

@@ -133,6 +133,19 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
         _option(
+            "tls_keylog",
+            Annotated[
+                Optional[Path],
+                typer.Option(
+                    "--tls-keylog",
+                    help="Decrypt TLS with the secrets of this key log (NSS format: SSLKEYLOGFILE, Python's keylog_filename). "
+                    "Secrets embedded in a pcapng are used without it.",
+                    rich_help_panel="Input",
+                    show_default=False,
+                ),
+            ],
+        ),
+        _option(
             "spec_dir",
             Annotated[
                 Optional[list[Path]],
@@ -353,6 +366,8 @@ class Common:
     detail: bool = False
     topics: tuple[str, ...] = ()
     """--topic's topics: an exchange can name several, and `records` prints only these topics' records."""
+    tls_keylog: Path | None = None
+    """The key log's path, for a live session to follow as clients append to it (`options` holds its bytes)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -438,6 +453,7 @@ def make_common(values: dict[str, Any], specs: Any = None) -> Common:
         reorder=not values.get("no_reorder", False),
         decode=not values.get("headers_only", False),
         show_secrets=values.get("show_secrets", False),
+        tls_keylog=read_keylog(values.get("tls_keylog")),
         keep=wanted.keep,
     )
     return Common(
@@ -453,6 +469,7 @@ def make_common(values: dict[str, Any], specs: Any = None) -> Common:
         values.get("count"),
         values.get("detail", False),
         tuple(split_list(values.get("topic")) or ()),
+        values.get("tls_keylog"),
     )
 
 
@@ -495,6 +512,26 @@ def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
         return compile_filter([*fixed(**given), *zip(labels, expressions)])
     except FilterError as exc:
         raise UserError(str(exc)) from None
+
+
+def read_keylog(path: Path | None) -> bytes:
+    """The key log's bytes; a UserError when it cannot be read, or holds lines but no secret (not a key log).
+    An empty one is taken: a live session follows it as clients write to it. Its lines are never echoed."""
+    if path is None:
+        return b""
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"--tls-keylog {path}: {exc.strerror or exc}") from None
+    from kdissect.tls.keylog import KeyLog
+
+    count = KeyLog().add(text)
+    if not count.secrets and count.malformed:
+        raise UserError(
+            f"--tls-keylog {path}: no TLS secret in it ({count.malformed} malformed lines); "
+            "expected NSS key log lines such as CLIENT_RANDOM <64 hex digits> <96 hex digits>"
+        )
+    return text
 
 
 def make_limits(settings: list[str] | None) -> Any:

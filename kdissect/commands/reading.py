@@ -60,6 +60,7 @@ class Reading:
             stack.callback(self.stopper.restore)
             self._stack = stack.pop_all()
         self.dissector = make_dissector(self.options)
+        self.source.secrets_to(self.dissector.add_tls_keylog)  # a pcapng's TLS secrets, as its blocks are read
         return self
 
     def __exit__(self, *exc: object) -> bool | None:

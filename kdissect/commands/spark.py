@@ -13,7 +13,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "filters", "quiet", "spec_dir", "key", helps={"quiet": "No progress lines on standard error."})
+@takes("port", "filters", "quiet", "spec_dir", "key", "tls_keylog", helps={"quiet": "No progress lines on standard error."})
 def spark(
     common: Common,
     captures: Annotated[
@@ -43,7 +43,17 @@ def spark(
             f"a Spark job cannot filter on {' or '.join(numbered)}: each connection is dissected apart, and the tables "
             "number exchanges and connections their own way (exchange_id, connection_id); select on those columns instead"
         )
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, filter_text=common.wanted.text, specs=common.specs)
+    run_spark(
+        captures,
+        out,
+        master,
+        fmt,
+        common.options.ports,
+        common.quiet,
+        filter_text=common.wanted.text,
+        specs=common.specs,
+        tls_keylog=common.options.tls_keylog,
+    )
 
 
 def run_spark(
@@ -56,6 +66,7 @@ def run_spark(
     split_size: int = DEFAULT_SPLIT,
     filter_text: str = "",
     specs: Any = None,
+    tls_keylog: bytes = b"",
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout.
 
@@ -103,6 +114,8 @@ def run_spark(
     options: dict[str, Any] = {"filter": filter_text} if filter_text else {}
     if specs:
         options |= {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)}
+    if tls_keylog:
+        options["tls_keylog"] = tls_keylog
     try:
         totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:

@@ -16,7 +16,7 @@ from kdissect.commands.reading import Reading
 def stats(common: Common) -> None:
     """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
     and consumer groups with their rebalances and offset commits."""
-    from kdissect.events import Exchange
+    from kdissect.events import ConnectionEnd, Exchange
     from kdissect.views.stats import Stats, print_stats
 
     totals = Stats()
@@ -26,6 +26,8 @@ def stats(common: Common) -> None:
             if isinstance(event, Exchange) and wanted.matches(event):
                 totals.add(event)
                 run.took()
+            elif isinstance(event, ConnectionEnd):
+                totals.add_connection(event)
         if common.json:
             from kdissect.views.json_lines import LAYOUT, JsonLinesWriter
 

@@ -5,7 +5,7 @@ Every stage above the core (views, filters, the Spark rows) reads these values a
 
 from typing import Union
 
-from kdissect.events.connection import ConnectionEnd, ConnectionInfo, Ending, Endpoint
+from kdissect.events.connection import ConnectionEnd, ConnectionInfo, Ending, Endpoint, TlsInfo, TlsTotals
 from kdissect.events.exchange import Exchange, Message, Status, answered, new_exchange, new_message
 from kdissect.events.frame import Frame, new_frame
 from kdissect.events.headers import (
@@ -38,6 +38,8 @@ __all__ = [
     "Status",
     "answered",
     "TaggedField",
+    "TlsInfo",
+    "TlsTotals",
     "new_exchange",
     "new_frame",
     "new_message",

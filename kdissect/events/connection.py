@@ -21,6 +21,32 @@ class Endpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class TlsInfo:
+    """What a TLS connection's hellos (and keys) told. Never key material: `secret` is a key log label."""
+
+    version: str | None
+    cipher_suite: str | None
+    sni: str | None
+    alpn: tuple[str, ...]
+    """The protocols the client offered; the one the server chose once it is known."""
+    secret: str | None = None
+    """The key log label of the secret that decrypted the connection (CLIENT_RANDOM, CLIENT_TRAFFIC_SECRET_0)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsTotals:
+    """A TLS connection's records and plaintext when it is over, client side first in each pair."""
+
+    records: tuple[int, int]
+    """Encrypted records each way (TLS 1.2 handshake Finished included)."""
+    decrypted: tuple[int, int]
+    plaintext: tuple[int, int]
+    """Decrypted application bytes handed to the Kafka framer each way."""
+    exchanges_hidden: int
+    """An estimate of the requests in records that stayed encrypted: one per client write."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionInfo:
     """A TCP connection, oriented: which side is the Kafka client and which the broker."""
 
@@ -28,6 +54,8 @@ class ConnectionInfo:
     """1-based, in the order connections first appear in the capture."""
     client: Endpoint
     broker: Endpoint
+    tls: TlsInfo | None = None
+    """Set once a TLS connection's hellos are read; events before that carry None."""
 
     def __str__(self) -> str:
         return f"{self.client} → {self.broker}"
@@ -58,3 +86,5 @@ class ConnectionEnd:
     """Segments that arrived before a hole in front of them was filled."""
     mid_stream: bool
     """The capture holds no SYN for this connection: it started before the capture did."""
+    tls: TlsTotals | None = None
+    """For a TLS connection: its records, what was decrypted, and what stayed hidden."""

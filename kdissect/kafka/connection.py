@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from dataclasses import replace
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import (
@@ -30,6 +31,7 @@ from kdissect.events import (
     Notice,
     RequestHeader,
     Status,
+    TlsInfo,
     answered,
     new_exchange,
     new_message,
@@ -41,6 +43,8 @@ from kdissect.kafka.pairing import Pairing, expects_response
 from kdissect.kafka.shared import Shared
 from kdissect.net.reassembly import Patience, Reassembler
 from kdissect.net.tcp import ACK, SYN
+from kdissect.tls.detect import kafka_client_hello
+from kdissect.tls.gate import TlsSwitch
 from kdissect.wire import INT32
 
 PROBE_LIMIT = 64 << 10
@@ -133,6 +137,7 @@ class Connection:
         self.deferred_bytes = 0
         self.sasl_tokens: deque[Message] | None = None
         """In the raw SASL phase after SaslHandshake v0: the client's tokens waiting for the broker's replies."""
+        self.tls: TlsSwitch | None = None
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
         self.session = shared.new_session()
@@ -175,6 +180,8 @@ class Connection:
         if self.initiator is not None and not probes[self.initiator].mid_stream:
             head = probes[self.initiator].joined()
             verdict = plausible_request(head, 0, max_size) if head else None
+            if verdict is False:
+                verdict = kafka_client_hello(head)  # TLS on any port
             if verdict:
                 self._orient(self.initiator)
             elif verdict is False or any(probe.size > PROBE_LIMIT for probe in probes):
@@ -203,13 +210,19 @@ class Connection:
         limits = self.shared.limits
         requests = Framer(self._on_request, self._report, self._find_request, MIN_REQUEST, limits.max_frame_size, True)
         responses = Framer(self._on_response, self._report, self._find_response, MIN_RESPONSE, limits.max_frame_size, True)
-        for stream, framer in ((self.streams[client_dir], requests), (self.streams[1 - client_dir], responses)):
-            probe = stream.sink
-            stream.sink = framer
+        probes = [stream.sink for stream in self.streams]
+        framers = (requests, responses) if client_dir == 0 else (responses, requests)
+        shared = self.shared
+        self.tls = TlsSwitch(self.streams, framers, client_dir, shared.tls_keys, self._report, self._tls_info, shared.tls_waiting)
+        for stream, probe in zip(self.streams, probes):  # each stream's sink is now a gate: TLS or not, its first bytes say
             if stream.started:
-                framer.start(stream.mid_stream)
+                stream.sink.start(stream.mid_stream)
             if isinstance(probe, Probe):
-                probe.replay(framer)
+                probe.replay(stream.sink)  # type: ignore[arg-type]
+
+    def _tls_info(self, tls: TlsInfo) -> None:
+        assert self.info is not None
+        self.info = replace(self.info, tls=tls)
 
     def _find_request(self, buf: bytearray, start: int) -> tuple[int | None, int]:
         return find_request(buf, start, self.shared.limits.max_frame_size)
@@ -282,8 +295,9 @@ class Connection:
                 self._settle(token, True)
         self.sasl_tokens = deque() if on else None
         assert self.client_dir is not None
-        requests, responses = self.streams[self.client_dir].sink, self.streams[self.client_dir ^ 1].sink
-        requests.min_size, responses.min_size = (0, 0) if on else (MIN_REQUEST, MIN_RESPONSE)  # type: ignore[union-attr]
+        assert self.tls is not None  # the framers sit behind the TLS gate, whether the stream turned out TLS or not
+        requests, responses = self.tls.framers[self.client_dir], self.tls.framers[self.client_dir ^ 1]
+        requests.min_size, responses.min_size = (0, 0) if on else (MIN_REQUEST, MIN_RESPONSE)
 
     def _response(self, frame: Frame) -> None:
         self.responses += 1
@@ -393,6 +407,7 @@ class Connection:
                 client.retransmitted + broker.retransmitted,
                 client.out_of_order + broker.out_of_order,
                 client.mid_stream or broker.mid_stream,
+                self.tls.session.totals() if self.tls and self.tls.session else None,
             )
         )
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Event, Message, RequestHeader
 from kdissect.limits import Limits
+from kdissect.tls.keylog import KeyLog
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,9 @@ class Shared:
         self.keep = keep
         self.events: list[Event] = []
         self.counters = Counters()
+        self.tls_keys = KeyLog()
+        self.tls_waiting: set[Any] = set()
+        """TLS sessions holding records for keys that a later key log (a pcapng secrets block) may bring."""
 
     def new_session(self) -> Any:
         return self.decoder.new_session() if self.decoder is not None else None

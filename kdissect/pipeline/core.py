@@ -62,6 +62,7 @@ def options_of(config: dict[str, Any]) -> Options:
         limits=Limits(max_frame_size=config.get("max_frame_size", Limits().max_frame_size)),
         reorder=config.get("reorder", True),
         show_secrets=config.get("show_secrets", False),
+        tls_keylog=config.get("tls_keylog", b""),
     )
 
 
@@ -78,6 +79,7 @@ class CoreStage:
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
         wanted = compile_filter([("-Y", config["filter"])] if config.get("filter") else [])  # checked by the driver already
         self.options = options = replace(options_of(config), keep=wanted.keep)
         self.wanted = wanted.matches
@@ -132,6 +134,9 @@ class _Task:
         self.names = TopicNames()
         self.decoder.topic_names = self.names
         self.dissector = make_dissector(self.options, self.decoder)
+        embedded = self.config.get("tls_secrets", {}).get(str(file_id))
+        if embedded:  # the TLS key logs of the capture's pcapng secrets blocks (job.py)
+            self.dissector.add_tls_keylog(embedded)
 
     def _end_group(self) -> None:
         if self.group is None:

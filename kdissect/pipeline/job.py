@@ -43,6 +43,21 @@ class Totals:
     stages: list[tuple[str, float]] = field(default_factory=list)
 
 
+def embedded_secrets(paths: dict[int, str]) -> dict[str, bytes]:
+    """The TLS key logs pcapng captures embed at their head, by file id: ranges are read apart, so every
+    connection's dissector is given them from the start (capture/source.py)."""
+    from kdissect.capture.source import embedded_tls_keylogs
+    from kdissect.pipeline.reader import open_path
+
+    found = {}
+    for file_id, path in paths.items():
+        with open_path(path) as raw:
+            text = embedded_tls_keylogs(raw, path)
+        if text:
+            found[str(file_id)] = text
+    return found
+
+
 def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int):
     """The core's output for every range, as one DataFrame (see the module docstring)."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -143,6 +158,7 @@ def run(
         progress(f"skipped {len(skipped)} file{plural} in the directories that are not captures ({skipped[0]}, …)")
     stage("plan")
     config = {"paths": {str(k): v for k, v in paths.items()}, "ports": sorted(ports), **(options or {})}
+    config["tls_secrets"] = embedded_secrets(paths)
     parallelism = spark.sparkContext.defaultParallelism
     partitions = partitions or max(parallelism * 2, min(len(ranges), parallelism * 8))
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))  # Spark's 200 is slow for small jobs

@@ -75,7 +75,7 @@ def value_json(value: Any) -> Any:
         return value
     if isinstance(value, bytes):
         return encode_bytes(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [value_json(v) for v in value]
     if isinstance(value, dict):
         return {key: value_json(v) for key, v in value.items()}
@@ -170,7 +170,10 @@ def endpoint_json(e: Endpoint) -> dict[str, Any]:
 
 
 def connection_json(c: ConnectionInfo) -> dict[str, Any]:
-    return {"id": c.id, "client": endpoint_json(c.client), "broker": endpoint_json(c.broker)}
+    out = {"id": c.id, "client": endpoint_json(c.client), "broker": endpoint_json(c.broker)}
+    if c.tls is not None:
+        out["tls"] = {f.name: value_json(getattr(c.tls, f.name)) for f in dataclasses.fields(c.tls)}
+    return out
 
 
 def _tagged(fields: tuple[TaggedField, ...]) -> list[dict[str, Any]]:
@@ -287,6 +290,10 @@ def connection_end_json(end: ConnectionEnd) -> dict[str, Any]:
     for f in dataclasses.fields(end):
         if f.name != "connection":
             value = getattr(end, f.name)
+            if f.name == "tls":
+                if value is not None:  # only TLS connections have it
+                    out["tls"] = value_json(value)
+                continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
 

@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Exchange
+from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
-from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp
+from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp, why_hidden
 
 PRODUCE, FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT = 0, 1, 8, 11, 12, 13, 14, 28
 REBALANCE_IN_PROGRESS = 27
@@ -129,6 +130,12 @@ class Stats:
         self.topics: dict[tuple[str | None, int | None], Counter[str]] = defaultdict(Counter)
         self.clients: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, Group] = defaultdict(Group)
+        self.tls: list[ConnectionEnd] = []
+        """The TLS connections, as their summaries tell them."""
+
+    def add_connection(self, end: ConnectionEnd) -> None:
+        if end.tls is not None:
+            self.tls.append(end)
 
     def add(self, exchange: Exchange) -> None:
         key = (exchange.api_key, exchange.api_version)
@@ -272,6 +279,29 @@ class Stats:
             ],
         )
         yield "rebalances", [r.row() for name, g in self.groups.items() for r in g.rows(name)]
+        if self.tls:
+            yield "tls", [_tls_row(end) for end in sorted(self.tls, key=lambda e: e.connection.id)]
+
+
+def _tls_row(end: ConnectionEnd) -> dict[str, Any]:
+    tls, totals = end.connection.tls, end.tls
+    assert totals is not None
+    return {
+        "connection": end.connection.id,
+        "client": str(end.connection.client),
+        "broker": str(end.connection.broker),
+        "version": tls.version if tls else None,
+        "cipher_suite": tls.cipher_suite if tls else None,
+        "sni": tls.sni if tls else None,
+        "alpn": list(tls.alpn) if tls else [],
+        "secret": tls.secret if tls else None,
+        "records": list(totals.records),
+        "decrypted": list(totals.decrypted),
+        "bytes": list(end.bytes),
+        "plaintext": list(totals.plaintext),
+        "exchanges": end.requests,
+        "exchanges_hidden": totals.exchanges_hidden,
+    }
 
 
 def _ms(value: float | None) -> str:
@@ -368,6 +398,39 @@ LAYOUTS: list[TableLayout] = [
         ),
     ),
     (
+        "tls",
+        "TLS connections",
+        [
+            TableColumn("#", "right"),
+            TableColumn("client → broker"),
+            TableColumn("version", keep=3),
+            TableColumn("cipher suite", keep=1),
+            TableColumn("SNI", wrap=True, keep=4),
+            TableColumn("ALPN", wrap=True, keep=5),
+            TableColumn("bytes →", "right", keep=6),
+            TableColumn("bytes ←", "right", keep=6),
+            TableColumn("decrypted records", "right", keep=2),
+            TableColumn("exchanges", "right"),
+            TableColumn("hidden", "right", wrap=True),
+        ],
+        lambda row, width: (
+            str(row["connection"]),
+            f"{row['client']} → {row['broker']}",
+            row["version"] or "?",
+            row["cipher_suite"] or "?",
+            row["sni"] or "-",
+            "/".join(row["alpn"]) or "-",
+            size(row["bytes"][0]),
+            size(row["bytes"][1]),
+            f"{sum(row['decrypted'])}/{sum(row['records'])}",
+            str(row["exchanges"]),
+            Text(
+                str(row["exchanges_hidden"]) + (why_hidden(row["secret"], row["version"]) if row["exchanges_hidden"] else ""),
+                style="yellow" if row["exchanges_hidden"] else "",
+            ),
+        ),
+    ),
+    (
         "rebalances",
         "Rebalances",
         [
@@ -399,7 +462,7 @@ def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) ->
     tables = dict(stats.tables())
     width = console.width
     for name, title, columns, cells in LAYOUTS:
-        if tables[name] or name in ALWAYS:
+        if tables.get(name) or name in ALWAYS:
             console.print(fitted_table(title, columns, [cells(row, width) for row in tables[name]], width))
     for note in notes:
         console.print(f"{note.code}: {note.message}", style="magenta", highlight=False)

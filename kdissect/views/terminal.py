@@ -19,7 +19,7 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Exchange
+from kdissect.events import ConnectionEnd, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.schema import error_name
 from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
@@ -191,6 +191,25 @@ def elide(text: str, width: int, how: str = "end") -> str:
     return text[: width - 1] + "…"
 
 
+def tls_hidden(tls: TlsInfo, end: ConnectionEnd) -> str:
+    """What a TLS connection kept to itself, named for what it is; empty when it hid nothing."""
+    totals = end.tls
+    if totals is None or not (totals.exchanges_hidden or totals.decrypted[0] < totals.records[0]):
+        return ""
+    what = ", ".join(
+        x for x in (tls.cipher_suite, f"SNI {tls.sni}" if tls.sni else "", "ALPN " + "/".join(tls.alpn) if tls.alpn else "") if x
+    )
+    return f"{what or 'TLS'}: {totals.exchanges_hidden} exchanges hidden" + why_hidden(tls.secret, tls.version)
+
+
+def why_hidden(secret: str | None, version: str | None) -> str:
+    """Why a TLS connection's exchanges stayed hidden (by the secret that opened it, if any, and its version),
+    as a user can act on it."""
+    if secret:
+        return ""
+    return ": give --tls-keylog" if version else ": its handshake is not in the capture"
+
+
 def status_text(exchange: Exchange) -> Text:
     errors = exchange_errors(exchange)
     if errors:
@@ -299,9 +318,19 @@ class ReadView:
         table.add_row(
             "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
         )
+        tls = [flow.end for flow in summary.flows.values() if flow.end and flow.end.tls]
+        hidden = [end.connection.tls for end in tls if end.tls.exchanges_hidden]  # type: ignore[union-attr]
+        keys = any(info and not info.secret and info.version for info in hidden)
         table.add_row(
             "connections",
             f"{counters.kafka_connections} Kafka"
+            + (
+                f" ({len(tls)} over TLS"
+                + (f", {len(hidden)} with exchanges hidden" if hidden else "")
+                + (": give --tls-keylog)" if keys else ")")
+                if tls
+                else ""
+            )
             + (f", {counters.ignored_connections} other" if counters.ignored_connections else "")
             + (f", {counters.empty_connections} without data" if counters.empty_connections else "")
             + (f", {counters.evicted_connections} evicted" if counters.evicted_connections else ""),
@@ -337,15 +366,20 @@ class ReadView:
                 continue  # every exchange of it was filtered out
             latencies = sorted(flow.latencies)
             end = flow.end
+            tls = end.connection.tls if end else flow.info.tls
             rows.append(
                 (
                     str(flow.info.id),
-                    f"{flow.info.client} → {flow.info.broker}" + (" (mid-stream)" if end and end.mid_stream else ""),
+                    f"{flow.info.client} → {flow.info.broker}"
+                    + (" (mid-stream)" if end and end.mid_stream else "")
+                    + (f" {tls.version or 'TLS'}" if tls else ""),
                     ", ".join(flow.client_ids) or "-",
                     str(flow.exchanges),
                     size(end.bytes[0]) if end else "-",
                     size(end.bytes[1]) if end else "-",
-                    ", ".join(f"{api}×{n}" for api, n in flow.apis.most_common()),
+                    ", ".join([f"{api}×{n}" for api, n in flow.apis.most_common()] + ([tls_hidden(tls, end)] if tls and end else [])).strip(
+                        ", "
+                    ),
                     Text(str(flow.errors), style="red" if flow.errors else ""),
                     Text(str(flow.unanswered), style="yellow" if flow.unanswered else ""),
                     duration(percentile(latencies, 50)),
@@ -408,4 +442,15 @@ DESCRIPTIONS = {
     "body.version-fallback": "ApiVersions answered UNSUPPORTED_VERSION in the v0 layout, with the broker's range",
     "records.lost": "record batches a hole touched; decoding resumed at the next batch whose CRC checks",
     "decode.internal-error": "kdissect failed on a body: please report it",
+    "tls.no-keys": "TLS connections whose secrets are not in the key log: their exchanges stay hidden (--tls-keylog)",
+    "tls.no-handshake": "TLS connections captured after their handshake: no client random, so no key applies",
+    "tls.no-server-hello": "TLS connections whose ServerHello is missing: no cipher suite, so nothing decrypts",
+    "tls.unsupported-cipher": "TLS connections with a cipher suite kdissect does not decrypt (only AEAD suites)",
+    "tls.wrong-key": "TLS connections whose key log secret does not open their records",
+    "tls.bad-record": "TLS records that failed authentication (damaged in the capture)",
+    "tls.gave-up": "TLS directions left encrypted after records in a row failed to open",
+    "tls.record-lost": "TLS records missing from the capture (their plaintext is a gap for the Kafka framer)",
+    "tls.skipped": "bytes skipped while searching for the next TLS record",
+    "tls.bad-hello": "a ClientHello or ServerHello that cannot be read",
+    "tls.alert": "TLS alerts other than close_notify (a peer aborting the session)",
 }

@@ -13,14 +13,23 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from rig.manifest import Manifest
+from rig.tls import TlsSpec
 
 
 @dataclass
 class Ctx:
-    """What a workload gets: where the broker is, and the manifest to write."""
+    """What a workload gets: where the broker is, and the manifest to write (and for TLS, the key log)."""
 
     bootstrap: str
     manifest: Manifest
+    keylog: Optional[str] = None
+
+    def ssl_context(self):
+        """A TLS client context writing this scenario's key log (rig/tls.py)."""
+        from rig.tls import client_context
+
+        assert self.keylog is not None, "not a TLS scenario"
+        return client_context(self.keylog)
 
 
 @dataclass(frozen=True)
@@ -32,11 +41,12 @@ class Scenario:
     interface: str = "lo"  # "any" gives Linux cooked (SLL2) frames
     nano: bool = False  # nanosecond pcap timestamps
     expect_apis: frozenset = field(default_factory=frozenset)  # api keys that must appear
+    tls: Optional[TlsSpec] = None  # clients talk TLS to stunnel in front of the broker (rig/tls.py)
 
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients")
+MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls")
 
 
 def scenario(name: str, title: str, **options) -> Callable:

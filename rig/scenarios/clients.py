@@ -17,6 +17,7 @@ from rig.scenarios.kit import (
     BINARY_KEY,
     BINARY_VALUE,
     aiokafka_consumed,
+    aiokafka_produce,
     confluent_consumed,
     confluent_create_topics,
     confluent_produce,
@@ -165,33 +166,7 @@ def client_aiokafka(ctx: Ctx) -> None:
             bootstrap_servers=ctx.bootstrap, client_id="kdrig-aio-producer", compression_type="snappy", acks=1, linger_ms=50
         )
         await producer.start()
-        records = _records("aiokafka")
-        futures = [
-            await producer.send(
-                "aio-topic",
-                rec["value"],
-                key=rec["key"],
-                partition=rec["partition"],
-                timestamp_ms=rec["timestamp"],
-                headers=list(rec["headers"]),
-            )
-            for rec in records
-        ]
-        await producer.flush()
-        for rec, fut in zip(records, futures, strict=True):
-            meta = await fut
-            m.produced(
-                client,
-                topic="aio-topic",
-                partition=meta.partition,
-                offset=meta.offset,
-                timestamp=rec["timestamp"],
-                key=rec["key"],
-                value=rec["value"],
-                headers=rec["headers"],
-                codec="snappy",
-                acks=1,
-            )
+        await aiokafka_produce(m, producer, "aio-topic", _records("aiokafka"), codec="snappy", acks=1)
         await producer.stop()
 
         consumer = AIOKafkaConsumer(

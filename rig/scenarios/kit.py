@@ -271,6 +271,31 @@ def kafka_python_drain(m: Manifest, consumer, expected: int, *, group: Optional[
 # --- aiokafka -------------------------------------------------------------------------------
 
 
+async def aiokafka_produce(m: Manifest, producer, topic: str, records: list[dict], *, codec: str, acks: Any) -> None:
+    """Send *records* with a started aiokafka producer, flush, and write one manifest line each."""
+    futures = [
+        await producer.send(
+            topic, rec["value"], key=rec["key"], partition=rec["partition"], timestamp_ms=rec["timestamp"], headers=list(rec["headers"])
+        )
+        for rec in records
+    ]
+    await producer.flush()
+    for rec, future in zip(records, futures, strict=True):
+        meta = await future
+        m.produced(
+            aiokafka_name(),
+            topic=topic,
+            partition=meta.partition,
+            offset=meta.offset,
+            timestamp=rec["timestamp"],
+            key=rec["key"],
+            value=rec["value"],
+            headers=rec["headers"],
+            codec=codec,
+            acks=acks,
+        )
+
+
 def aiokafka_consumed(m: Manifest, rec, *, group: Optional[str], **extra: Any) -> None:
     m.consumed(
         aiokafka_name(),

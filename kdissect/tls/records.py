@@ -1,0 +1,226 @@
+"""The TLS record layer: one direction's byte stream cut into records, with what gaps cost.
+
+A record is a 5-byte header (content type, version, length) and up to 2^14 + 2048 bytes. The reader is in
+sync when it knows where the next record starts: from the first byte of a connection, and after every whole
+record. A gap inside a record whose header was seen costs that record only (its length says where the next
+starts); a gap across a boundary, or a capture that starts mid-stream, loses sync, and the reader searches for
+a record its owner can authenticate (`confirm`), or else two records in a row whose headers chain.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
+HEADER = 5
+MAX_LENGTH = (1 << 14) + 2048
+"""The longest record TLS allows (a TLS 1.2 ciphertext); TLS 1.3 stays within 2^14 + 256."""
+SEARCH_WINDOW = 4 * (HEADER + MAX_LENGTH)
+"""Bytes searched for a record boundary before the oldest are given up: a bound on memory while out of sync."""
+_HEADER = struct.Struct(">BHH").unpack_from
+
+OnRecord = Callable[[int, int, bytes, int, int, int], None]
+"""(content type, version, fragment, stream offset of the header, ts, packet index) of a whole record."""
+OnLost = Callable[[int | None, int, int, int], None]
+"""(records lost, or None when unknown; bytes lost; stream offset; ts): the gap cost these."""
+
+
+def plausible_header(data: bytes | bytearray, pos: int, version: int | None = None) -> int | None:
+    """The record length if a TLS record header starts at `pos` (of `version`, when given), else None."""
+    if len(data) - pos < HEADER:
+        return None
+    ctype, ver, length = _HEADER(data, pos)
+    if not CHANGE_CIPHER_SPEC <= ctype <= HEARTBEAT or not 1 <= length <= MAX_LENGTH:
+        return None
+    if ver >> 8 != 3 or (ver & 0xFF) > 4 or (version is not None and ver != version):
+        return None
+    return length
+
+
+class RecordReader:
+    """Cuts records from one direction and hands each to `on_record`; what gaps lose goes to `on_lost`."""
+
+    __slots__ = (
+        "on_record",
+        "on_lost",
+        "on_skipped",
+        "confirm",
+        "buf",
+        "offset",
+        "synced",
+        "skip",
+        "scan_from",
+        "version",
+        "last_ts",
+        "last_index",
+    )
+
+    def __init__(
+        self,
+        on_record: OnRecord,
+        on_lost: OnLost,
+        on_skipped: Callable[[int, int], None],
+        confirm: Callable[[int, int, bytes], bool] | None = None,
+    ) -> None:
+        self.on_record = on_record
+        self.on_lost = on_lost
+        self.on_skipped = on_skipped
+        """(bytes, stream offset) given up while searching for a record boundary."""
+        self.confirm = confirm
+        """Whether (type, version, fragment) is a true record (it authenticates): a search accepts it alone."""
+        self.buf = bytearray()
+        self.offset = 0
+        """Stream offset of buf[0]."""
+        self.synced = True
+        self.skip = 0
+        """Bytes of a record already lost to a gap that are still to arrive and be dropped."""
+        self.scan_from = 0
+        """Where the search for a boundary resumes: the positions before it cannot start a chain."""
+        self.version: int | None = None
+        """The record version once the hellos told it: a search then accepts only headers of that version."""
+        self.last_ts = self.last_index = 0
+
+    def start(self, mid_stream: bool) -> None:
+        self.synced = not mid_stream
+
+    def past_skip(self, chunk: bytes) -> bytes:
+        """What of `chunk` is left once the bytes still to skip are dropped (empty when it held no more)."""
+        skip = self.skip
+        if len(chunk) <= skip:
+            self.skip -= len(chunk)
+            self.offset += len(chunk)
+            return b""
+        self.offset += skip
+        self.skip = 0
+        return chunk[skip:]
+
+    def gap_past_skip(self, length: int) -> int:
+        """What of a gap of `length` bytes is left once the bytes still to skip are counted in it."""
+        used = min(self.skip, length)
+        self.skip -= used
+        self.offset += used
+        return length - used
+
+    def data(self, chunk: bytes, ts: int, index: int) -> None:
+        if self.skip:
+            chunk = self.past_skip(chunk)
+            if not chunk:
+                return
+        self.last_ts, self.last_index = ts, index
+        self.buf += chunk
+        self._cut()
+
+    def _cut(self) -> None:
+        buf = self.buf
+        pos = 0
+        while True:
+            if not self.synced:
+                found = self._search(pos)
+                if found is None:
+                    pos = self._bound_search(pos)
+                    break
+                if found > pos:
+                    self.on_skipped(found - pos, self.offset + pos)
+                pos = found
+                self.synced = True
+            if len(buf) - pos < HEADER:
+                break
+            length = plausible_header(buf, pos)
+            if length is None:  # a header TLS cannot have: the records from here on are unknown
+                self.synced = False
+                self.on_lost(None, 0, self.offset + pos, self.last_ts)
+                continue
+            end = pos + HEADER + length
+            if end > len(buf):
+                break
+            ctype, version, _ = _HEADER(buf, pos)
+            self.on_record(ctype, version, bytes(buf[pos + HEADER : end]), self.offset + pos, self.last_ts, self.last_index)
+            pos = end
+        if pos:
+            del buf[:pos]
+            self.offset += pos
+            self.scan_from = max(0, self.scan_from - pos)
+
+    def _search(self, pos: int) -> int | None:
+        """The first position from `pos` where two record headers chain; None until the bytes tell."""
+        buf, version = self.buf, self.version
+        for at in range(max(pos, self.scan_from), len(buf) - HEADER + 1):
+            length = plausible_header(buf, at, version)
+            if length is None:
+                continue
+            following = at + HEADER + length
+            if (
+                following <= len(buf)
+                and self.confirm is not None
+                and self.confirm(buf[at], _HEADER(buf, at)[1], bytes(buf[at + HEADER : following]))
+            ):
+                self.scan_from = 0
+                return at
+            if following + HEADER > len(buf):
+                self.scan_from = at  # a candidate whose successor has not arrived yet
+                return None
+            if plausible_header(buf, following, version) is not None:
+                self.scan_from = 0
+                return at
+        self.scan_from = max(pos, len(buf) - HEADER + 1)
+        return None
+
+    def _bound_search(self, pos: int) -> int:
+        excess = len(self.buf) - pos - SEARCH_WINDOW
+        if excess <= 0:
+            return pos
+        self.on_skipped(excess, self.offset + pos)
+        return pos + excess
+
+    def gap(self, length: int, ts: int) -> None:
+        """`length` bytes the capture does not hold come next."""
+        buf = self.buf
+        if self.skip:
+            length = self.gap_past_skip(length)
+            if not length:
+                return
+        elif self.synced and len(buf) >= HEADER:
+            rest = HEADER + _HEADER(buf, 0)[2] - len(buf)
+            self.on_lost(1, len(buf) + min(length, rest), self.offset, ts)
+            self.offset += len(buf)
+            buf.clear()
+            if length < rest:
+                self.skip = rest - length
+                self.offset += length
+                return
+            self.offset += rest
+            length -= rest
+            if not length:
+                return
+        elif buf:
+            self.on_skipped(len(buf), self.offset)
+            self.offset += len(buf)
+            buf.clear()
+        self.on_lost(None, length, self.offset, ts)  # where no header says how many records the bytes held
+        self.offset += length
+        self.synced = False
+        self.scan_from = 0
+
+    def finish(self) -> None:
+        """The stream ended: a record that ends exactly where the bytes do is taken even without a second
+        header to chain with; anything else left is a record cut short."""
+        buf = self.buf
+        if not self.synced:
+            for at in range(len(buf) - HEADER + 1):
+                length = plausible_header(buf, at, self.version)
+                if length is not None and at + HEADER + length == len(buf):
+                    if at:
+                        self.on_skipped(at, self.offset)
+                    del buf[:at]
+                    self.offset += at
+                    self.synced = True
+                    self._cut()
+                    break
+        if buf:
+            if self.synced and len(buf) >= HEADER:
+                self.on_lost(1, len(buf), self.offset, self.last_ts)
+            else:
+                self.on_skipped(len(buf), self.offset)
+            self.offset += len(buf)
+            buf.clear()
