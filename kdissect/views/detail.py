@@ -60,8 +60,12 @@ def scalar(name: str, value: Any) -> Text:
 
 
 class DetailView:
-    def __init__(self, hexdump: bool) -> None:
+    def __init__(self, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None) -> None:
         self.hexdump = hexdump
+        self.marks = marks
+        """When given, filled with id(tree node) -> (side, start, end): where each field's bytes lie in its frame,
+        for the browser's hex pane (needs a body decoded with spans)."""
+        self._side = ""
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
@@ -78,6 +82,7 @@ class DetailView:
             if message is None:
                 tree.add(Text(f"{side}: not in the capture", style="yellow"))
                 continue
+            self._side = side
             tree.add(self._message(side, message))
             if self.hexdump:
                 dumps.append(self._dump(side, message))
@@ -92,7 +97,7 @@ class DetailView:
         node = Tree(label)
         header = message.header
         if header is not None:
-            hnode = node.add(Text(f"Header v{header.version}", style="bold"))
+            hnode = self._mark(node.add(Text(f"Header v{header.version}", style="bold")), (0, header.length))
             pairs = [("correlation_id", header.correlation_id)]
             if isinstance(header, RequestHeader):
                 pairs = [("api_key", header.api_key), ("api_version", header.api_version)] + pairs + [("client_id", header.client_id)]
@@ -105,7 +110,7 @@ class DetailView:
             label = Text(f"Body {body.schema} v{body.version}", style="bold")
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
-            bnode = node.add(label)
+            bnode = self._mark(node.add(label), (header.length if header else 0, len(message.frame.data)))
             if body.fields is not None:
                 self._struct(bnode, body.fields, message.frame.data)
             elif body.raw is not None:
@@ -123,26 +128,30 @@ class DetailView:
         shown = "** " * min(end - start, HEX_INLINE) if isinstance(value, Redacted) else data[start : min(end, start + HEX_INLINE)].hex(" ")
         return Text(f"  @{start}-{end} [{shown}{' …' if end - start > HEX_INLINE else ''}]", style="dim")
 
+    def _mark(self, node: Tree, span: tuple[int, int] | None) -> Tree:
+        if self.marks is not None and span is not None:
+            self.marks[id(node)] = (self._side, *span)
+        return node
+
     def _struct(self, node: Tree, struct: Struct, data: bytes) -> None:
         for name, value in struct.items():
             annotation = struct.annotations.get(name) if struct.annotations else None
+            span = struct.span(name)
             if isinstance(value, UnknownTag):
                 node.add(Text(f"{name}: ", style="yellow") + preview(value.data))
             elif isinstance(value, Struct):
-                self._struct(node.add(Text(name, style="bold") + self._span(struct, name, data)), value, data)
+                self._struct(self._mark(node.add(Text(name, style="bold") + self._span(struct, name, data)), span), value, data)
             elif isinstance(value, list) and value and isinstance(value[0], Struct):
-                child = node.add(Text(f"{name} [{len(value)}]", style="bold") + self._span(struct, name, data))
+                child = self._mark(node.add(Text(f"{name} [{len(value)}]", style="bold") + self._span(struct, name, data)), span)
                 for i, item in enumerate(value):
                     self._struct(child.add(Text(f"[{i}]", style="dim")), item, data)
             elif isinstance(value, RecordSet):
-                span = struct.span(name)
                 start = span[1] - value.size if span else None  # the blob starts after its length prefix
-                self._records(
-                    node.add(Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)), value, start
-                )
+                label = Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)
+                self._records(self._mark(node.add(label), span), value, start)
             else:
                 text = Text(f"{name}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
-                node.add(text + self._span(struct, name, data))
+                self._mark(node.add(text + self._span(struct, name, data)), span)
             if annotation is not None:
                 self._annotation(node, name, annotation)
 
@@ -184,7 +193,7 @@ class DetailView:
         label.append("  CRC ok" if b.crc_valid else "  CRC MISMATCH", style="green" if b.crc_valid else "bold red")
         if start is not None and self.hexdump:
             label.append(f"  @{start + b.span[0]}-{start + b.span[1]}", style="dim")
-        child = node.add(label)
+        child = self._mark(node.add(label), None if start is None else (start + b.span[0], start + b.span[1]))
         flags = [
             n for n, on in (("transactional", b.transactional), ("control", b.control), ("delete horizon", b.has_delete_horizon)) if on
         ]
@@ -241,22 +250,48 @@ class DetailView:
 
     @staticmethod
     def _dump(side: str, message: Message) -> RenderableType:
-        """The frame's bytes, 16 to a line, with redacted fields masked."""
-        data = message.frame.data
-        masked: set[int] = set()
+        dump = FrameDump(message)
+        return Group(Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold"), *map(dump.line, range(len(dump))))
+
+
+class FrameDump:
+    """A frame's bytes, 16 to a line, redacted fields masked; a line at a time, so a browser can show a line of a
+    megabyte frame without making the others."""
+
+    def __init__(self, message: Message, highlight: tuple[int, int] = (0, 0)) -> None:
+        self.data = data = message.frame.data
+        self.highlight = highlight
+        """Bytes [start, end) shown reversed: the field selected in the browser."""
+        self.masked: set[int] = set()
         body = message.body if isinstance(message.body, Body) else None
         if body is not None and body.fields is not None:
             for span in _secret_spans(body.fields):
                 if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
-                    masked.update(range(message.header.length if message.header else 0, len(data)))
+                    self.masked.update(range(message.header.length if message.header else 0, len(data)))
                 else:
-                    masked.update(range(*span))
-        lines = [Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold")]
-        for at in range(0, len(data), 16):
-            cells = ["**" if i in masked else f"{data[i]:02x}" for i in range(at, min(at + 16, len(data)))]
-            chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, min(at + 16, len(data)))]
-            lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
-        return Group(*lines)
+                    self.masked.update(range(*span))
+
+    def __len__(self) -> int:
+        return (len(self.data) + 15) // 16
+
+    def line(self, row: int) -> Text:
+        data, masked, (low, high) = self.data, self.masked, self.highlight
+        at = row * 16
+        end = min(at + 16, len(data))
+        if high <= at or low >= end:
+            cells = ["**" if i in masked else f"{data[i]:02x}" for i in range(at, end)]
+            chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, end)]
+            return Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim")
+        text = Text(f"{at:08x}  ", style="dim")
+        chars = Text()
+        for i in range(at, end):
+            style = "reverse bold" if low <= i < high else "dim"
+            text.append("**" if i in masked else f"{data[i]:02x}", style=style)
+            if i + 1 < end:
+                text.append(" ", style=style if low <= i + 1 < high else "dim")
+            chars.append("*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else "."), style=style)
+        text.append(" " * (3 * (16 - (end - at))) + "  ")
+        return text + chars
 
 
 def _secret_spans(struct: Struct) -> list[tuple[int, int] | None]:

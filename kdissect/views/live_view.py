@@ -20,7 +20,7 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.events import Exchange
 from kdissect.views.summary import Flow, Summary
-from kdissect.views.terminal import COLUMNS, ReadView, _cell, exchange_row, size
+from kdissect.views.terminal import COLUMNS, ReadView, cell, exchange_row, size
 
 
 def elapsed(seconds: float) -> str:
@@ -117,7 +117,7 @@ class LiveView:
         parts.append(Text(""))
         if rows:
             parts.append(Text("Latest exchanges", style="bold"))
-            parts.append(Text(" ".join(_cell(t, w, a) for t, w, a in COLUMNS), style="bold"))
+            parts.append(Text(" ".join(cell(t, w, a) for t, w, a in COLUMNS), style="bold"))
             parts.extend(rows)
         else:
             parts.append(Text("waiting for Kafka exchanges…", style="dim"))

@@ -70,7 +70,7 @@ def size(n: int) -> str:
     return str(n)
 
 
-def _cell(text: str, width: int, align: str) -> str:
+def cell(text: str, width: int, align: str) -> str:
     if width == 0:
         return text
     if len(text) > width:
@@ -79,24 +79,35 @@ def _cell(text: str, width: int, align: str) -> str:
 
 
 def status_text(exchange: Exchange) -> Text:
-    errors = exchange_errors(exchange)
+    body = next((m.body for m in (exchange.request, exchange.response) if m and isinstance(m.body, Body) and m.body.assumed), None)
+    return status_cell(
+        [code for _, code, _ in exchange_errors(exchange)],
+        exchange.status,
+        None if body is None else body.version,
+        [d.code for d in exchange.diagnostics if d.severity != "note"],
+    )
+
+
+def status_cell(errors: list[int], status: str, assumed: int | None, diagnostics: list[str]) -> Text:
+    """The status column from its parts: error names, else the status; an assumed version; the first diagnostic.
+    Also what the browser's index keeps of an exchange, so both show the same words."""
     if errors:
-        names = list(dict.fromkeys(error_name(code) for _, code, _ in errors))
+        names = list(dict.fromkeys(error_name(code) for code in errors))
         text = Text(", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), style="bold red")
-    elif exchange.status == "ok":
+    elif status == "ok":
         text = Text("ok", style="green")
     else:
-        text = Text(exchange.status, style="yellow")
-    body = next((m.body for m in (exchange.request, exchange.response) if m and isinstance(m.body, Body) and m.body.assumed), None)
-    if body is not None:
-        text.append(f"  assumed v{body.version}", style="magenta")
-    diagnostics = [d for d in exchange.diagnostics if d.severity != "note"]
+        text = Text(status, style="yellow")
+    if assumed is not None:
+        text.append(f"  assumed v{assumed}", style="magenta")
     if diagnostics:
-        text.append(f"  ⚠ {diagnostics[0].code}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), style="magenta")
+        text.append(f"  ⚠ {diagnostics[0]}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), style="magenta")
     return text
 
 
-def exchange_row(exchange: Exchange) -> Text:
+def exchange_row(exchange: Exchange, status: Text | None = None) -> Text:
+    """A row of the exchange list. `status` is the status cell when the caller made it already: the browser's
+    index rows have the exchange's header values but not its bodies, and give their own."""
     latency = exchange.latency
     cells = (
         str(exchange.id),
@@ -107,8 +118,8 @@ def exchange_row(exchange: Exchange) -> Text:
         exchange.client_id or "",
         duration(latency) if latency is not None else "",
     )
-    row = Text(" ".join(_cell(c, w, a) for c, (_, w, a) in zip(cells, COLUMNS)) + " ")
-    row.append_text(status_text(exchange))
+    row = Text(" ".join(cell(c, w, a) for c, (_, w, a) in zip(cells, COLUMNS)) + " ")
+    row.append_text(status_text(exchange) if status is None else status)
     return row
 
 
@@ -124,7 +135,7 @@ class ReadView:
 
     def exchange(self, exchange: Exchange) -> None:
         if not self._header_printed:
-            header = " ".join(_cell(t, w, a) for t, w, a in COLUMNS)
+            header = " ".join(cell(t, w, a) for t, w, a in COLUMNS)
             self.console.print(Text(header, style="bold"))
             self._header_printed = True
         self.console.print(exchange_row(exchange), soft_wrap=True, highlight=False)

@@ -1,0 +1,528 @@
+"""The browser: flows, the exchange list, one exchange's field tree and bytes, the filter bar, the charts tab.
+
+The index (index.py) fills on a worker thread while the first rows are already on screen; a timer picks up what
+it added. A filter is a second pass over the file (scan.py), whose matches fill the list as they are found.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from rich.tree import Tree as RichTree
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
+
+from kdissect.browse.charts import charts
+from kdissect.browse.index import Index
+from kdissect.browse.lines import Lines
+from kdissect.browse.scan import events, exchange_at
+from kdissect.browse.write import write_set
+from kdissect.dissector import Options
+from kdissect.events import Exchange
+from kdissect.filter import FilterError, compile_filter
+from kdissect.views.detail import DetailView, FrameDump
+from kdissect.views.summary import percentile
+from kdissect.views.terminal import COLUMNS, cell, duration, exchange_row, status_cell
+
+REFRESH = 0.25
+"""Seconds between looks at what the background passes added."""
+SORTABLE = [name for name, _, _ in COLUMNS]
+HEX_BYTES = 10
+"""Columns before the first byte of a hex line ("00000010  "); each byte takes three, the characters follow."""
+
+HELP = """[b]kdissect browse[/b]
+
+  [b]/[/b]        filter (the -Y language of `kdissect read`; Enter applies, Esc cancels)
+  [b]Enter[/b]    open the exchange under the cursor (on a flow: show only its exchanges)
+  [b]Tab[/b]      next pane          [b]x[/b]  hex pane on or off
+  [b]n / N[/b]    next / previous exchange with an error or a diagnostic
+  [b]c[/b]        the selected exchange's connection    [b]g[/b]  its consumer group
+  [b]s / S[/b]    sort by the next column / reverse the order
+  [b]w[/b]        write the exchanges on the list to FILE.pcap or FILE.ndjson
+  [b]?[/b]        this help          [b]q[/b]  quit
+  In the tree, the selected field's bytes are highlighted in the hex pane; click a byte to find its field.
+
+Press any key to close."""
+
+
+class ExchangeList(Lines):
+    BINDINGS = [Binding("enter", "app.open_exchange", "open", show=False)]
+
+
+class HelpScreen(ModalScreen[None]):
+    def compose(self) -> ComposeResult:
+        yield Static(HELP, id="help")
+
+    def on_key(self) -> None:
+        self.dismiss()
+
+
+class WriteScreen(ModalScreen[str]):
+    """Asks where to write the list."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="write"):
+            yield Static("Write the exchanges on the list to (.pcap, or .ndjson/.jsonl for JSON):")
+            yield Input(value="kdissect-filtered.pcap", id="write-name")
+
+    @on(Input.Submitted)
+    def chosen(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def key_escape(self) -> None:
+        self.dismiss("")
+
+
+class BrowseApp(App[None]):
+    TITLE = "kdissect browse"
+    CSS = """
+    #flows { height: auto; max-height: 7; }
+    #list-header { height: 1; background: $boost; text-style: bold; }
+    #list { height: 1fr; min-height: 3; }
+    #detail-row { height: 1fr; display: none; }
+    #detail-row.open { display: block; }
+    #detail { width: 1fr; }
+    #hex-pane { width: 80; }
+    #hex-pane.hidden { display: none; }
+    #hex-title { height: 1; text-style: bold; }
+    #filter-bar { height: auto; display: none; }
+    #filter-bar.open { display: block; }
+    #filter-error { color: $error; height: auto; }
+    #status { height: 1; background: $panel; }
+    #help, #write { width: 90; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    HelpScreen, WriteScreen { align: center middle; }
+    """
+    BINDINGS = [
+        Binding("slash", "filter", "filter"),
+        Binding("n", "flagged(1)", "next error"),
+        Binding("N", "flagged(-1)", "prev error", key_display="N"),
+        Binding("c", "follow_connection", "conn"),
+        Binding("g", "follow_group", "group"),
+        Binding("x", "toggle_hex", "hex"),
+        Binding("s", "sort(1)", "sort"),
+        Binding("S", "sort(0)", "reverse", show=False),
+        Binding("w", "write", "write"),
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(self, path: Path, options: Options, initial_filter: str = "") -> None:
+        super().__init__()
+        self.index = Index(path, options)
+        self.path = path
+        self.applied = ""
+        """The filter text the list shows."""
+        self.matches: list[int] | None = None
+        """Positions the filter matched so far; None without a filter."""
+        self._scan_done = True
+        self._generation = 0
+        self._stop = threading.Event()
+        self.order: list[int] | None = None
+        """The list's positions in sorted order; None in capture order."""
+        self.sort_column: str | None = None
+        self.reverse = False
+        self._shown = -1
+        self._flows_seen = (-1, -1)
+        self.exchange: Exchange | None = None
+        self._fields: list[tuple[Any, str, int, int]] = []
+        self._initial_filter = initial_filter
+
+    # -- layout -----------------------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(id="tabs"):
+            with TabPane("Exchanges", id="browse"):
+                yield DataTable(id="flows", cursor_type="row", zebra_stripes=True)
+                yield Static(self._header(), id="list-header")
+                yield ExchangeList(self._line, id="list")
+                with Horizontal(id="detail-row"):
+                    yield Tree("(open an exchange with Enter)", id="detail")
+                    with Vertical(id="hex-pane"):
+                        yield Static("", id="hex-title")
+                        yield Lines(lambda i: Text(), cursor_shown=False, id="hex")
+            with TabPane("Charts", id="charts-tab"):
+                with VerticalScroll():
+                    yield Static("", id="charts")
+        with Vertical(id="filter-bar"):
+            yield Input(placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter")
+            yield Static("", id="filter-error")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        flows = self.query_one("#flows", DataTable)
+        for name in ("#", "client → broker", "client ids", "exch", "errors", "p50", "p99"):
+            flows.add_column(name, key=name)
+        threading.Thread(target=self.index.run, args=(self._stop,), daemon=True, name="kdissect-index").start()
+        self.set_interval(REFRESH, self.refresh_view)
+        self.query_one("#list", ExchangeList).focus()
+        if self._initial_filter:
+            self.apply_filter(self._initial_filter)
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    # -- the list ---------------------------------------------------------------------------------------------
+
+    def _header(self) -> Text:
+        names = [name + (" ▼" if self.reverse else " ▲") if name == self.sort_column else name for name, _, _ in COLUMNS]
+        return Text(" ".join(cell(n, w, a) for n, (_, w, a) in zip(names, COLUMNS)))
+
+    def positions(self) -> Any:
+        """What the list shows, as positions in the index: sorted, filtered, or all."""
+        if self.order is not None:
+            return self.order
+        if self.matches is not None:
+            return self.matches
+        return range(len(self.index))
+
+    def position(self, line: int) -> int:
+        return self.positions()[line]
+
+    def _line(self, line: int) -> Text:
+        with self.index.lock:
+            row = self.index.row(self.position(line))
+        return exchange_row(row, status_cell(list(row.errors), row.status, row.assumed, list(row.diagnostics)))  # type: ignore[arg-type]
+
+    def refresh_view(self) -> None:
+        """Pick up rows the background passes added, and keep the flows, status line and charts current."""
+        base = len(self.matches) if self.matches is not None else len(self.index)
+        if self.sort_column is not None and (self.order is None or len(self.order) != base):
+            self._sort()
+        lines = self.query_one("#list", ExchangeList)
+        count = len(self.positions())
+        if count != self._shown:
+            self._shown = count
+            lines.reset(count)
+        self._refresh_flows()
+        self._refresh_status()
+        if self.query_one("#tabs", TabbedContent).active == "charts-tab":
+            self.query_one("#charts", Static).update(charts(self.index, max(20, self.size.width - 4)))
+
+    def _refresh_flows(self) -> None:
+        summary = self.index.summary
+        seen = (len(summary.flows), summary.exchanges)
+        if seen == self._flows_seen:
+            return
+        self._flows_seen = seen
+        table = self.query_one("#flows", DataTable)
+        with self.index.lock:
+            flows = sorted(summary.flows.values(), key=lambda f: f.info.id)
+            rows = [
+                (
+                    str(f.info.id),
+                    f"{f.info.client} → {f.info.broker.port}",
+                    ", ".join(f.client_ids) or "-",
+                    str(f.exchanges),
+                    Text(str(f.errors), style="red" if f.errors else ""),
+                    duration(percentile(sorted(f.latencies), 50)),
+                    duration(percentile(sorted(f.latencies), 99)),
+                )
+                for f in flows
+                if f.exchanges
+            ]
+        cursor = table.cursor_row
+        table.clear()
+        for row in rows:
+            table.add_row(*row, key=row[0])
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1))
+
+    def _refresh_status(self) -> None:
+        index = self.index
+        text = Text(f" {len(index)} exchanges", style="bold")
+        if not index.done:
+            text.append(f", indexing{self._progress()}…", style="yellow")
+        if index.failure:
+            text.append(f"  {index.failure}", style="red")
+        if self.matches is not None:
+            text.append(f"  │ {len(self.matches)} match ", style="bold")
+            text.append(self.applied, style="cyan")
+            if not self._scan_done:
+                text.append(" (searching…)", style="yellow")
+        if self.sort_column:
+            text.append(f"  │ sorted by {self.sort_column}{' (reversed)' if self.reverse else ''}")
+        self.query_one("#status", Static).update(text)
+
+    def _progress(self) -> str:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return ""
+        done = self.index.offsets[-1] if self.index.offsets else 0
+        return f" {min(99, done * 100 // size)} %" if size and done <= size else ""
+
+    def _sort(self) -> None:
+        base = list(self.matches if self.matches is not None else range(len(self.index)))
+        with self.index.lock:
+            base.sort(key=self.index.sort_key(self.sort_column or "#"), reverse=self.reverse)
+        self.order = base
+
+    def current(self) -> int | None:
+        lines = self.query_one("#list", ExchangeList)
+        if not lines.count:
+            return None
+        return self.position(lines.cursor)
+
+    # -- filters ----------------------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        bar = self.query_one("#filter-bar")
+        bar.add_class("open")
+        field = self.query_one("#filter", Input)
+        field.value = self.applied
+        field.focus()
+
+    @on(Input.Changed, "#filter")
+    def filter_typed(self, event: Input.Changed) -> None:
+        """Show the list of the expression as soon as it parses; say what is wrong while it does not."""
+        if self._compiled(event.value) is not None:
+            self.apply_filter(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def filter_entered(self, event: Input.Submitted) -> None:
+        if self._compiled(event.value) is None:
+            return
+        if event.value != self.applied:
+            self.apply_filter(event.value)
+        self._close_filter()
+        self.query_one("#list", ExchangeList).cursor = 0
+
+    def key_escape(self) -> None:
+        if self.query_one("#filter-bar").has_class("open"):
+            self.query_one("#filter", Input).value = self._before
+            self.apply_filter(self._before)
+            self._close_filter()
+
+    def _close_filter(self) -> None:
+        self.query_one("#filter-bar").remove_class("open")
+        self.query_one("#filter-error", Static).update("")
+        self.query_one("#list", ExchangeList).focus()
+
+    def _compiled(self, text: str) -> Any:
+        error = self.query_one("#filter-error", Static)
+        if not text.strip():
+            error.update("")
+            return True
+        try:
+            wanted = compile_filter([("-Y", text)])
+        except FilterError as exc:
+            error.update(Text(str(exc)))
+            return None
+        error.update("")
+        return wanted
+
+    def apply_filter(self, text: str) -> None:
+        """Show the exchanges `text` matches: a pass over the file fills the list as it finds them."""
+        if not self.query_one("#filter-bar").has_class("open"):
+            self._before = text
+        elif not hasattr(self, "_before") or self._before is None:
+            self._before = self.applied
+        self._generation += 1
+        self.applied = text.strip()
+        self.order = None
+        self._shown = -1
+        if not self.applied:
+            self.matches = None
+            self._scan_done = True
+            return
+        wanted = compile_filter([("-Y", self.applied)])
+        self.matches = []
+        self._scan_done = False
+        generation = self._generation
+        threading.Thread(target=self._scan, args=(wanted, self.matches, generation), daemon=True, name="kdissect-filter").start()
+
+    def _scan(self, wanted: Any, found: list[int], generation: int) -> None:
+        try:
+            for event in events(self.path, replace(self.index.options, keep=wanted.keep)):
+                if generation != self._generation or self._stop.is_set():
+                    return
+                if isinstance(event, Exchange) and wanted.matches(event):
+                    found.append(event.id - 1)
+        except Exception as exc:  # the capture broke mid-way: the matches so far stay on the list
+            self.call_from_thread(self.notify, str(exc), severity="error")
+        finally:
+            if generation == self._generation:
+                self._scan_done = True
+
+    def follow(self, expression: str) -> None:
+        self._before = expression
+        self.query_one("#filter", Input).value = expression
+        self.apply_filter(expression)
+        self.query_one("#list", ExchangeList).cursor = 0
+
+    def action_follow_connection(self) -> None:
+        position = self.current()
+        if position is not None:
+            self.follow(f"connection == {self.index.row(position).connection.id}")
+
+    def action_follow_group(self) -> None:
+        position = self.current()
+        if position is None:
+            return
+        groups = self.index.row(position).groups
+        if not groups:
+            self.notify("this exchange names no consumer group", severity="warning")
+            return
+        self.follow(f"group == {groups[0]!r}".replace("'", '"'))
+
+    @on(DataTable.RowSelected, "#flows")
+    def flow_chosen(self, event: DataTable.RowSelected) -> None:
+        self.follow(f"connection == {event.row_key.value}")
+        self.query_one("#list", ExchangeList).focus()
+
+    # -- moving -----------------------------------------------------------------------------------------------
+
+    def action_flagged(self, step: int) -> None:
+        lines = self.query_one("#list", ExchangeList)
+        positions = self.positions()
+        at = lines.cursor + step
+        with self.index.lock:
+            while 0 <= at < len(positions):
+                if self.index.flagged(positions[at]):
+                    lines.cursor = at
+                    lines.focus()
+                    return
+                at += step
+        self.notify("no further exchange with an error or diagnostic")
+
+    def action_sort(self, advance: int) -> None:
+        if advance:
+            at = SORTABLE.index(self.sort_column) + 1 if self.sort_column in SORTABLE else 0
+            self.sort_column = SORTABLE[at % len(SORTABLE)]
+        else:
+            self.reverse = not self.reverse
+            self.sort_column = self.sort_column or "#"
+        self._sort()
+        self._shown = -1
+        self.query_one("#list-header", Static).update(self._header())
+        self.refresh_view()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    # -- one exchange -----------------------------------------------------------------------------------------
+
+    def action_open_exchange(self) -> None:
+        position = self.current()
+        if position is None:
+            return
+        row = self.index.row(position)
+        self.query_one("#detail-row").add_class("open")
+        tree = self.query_one("#detail", Tree)
+        tree.reset(Text(f"decoding exchange {row.id}…", style="yellow"))
+        threading.Thread(target=self._decode, args=(row,), daemon=True, name="kdissect-decode").start()
+
+    def _decode(self, row: Any) -> None:
+        try:
+            exchange = exchange_at(self.path, self.index.options, self.index.offsets, row)
+        except Exception as exc:  # a file that changed or broke since it was indexed
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.call_from_thread(self.show_exchange, exchange, row.id)
+
+    def show_exchange(self, exchange: Exchange | None, number: int) -> None:
+        tree = self.query_one("#detail", Tree)
+        if exchange is None:
+            tree.reset(Text(f"exchange {number} could not be read again from the file", style="red"))
+            return
+        exchange = replace(exchange, id=number)
+        self.exchange = exchange
+        marks: dict[int, tuple[str, int, int]] = {}
+        rendered = DetailView(False, marks).render(exchange)
+        top: RichTree = rendered.renderables[0]  # type: ignore[attr-defined]
+        tree.reset(top.label)
+        self._fields = []
+        self._graft(tree.root, top, marks, 0)
+        tree.root.expand()
+        self._show_bytes("Request" if exchange.request else "Response", (0, 0))
+        tree.focus()
+
+    def _graft(self, node: Any, source: RichTree, marks: dict[int, tuple[str, int, int]], depth: int) -> None:
+        """The rich tree `show` prints, made a Textual tree: same labels, and each field's bytes as its data."""
+        for child in source.children:
+            if isinstance(child.label, RichTree):  # `show` adds each side as a tree of its own
+                child = child.label
+            mark = marks.get(id(child))
+            if child.children:
+                added = node.add(child.label, data=mark, expand=depth < 3)
+                self._graft(added, child, marks, depth + 1)
+            else:
+                added = node.add_leaf(child.label, data=mark)
+            if mark is not None:
+                self._fields.append((added, *mark))
+
+    @on(Tree.NodeHighlighted, "#detail")
+    def field_chosen(self, event: Tree.NodeHighlighted) -> None:
+        mark = event.node.data
+        if mark is not None:
+            side, start, end = mark
+            self._show_bytes(side, (start, end))
+
+    def _show_bytes(self, side: str, span: tuple[int, int]) -> None:
+        exchange = self.exchange
+        message = None if exchange is None else (exchange.request if side == "Request" else exchange.response)
+        hex_lines = self.query_one("#hex", Lines)
+        title = self.query_one("#hex-title", Static)
+        if message is None:
+            hex_lines.reset(0)
+            title.update("")
+            return
+        dump = FrameDump(message, span)
+        self._dump_side = side
+        chosen = f", bytes {span[0]}-{span[1]} selected" if span[1] > span[0] else ""
+        title.update(Text(f"{side} frame, {len(dump.data)} bytes after the size prefix{chosen}"))
+        hex_lines.reset(len(dump), dump.line, keep_cursor=False)
+        hex_lines.scroll_to(y=max(0, span[0] // 16 - 2), animate=False)
+
+    @on(Lines.Clicked, "#hex")
+    def byte_clicked(self, event: Lines.Clicked) -> None:
+        """The innermost field holding the clicked byte becomes the tree's selection."""
+        column = event.column - HEX_BYTES
+        byte = column // 3 if column < 48 else column - 49
+        if not 0 <= byte < 16:
+            return
+        offset = event.row * 16 + byte
+        holding = [f for f in self._fields if f[1] == self._dump_side and f[2] <= offset < f[3]]
+        if not holding:
+            return
+        node = min(holding, key=lambda f: f[3] - f[2])[0]
+        parent = node.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        tree = self.query_one("#detail", Tree)
+        self.call_after_refresh(tree.move_cursor, node)
+
+    def action_toggle_hex(self) -> None:
+        self.query_one("#hex-pane").toggle_class("hidden")
+
+    # -- writing ----------------------------------------------------------------------------------------------
+
+    def action_write(self) -> None:
+        self.push_screen(WriteScreen(), self._write)
+
+    def _write(self, name: str | None) -> None:
+        if not name:
+            return
+        positions = list(self.positions())
+        out = Path(name)
+
+        def run() -> None:
+            try:
+                written = write_set(out, self.index, positions, self.index.options)
+            except (OSError, ValueError) as exc:
+                self.call_from_thread(self.notify, f"not written: {exc}", severity="error")
+                return
+            what = "exchanges" if out.suffix.lower() != ".pcap" else "packets"
+            self.call_from_thread(self.notify, f"wrote {written} {what} of {len(positions)} exchanges to {out}")
+
+        threading.Thread(target=run, daemon=True, name="kdissect-write").start()
