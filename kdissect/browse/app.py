@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 from kdissect.browse.charts import charts
 from kdissect.browse.index import Index
 from kdissect.browse.lines import Lines
-from kdissect.browse.scan import events, exchange_at
+from kdissect.browse.scan import events
 from kdissect.browse.write import write_set
 from kdissect.dissector import Options
 from kdissect.events import Exchange
@@ -423,7 +423,7 @@ class BrowseApp(App[None]):
 
     def _decode(self, row: Any) -> None:
         try:
-            exchange = exchange_at(self.path, self.index.options, self.index.offsets, row)
+            exchange = self.index.exchange(row)
         except Exception as exc:  # a file that changed or broke since it was indexed
             self.call_from_thread(self.notify, str(exc), severity="error")
             return
@@ -434,7 +434,6 @@ class BrowseApp(App[None]):
         if exchange is None:
             tree.reset(Text(f"exchange {number} could not be read again from the file", style="red"))
             return
-        exchange = replace(exchange, id=number)
         self.exchange = exchange
         marks: dict[int, tuple[str, int, int]] = {}
         rendered = DetailView(False, marks).render(exchange)

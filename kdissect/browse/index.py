@@ -6,15 +6,17 @@ Strings that repeat (client ids, error lists, diagnostic codes, groups) are inte
 
 from __future__ import annotations
 
+import copy
 import threading
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from kdissect.browse.scan import events
+from kdissect.browse.scan import events, exchange_at
 from kdissect.decode.body import Body
-from kdissect.dissector import Options
+from kdissect.decode.session import Session
+from kdissect.dissector import Options, make_decoder
 from kdissect.events import ConnectionInfo, Exchange
 from kdissect.views.stats import Stats
 from kdissect.views.summary import Summary, exchange_errors
@@ -80,6 +82,12 @@ class Index:
         """File offsets of every CHECKPOINT-th packet (scan.py)."""
         self.done = False
         self.failure: str | None = None
+        self.decoder = make_decoder(options)
+        self.sessions: list[Any] = []
+        """Each connection's decoder session (by connection id - 1: connections make theirs as they open)."""
+        if self.decoder is not None:
+            self.decoder.new_session = self._new_session
+        self._span_decoder: Any = None
         self._ts, self._latency, self._correlation = array("q"), array("q"), array("q")
         self._first, self._last = array("q"), array("q")
         self._connection, self._client, self._errors, self._diagnostics, self._groups = (array("l") for _ in range(5))
@@ -96,7 +104,7 @@ class Index:
     def run(self, stop: threading.Event | None = None) -> None:
         """The background pass: every exchange of the capture into the index."""
         try:
-            for event in events(self.path, self.options, self.offsets):
+            for event in events(self.path, self.options, self.offsets, self.decoder):
                 if stop is not None and stop.is_set():
                     return
                 with self.lock:
@@ -107,6 +115,24 @@ class Index:
             self.failure = str(exc)
         finally:
             self.done = True
+
+    def _new_session(self) -> Any:
+        session = Session()
+        self.sessions.append(session)
+        return session
+
+    def exchange(self, row: Row) -> Exchange | None:
+        """The exchange of `row` decoded again from the file, with spans, as it was decoded in the pass."""
+        if self._span_decoder is None:
+            self._span_decoder = make_decoder(replace(self.options, spans=True, decode=True))
+        decoder = self._span_decoder
+        with self.lock:
+            if self.decoder is not None:
+                decoder.topic_names = dict(self.decoder.topic_names)
+            known = self.sessions[row.connection.id - 1] if row.connection.id <= len(self.sessions) else Session()
+        decoder.new_session = lambda: copy.copy(known)
+        found = exchange_at(self.path, self.options, self.offsets, row, decoder)
+        return None if found is None else replace(found, id=row.id, connection=row.connection)
 
     def add(self, exchange: Exchange) -> None:
         self.stats.add(exchange)

@@ -2,7 +2,9 @@
 
 The index keeps no bodies. To show one, the packets from its request's first to its response's last are read
 again (from the nearest checkpoint of the file's packet offsets, for a plain pcap; from the start otherwise) and
-dissected on their own: the connection is then picked up mid-stream, which the core is built for.
+dissected on their own: the connection is then picked up mid-stream, which the core is built for. What earlier
+messages taught the decoder (topic names of topic ids, a connection's SASL mechanism and group protocols) comes
+from the pass that built the index.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from kdissect.capture import open_capture
 from kdissect.capture.source import CaptureFile
-from kdissect.dissector import Options, make_dissector
+from kdissect.dissector import MAKE, Options, make_dissector
 from kdissect.events import Event, Exchange
 
 CHECKPOINT = 64
@@ -22,13 +24,13 @@ CHECKPOINT = 64
 PCAP_HEADER = 24
 
 
-def events(path: Path, options: Options, packets: list[int] | None = None) -> Iterator[Event]:
+def events(path: Path, options: Options, packets: list[int] | None = None, decoder: Any = MAKE) -> Iterator[Event]:
     """Every event of the capture; `packets`, when given, collects the file offset of every CHECKPOINT-th packet."""
     with open_capture(path) as source:
         feed = source.packets()
         if packets is not None:
             feed = _checkpointed(feed, packets)
-        yield from make_dissector(options).run(feed)
+        yield from make_dissector(options, decoder).run(feed)
 
 
 def _checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:
@@ -38,12 +40,15 @@ def _checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:
         yield packet
 
 
-def exchange_at(path: Path, options: Options, offsets: list[int], row: Any) -> Exchange | None:
-    """One exchange (an index `Row`), decoded with every field's byte span, from the packets its frames span."""
+def exchange_at(path: Path, options: Options, offsets: list[int], row: Any, decoder: Any) -> Exchange | None:
+    """One exchange (an index `Row`), decoded with every field's byte span, from the packets its frames span.
+
+    `decoder` records spans and knows what the pass over the whole capture learnt before this exchange: the
+    topic ids' names, and the connection's session (index.py makes it)."""
     info, correlation_id, first, last = row.connection, row.correlation_id, row.first_packet, row.last_packet
     with _opened_at(path, offsets, first) as source:
         feed = (p for p in _between(source.packets(), first, last))
-        for event in make_dissector(replace(options, spans=True, keep=None)).run(feed):
+        for event in make_dissector(replace(options, keep=None), decoder).run(feed):
             if (
                 isinstance(event, Exchange)
                 and event.connection.client == info.client
