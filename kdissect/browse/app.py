@@ -35,6 +35,8 @@ from kdissect.views.terminal import COLUMNS, cell, duration, exchange_row, statu
 REFRESH = 0.25
 """Seconds between looks at what the background passes added."""
 SORTABLE = [name for name, _, _ in COLUMNS]
+LIST_WIDTH = sum(width for _, width, _ in COLUMNS) + len(COLUMNS) + 40
+"""The list's lines, status included, are this wide: narrower terminals scroll them sideways (left, right)."""
 HEX_BYTES = 10
 """Columns before the first byte of a hex line ("00000010  "); each byte takes three, the characters follow."""
 
@@ -55,6 +57,10 @@ Press any key to close."""
 
 class ExchangeList(Lines):
     BINDINGS = [Binding("enter", "app.open_exchange", "open", show=False)]
+
+    def watch_scroll_x(self, old: float, new: float) -> None:
+        super().watch_scroll_x(old, new)
+        self.app.show_header()  # type: ignore[attr-defined]
 
 
 class HelpScreen(ModalScreen[None]):
@@ -84,6 +90,9 @@ class WriteScreen(ModalScreen[str]):
 class BrowseApp(App[None]):
     TITLE = "kdissect browse"
     CSS = """
+    #tabs { height: 1fr; }
+    #tabs ContentSwitcher { height: 1fr; }
+    TabPane { padding: 0; height: 1fr; }
     #flows { height: auto; max-height: 7; }
     #list-header { height: 1; background: $boost; text-style: bold; }
     #list { height: 1fr; min-height: 3; }
@@ -134,6 +143,8 @@ class BrowseApp(App[None]):
         self.exchange: Exchange | None = None
         self._fields: list[tuple[Any, str, int, int]] = []
         self._initial_filter = initial_filter
+        self._before = ""
+        """The filter applied when the bar opened: what Esc goes back to."""
 
     # -- layout -----------------------------------------------------------------------------------------------
 
@@ -142,7 +153,7 @@ class BrowseApp(App[None]):
             with TabPane("Exchanges", id="browse"):
                 yield DataTable(id="flows", cursor_type="row", zebra_stripes=True)
                 yield Static(self._header(), id="list-header")
-                yield ExchangeList(self._line, id="list")
+                yield ExchangeList(self._line, width=LIST_WIDTH, id="list")
                 with Horizontal(id="detail-row"):
                     yield Tree("(open an exchange with Enter)", id="detail")
                     with Vertical(id="hex-pane"):
@@ -152,7 +163,7 @@ class BrowseApp(App[None]):
                 with VerticalScroll():
                     yield Static("", id="charts")
         with Vertical(id="filter-bar"):
-            yield Input(placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter")
+            yield Input(placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter", select_on_focus=False)
             yield Static("", id="filter-error")
         yield Static("", id="status")
         yield Footer()
@@ -176,6 +187,12 @@ class BrowseApp(App[None]):
         names = [name + (" ▼" if self.reverse else " ▲") if name == self.sort_column else name for name, _, _ in COLUMNS]
         return Text(" ".join(cell(n, w, a) for n, (_, w, a) in zip(names, COLUMNS)))
 
+    def show_header(self) -> None:
+        """The column names above the list, scrolled sideways as far as its lines are."""
+        if self.screen_stack:
+            left = int(self._main("#list", ExchangeList).scroll_x)
+            self._main("#list-header", Static).update(self._header()[left:])
+
     def positions(self) -> Any:
         """What the list shows, as positions in the index: sorted, filtered, or all."""
         if self.order is not None:
@@ -188,24 +205,29 @@ class BrowseApp(App[None]):
         return self.positions()[line]
 
     def _line(self, line: int) -> Text:
+        positions = self.positions()
+        if line >= len(positions):  # the list changed since the widget counted it; the next refresh recounts
+            return Text()
         with self.index.lock:
-            row = self.index.row(self.position(line))
+            row = self.index.row(positions[line])
         return exchange_row(row, status_cell(list(row.errors), row.status, row.assumed, list(row.diagnostics)))  # type: ignore[arg-type]
 
     def refresh_view(self) -> None:
         """Pick up rows the background passes added, and keep the flows, status line and charts current."""
+        if not self.screen_stack:  # the app is closing
+            return
         base = len(self.matches) if self.matches is not None else len(self.index)
         if self.sort_column is not None and (self.order is None or len(self.order) != base):
             self._sort()
-        lines = self.query_one("#list", ExchangeList)
+        lines = self._main("#list", ExchangeList)
         count = len(self.positions())
         if count != self._shown:
             self._shown = count
             lines.reset(count)
         self._refresh_flows()
         self._refresh_status()
-        if self.query_one("#tabs", TabbedContent).active == "charts-tab":
-            self.query_one("#charts", Static).update(charts(self.index, max(20, self.size.width - 4)))
+        if self._main("#tabs", TabbedContent).active == "charts-tab":
+            self._main("#charts", Static).update(charts(self.index, max(20, self.size.width - 4)))
 
     def _refresh_flows(self) -> None:
         summary = self.index.summary
@@ -213,7 +235,7 @@ class BrowseApp(App[None]):
         if seen == self._flows_seen:
             return
         self._flows_seen = seen
-        table = self.query_one("#flows", DataTable)
+        table = self._main("#flows", DataTable)
         with self.index.lock:
             flows = sorted(summary.flows.values(), key=lambda f: f.info.id)
             rows = [
@@ -250,7 +272,11 @@ class BrowseApp(App[None]):
                 text.append(" (searching…)", style="yellow")
         if self.sort_column:
             text.append(f"  │ sorted by {self.sort_column}{' (reversed)' if self.reverse else ''}")
-        self.query_one("#status", Static).update(text)
+        self._main("#status", Static).update(text)
+
+    def _main(self, selector: str, kind: type[Any]) -> Any:
+        """A widget of the main screen, also while a dialog is on top of it."""
+        return self.screen_stack[0].query_one(selector, kind)
 
     def _progress(self) -> str:
         try:
@@ -278,7 +304,9 @@ class BrowseApp(App[None]):
         bar = self.query_one("#filter-bar")
         bar.add_class("open")
         field = self.query_one("#filter", Input)
+        self._before = self.applied
         field.value = self.applied
+        field.cursor_position = len(field.value)
         field.focus()
 
     @on(Input.Changed, "#filter")
@@ -322,10 +350,6 @@ class BrowseApp(App[None]):
 
     def apply_filter(self, text: str) -> None:
         """Show the exchanges `text` matches: a pass over the file fills the list as it finds them."""
-        if not self.query_one("#filter-bar").has_class("open"):
-            self._before = text
-        elif not hasattr(self, "_before") or self._before is None:
-            self._before = self.applied
         self._generation += 1
         self.applied = text.strip()
         self.order = None
@@ -333,12 +357,12 @@ class BrowseApp(App[None]):
         if not self.applied:
             self.matches = None
             self._scan_done = True
-            return
-        wanted = compile_filter([("-Y", self.applied)])
-        self.matches = []
-        self._scan_done = False
-        generation = self._generation
-        threading.Thread(target=self._scan, args=(wanted, self.matches, generation), daemon=True, name="kdissect-filter").start()
+        else:
+            wanted = compile_filter([("-Y", self.applied)])
+            self.matches = []
+            self._scan_done = False
+            threading.Thread(target=self._scan, args=(wanted, self.matches, self._generation), daemon=True, name="kdissect-filter").start()
+        self.refresh_view()
 
     def _scan(self, wanted: Any, found: list[int], generation: int) -> None:
         try:
@@ -354,7 +378,6 @@ class BrowseApp(App[None]):
                 self._scan_done = True
 
     def follow(self, expression: str) -> None:
-        self._before = expression
         self.query_one("#filter", Input).value = expression
         self.apply_filter(expression)
         self.query_one("#list", ExchangeList).cursor = 0
@@ -403,7 +426,7 @@ class BrowseApp(App[None]):
             self.sort_column = self.sort_column or "#"
         self._sort()
         self._shown = -1
-        self.query_one("#list-header", Static).update(self._header())
+        self.show_header()
         self.refresh_view()
 
     def action_help(self) -> None:

@@ -30,6 +30,8 @@ class Lines(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "page down", show=False),
         Binding("home", "jump(0)", "first", show=False),
         Binding("end", "jump(-1)", "last", show=False),
+        Binding("left", "scroll_left", "left", show=False),
+        Binding("right", "scroll_right", "right", show=False),
     ]
 
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
@@ -55,37 +57,36 @@ class Lines(ScrollView, can_focus=True):
         def control(self) -> Lines:
             return self.lines
 
-    def __init__(self, line: Callable[[int], Text], cursor_shown: bool = True, **kwargs) -> None:
+    def __init__(self, line: Callable[[int], Text], cursor_shown: bool = True, width: int = 0, **kwargs) -> None:
         super().__init__(**kwargs)
         self.line = line
         self.count = 0
         self.cursor_shown = cursor_shown
+        self.width = width
+        """How wide the lines are; wider than the widget, they scroll sideways."""
 
     def reset(self, count: int, line: Callable[[int], Text] | None = None, keep_cursor: bool = True) -> None:
         """A new number of lines (and maker of lines); everything is redrawn."""
         if line is not None:
             self.line = line
         self.count = count
-        self.virtual_size = Size(self.size.width, count)
+        self.virtual_size = Size(max(self.width, self.size.width), count)
         cursor = min(self.cursor, max(0, count - 1)) if keep_cursor else 0
         self.set_reactive(Lines.cursor, cursor)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
         row = self.scroll_offset.y + y
-        width = self.size.width
+        width, left = self.size.width, self.scroll_offset.x
         if row >= self.count:
             return Strip.blank(width)
         text = self.line(row)
         text.no_wrap = True
         text.overflow = "crop"
-        segments = list(text.render(self.app.console, end=""))
-        strip = Strip(segments).crop_extend(0, width, None)
-        if self.cursor_shown and row == self.cursor and self.has_focus:
-            strip = strip.apply_style(CURSOR)
-        elif self.cursor_shown and row == self.cursor:
-            strip = strip.apply_style(Style(bgcolor="grey23"))
-        return strip.crop(self.scroll_offset.x, self.scroll_offset.x + width) if self.scroll_offset.x else strip
+        strip = Strip(list(text.render(self.app.console, end=""))).crop_extend(left, left + width, None)
+        if self.cursor_shown and row == self.cursor:
+            strip = strip.apply_style(CURSOR if self.has_focus else Style(bgcolor="grey23"))
+        return strip
 
     def watch_cursor(self, cursor: int) -> None:
         self.scroll_to_row(cursor)

@@ -1,4 +1,8 @@
-"""`w` in the browser: the exchanges on the list written to a pcap (their packets) or NDJSON (`read --json`'s layout)."""
+"""`w` in the browser: the exchanges on the list written to a pcap or NDJSON (`read --json`'s layout).
+
+A pcap gets every packet from each exchange's first to its last: frames of other exchanges interleaved there
+come along (a packet can carry several), so reading the file back with the same filter gives the same exchanges.
+"""
 
 from __future__ import annotations
 
