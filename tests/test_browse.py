@@ -373,12 +373,15 @@ def test_the_screens_at_200_by_50():
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "ErrorCode: 79  MEMBER_ID_REQUIRED" in text and "Response frame" in text
-        app.query_one("#tabs").active = "charts-tab"
+        await pilot.press("t")
         await pilot.pause(0.6)
+        assert app.query_one("#tabs").active == "charts-tab"
         text = screen_text(app)
         assert "Latency per API" in text and "Exchanges per second" in text and "Consumer groups" in text
         groups = {g for e in exchanges(GROUP) if e.request and e.request.body for g in e.request.body.groups}
         assert all(group in text for group in groups)
         assert "gen 1:" in text
+        await pilot.press("t")
+        assert app.query_one("#tabs").active == "browse" and app.query_one("#list", Lines).has_focus
 
     drive(GROUP, script, size=(200, 50))

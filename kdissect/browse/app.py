@@ -24,7 +24,7 @@ from kdissect.browse.charts import charts
 from kdissect.browse.index import Index
 from kdissect.browse.lines import Lines
 from kdissect.browse.scan import events
-from kdissect.browse.write import write_set
+from kdissect.browse.write import JSON_SUFFIXES, write_set
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
@@ -49,6 +49,7 @@ HELP = """[b]kdissect browse[/b]
   [b]c[/b]        the selected exchange's connection    [b]g[/b]  its consumer group
   [b]s / S[/b]    sort by the next column / reverse the order
   [b]w[/b]        write the exchanges on the list to FILE.pcap or FILE.ndjson
+  [b]t[/b]        the charts tab and back: latency per API, exchanges per second, consumer groups
   [b]?[/b]        this help          [b]q[/b]  quit
   In the tree, the selected field's bytes are highlighted in the hex pane; click a byte to find its field.
 
@@ -119,6 +120,7 @@ class BrowseApp(App[None]):
         Binding("s", "sort(1)", "sort"),
         Binding("S", "sort(0)", "reverse", show=False),
         Binding("w", "write", "write"),
+        Binding("t", "other_tab", "charts/list"),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("q", "quit", "quit"),
     ]
@@ -160,7 +162,7 @@ class BrowseApp(App[None]):
                         yield Static("", id="hex-title")
                         yield Lines(lambda i: Text(), cursor_shown=False, id="hex")
             with TabPane("Charts", id="charts-tab"):
-                with VerticalScroll():
+                with VerticalScroll(id="charts-scroll"):
                     yield Static("", id="charts")
         with Vertical(id="filter-bar"):
             yield Input(placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter", select_on_focus=False)
@@ -429,6 +431,14 @@ class BrowseApp(App[None]):
         self.show_header()
         self.refresh_view()
 
+    def action_other_tab(self) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        charts_shown = tabs.active == "charts-tab"
+        tabs.active = "browse" if charts_shown else "charts-tab"
+        # focus goes with the tab: a focused widget on the other one would take its tab back
+        self.query_one("#list" if charts_shown else "#charts-scroll").focus()
+        self.refresh_view()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -440,6 +450,8 @@ class BrowseApp(App[None]):
             return
         row = self.index.row(position)
         self.query_one("#detail-row").add_class("open")
+        lines = self.query_one("#list", ExchangeList)
+        self.call_after_refresh(lines.scroll_to_row, lines.cursor)  # the list just got shorter
         tree = self.query_one("#detail", Tree)
         tree.reset(Text(f"decoding exchange {row.id}…", style="yellow"))
         threading.Thread(target=self._decode, args=(row,), daemon=True, name="kdissect-decode").start()
@@ -544,7 +556,7 @@ class BrowseApp(App[None]):
             except (OSError, ValueError) as exc:
                 self.call_from_thread(self.notify, f"not written: {exc}", severity="error")
                 return
-            what = "exchanges" if out.suffix.lower() != ".pcap" else "packets"
-            self.call_from_thread(self.notify, f"wrote {written} {what} of {len(positions)} exchanges to {out}")
+            told = f"{written} exchanges" if out.suffix.lower() in JSON_SUFFIXES else f"{written} packets of {len(positions)} exchanges"
+            self.call_from_thread(self.notify, f"wrote {told} to {out}")
 
         threading.Thread(target=run, daemon=True, name="kdissect-write").start()

@@ -94,7 +94,7 @@ class Lines(ScrollView, can_focus=True):
         self.post_message(self.Moved(self, cursor))
 
     def scroll_to_row(self, row: int) -> None:
-        top, height = self.scroll_offset.y, self.size.height
+        top, height = self.scroll_offset.y, self.scrollable_content_region.height
         if row < top:
             self.scroll_to(y=row, animate=False)
         elif row >= top + height:
