@@ -8,6 +8,7 @@ views and the filters say of the same capture.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import json
 import sys
@@ -18,6 +19,8 @@ import pytest
 
 pytest.importorskip("textual")
 from rich.console import Console
+from rich.text import Text
+from textual.app import App
 from textual.widgets import Input, Static, Tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +35,7 @@ from kdissect.events import Exchange
 from kdissect.filter import compile_filter
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
+from kdissect.views.terminal import COLUMNS
 
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap"))
 GROUP = ROOT / "captures" / "consumer-group-confluent.pcap"
@@ -118,6 +122,18 @@ def test_a_body_read_again_from_the_file_is_the_one_the_whole_pass_decoded(path)
     assert len(index) == len(full) and full
     for row, exchange in zip((index.row(i) for i in range(len(index))), full):
         assert rendered(index.exchange(row)) == rendered(exchange), (path.name, row.id)
+
+
+def test_a_compressed_capture_is_read_again_from_its_start(tmp_path):
+    """No offsets into a gzip stream: a body on demand comes from reading the packets before it again."""
+    packed = tmp_path / "group.pcap.gz"
+    packed.write_bytes(gzip.compress(GROUP.read_bytes()))
+    index = Index(packed, Options())
+    index.run()
+    full = exchanges(GROUP, spans=True)
+    assert len(index) == len(full)
+    for i in (0, len(full) // 2, len(full) - 1):
+        assert rendered(index.exchange(index.row(i))) == rendered(full[i])
 
 
 def test_the_index_holds_what_the_list_needs():
@@ -385,3 +401,51 @@ def test_the_screens_at_200_by_50():
         assert app.query_one("#tabs").active == "browse" and app.query_one("#list", Lines).has_focus
 
     drive(GROUP, script, size=(200, 50))
+
+
+def test_a_click_on_a_column_name_sorts_by_it_and_again_reverses():
+    async def script(app, pilot):
+        at = sum(width + 1 for name, width, _ in COLUMNS[: [n for n, _, _ in COLUMNS].index("client id")])
+        await pilot.click("#list-header", offset=(at + 2, 0))
+        await pilot.pause(0.2)
+        clients = [app.index.row(app.position(i)).client_id for i in range(app.query_one("#list", Lines).count)]
+        assert app.sort_column == "client id" and clients == sorted(clients)
+        await pilot.click("#list-header", offset=(at + 2, 0))
+        await pilot.pause(0.2)
+        clients = [app.index.row(app.position(i)).client_id for i in range(app.query_one("#list", Lines).count)]
+        assert app.reverse and clients == sorted(clients, reverse=True)
+
+    drive(GROUP, script)
+
+
+def test_the_list_makes_only_the_lines_on_screen():
+    """A million rows: scrolling to the end and back makes a few screens of lines, not a million."""
+    made = []
+
+    def line(i: int) -> Text:
+        made.append(i)
+        return Text(f"row {i}")
+
+    class OneList(App[None]):
+        def compose(self):
+            yield Lines(line, id="lines")
+
+    async def run():
+        app = OneList()
+        async with app.run_test(size=(80, 24)) as pilot:
+            lines = app.query_one(Lines)
+            lines.reset(1_000_000)
+            lines.focus()
+            await pilot.pause(0.1)
+            await pilot.press("end")
+            await pilot.pause(0.1)
+            assert lines.cursor == 999_999
+            shown = [lines.render_line(y).text.strip() for y in range(lines.size.height)]
+            assert "row 999999" in shown, shown
+            await pilot.press("pageup", "home")
+            await pilot.pause(0.1)
+            assert lines.cursor == 0
+
+    asyncio.run(run())
+    assert 999_999 in made and 0 in made
+    assert len(set(made)) < 200

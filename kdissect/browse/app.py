@@ -7,6 +7,7 @@ it added. A filter is a second pass over the file (scan.py), whose matches fill 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
+from textual.events import Click
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
 
@@ -32,8 +35,11 @@ from kdissect.views.detail import DetailView, FrameDump
 from kdissect.views.summary import percentile
 from kdissect.views.terminal import COLUMNS, cell, duration, exchange_row, status_cell
 
-REFRESH = 0.25
+REFRESH = 0.1
 """Seconds between looks at what the background passes added."""
+SLOW = 2.0
+"""While a pass runs, what costs a walk over every exchange (flows' percentiles, charts, a sorted list) is redone
+this often, not at every look."""
 SORTABLE = [name for name, _, _ in COLUMNS]
 LIST_WIDTH = sum(width for _, width, _ in COLUMNS) + len(COLUMNS) + 40
 """The list's lines, status included, are this wide: narrower terminals scroll them sideways (left, right)."""
@@ -62,6 +68,13 @@ class ExchangeList(Lines):
     def watch_scroll_x(self, old: float, new: float) -> None:
         super().watch_scroll_x(old, new)
         self.app.show_header()  # type: ignore[attr-defined]
+
+
+class ColumnNames(Static):
+    """The list's column names; a click on one sorts by it (again: reverses)."""
+
+    def on_click(self, event: Click) -> None:
+        self.app.sort_by(event.x + int(self.app.query_one("#list", ExchangeList).scroll_x))  # type: ignore[attr-defined]
 
 
 class HelpScreen(ModalScreen[None]):
@@ -142,6 +155,7 @@ class BrowseApp(App[None]):
         self.reverse = False
         self._shown = -1
         self._flows_seen = (-1, -1)
+        self._slow_due = 0.0
         self.exchange: Exchange | None = None
         self._fields: list[tuple[Any, str, int, int]] = []
         self._initial_filter = initial_filter
@@ -154,7 +168,7 @@ class BrowseApp(App[None]):
         with TabbedContent(id="tabs"):
             with TabPane("Exchanges", id="browse"):
                 yield DataTable(id="flows", cursor_type="row", zebra_stripes=True)
-                yield Static(self._header(), id="list-header")
+                yield ColumnNames(self._header(), id="list-header")
                 yield ExchangeList(self._line, width=LIST_WIDTH, id="list")
                 with Horizontal(id="detail-row"):
                     yield Tree("(open an exchange with Enter)", id="detail")
@@ -216,20 +230,31 @@ class BrowseApp(App[None]):
 
     def refresh_view(self) -> None:
         """Pick up rows the background passes added, and keep the flows, status line and charts current."""
-        if not self.screen_stack:  # the app is closing
+        try:
+            self._refresh()
+        except NoMatches:  # the app is closing: its widgets are going
+            pass
+
+    def _refresh(self) -> None:
+        if not self.screen_stack:
             return
+        now = time.monotonic()
+        slow = (self.index.done and self._scan_done) or now >= self._slow_due
+        if slow:
+            self._slow_due = now + SLOW
         base = len(self.matches) if self.matches is not None else len(self.index)
-        if self.sort_column is not None and (self.order is None or len(self.order) != base):
+        if self.sort_column is not None and (self.order is None or (slow and len(self.order) != base)):
             self._sort()
         lines = self._main("#list", ExchangeList)
         count = len(self.positions())
         if count != self._shown:
             self._shown = count
             lines.reset(count)
-        self._refresh_flows()
         self._refresh_status()
-        if self._main("#tabs", TabbedContent).active == "charts-tab":
-            self._main("#charts", Static).update(charts(self.index, max(20, self.size.width - 4)))
+        if slow:
+            self._refresh_flows()
+            if self._main("#tabs", TabbedContent).active == "charts-tab":
+                self._main("#charts", Static).update(charts(self.index, max(20, self.size.width - 4)))
 
     def _refresh_flows(self) -> None:
         summary = self.index.summary
@@ -420,10 +445,11 @@ class BrowseApp(App[None]):
         self.notify("no further exchange with an error or diagnostic")
 
     def action_sort(self, advance: int) -> None:
-        if advance:
+        """s: the next column (advance 1); S: the other direction (0); -1: the column already set."""
+        if advance == 1:
             at = SORTABLE.index(self.sort_column) + 1 if self.sort_column in SORTABLE else 0
             self.sort_column = SORTABLE[at % len(SORTABLE)]
-        else:
+        elif advance == 0:
             self.reverse = not self.reverse
             self.sort_column = self.sort_column or "#"
         self._sort()
@@ -437,7 +463,21 @@ class BrowseApp(App[None]):
         tabs.active = "browse" if charts_shown else "charts-tab"
         # focus goes with the tab: a focused widget on the other one would take its tab back
         self.query_one("#list" if charts_shown else "#charts-scroll").focus()
+        self._slow_due = 0.0
         self.refresh_view()
+
+    def sort_by(self, x: int) -> None:
+        """Sort by the column at x in the list's lines; the same column again reverses the order."""
+        at = 0
+        for name, width, _ in COLUMNS:
+            if x < at + width + 1 or width == 0:
+                if name == self.sort_column:
+                    self.action_sort(0)
+                else:
+                    self.sort_column, self.reverse = name, False
+                    self.action_sort(-1)
+                return
+            at += width + 1
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
