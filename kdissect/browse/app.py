@@ -43,6 +43,8 @@ this often, not at every look."""
 SORTABLE = [name for name, _, _ in COLUMNS]
 LIST_WIDTH = sum(width for _, width, _ in COLUMNS) + len(COLUMNS) + 40
 """The list's lines, status included, are this wide: narrower terminals scroll them sideways (left, right)."""
+HEX_WIDTH = 76
+"""A line of the hex dump: offset, 16 bytes, 16 characters."""
 HEX_BYTES = 10
 """Columns before the first byte of a hex line ("00000010  "); each byte takes three, the characters follow."""
 
@@ -113,7 +115,7 @@ class BrowseApp(App[None]):
     #detail-row { height: 1fr; display: none; }
     #detail-row.open { display: block; }
     #detail { width: 1fr; }
-    #hex-pane { width: 80; }
+    #hex-pane { width: 1fr; max-width: 78; }
     #hex-pane.hidden { display: none; }
     #hex-title { height: 1; text-style: bold; }
     #filter-bar { height: auto; display: none; }
@@ -158,6 +160,9 @@ class BrowseApp(App[None]):
         self._slow_due = 0.0
         self.exchange: Exchange | None = None
         self._fields: list[tuple[Any, str, int, int]] = []
+        """(tree node, side, start, end) of every field whose bytes are known: what a click on a byte looks in."""
+        self._dump_side = ""
+        """Which frame the hex pane shows: Request or Response."""
         self._initial_filter = initial_filter
         self._before = ""
         """The filter applied when the bar opened: what Esc goes back to."""
@@ -174,7 +179,7 @@ class BrowseApp(App[None]):
                     yield Tree("(open an exchange with Enter)", id="detail")
                     with Vertical(id="hex-pane"):
                         yield Static("", id="hex-title")
-                        yield Lines(lambda i: Text(), cursor_shown=False, id="hex")
+                        yield Lines(lambda i: Text(), cursor_shown=False, width=HEX_WIDTH, id="hex")
             with TabPane("Charts", id="charts-tab"):
                 with VerticalScroll(id="charts-scroll"):
                     yield Static("", id="charts")

@@ -36,16 +36,6 @@ class Lines(ScrollView, can_focus=True):
 
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
 
-    class Moved(Message):
-        def __init__(self, lines: Lines, cursor: int) -> None:
-            super().__init__()
-            self.lines = lines
-            self.cursor = cursor
-
-        @property
-        def control(self) -> Lines:
-            return self.lines
-
     class Clicked(Message):
         def __init__(self, lines: Lines, row: int, column: int) -> None:
             super().__init__()
@@ -91,7 +81,6 @@ class Lines(ScrollView, can_focus=True):
     def watch_cursor(self, cursor: int) -> None:
         self.scroll_to_row(cursor)
         self.refresh()
-        self.post_message(self.Moved(self, cursor))
 
     def scroll_to_row(self, row: int) -> None:
         top, height = self.scroll_offset.y, self.scrollable_content_region.height
