@@ -51,7 +51,7 @@ HEX_BYTES = 10
 HELP = """[b]kdissect browse[/b]
 
   [b]/[/b]        filter (the -Y language of `kdissect read`; Enter applies, Esc cancels)
-  [b]Enter[/b]    open the exchange under the cursor (on a flow: show only its exchanges)
+  [b]Enter[/b]    open the exchange under the cursor (on a flow: show only its exchanges); a double click too
   [b]Tab[/b]      next pane          [b]x[/b]  hex pane on or off
   [b]n / N[/b]    next / previous exchange with an error or a diagnostic
   [b]c[/b]        the selected exchange's connection    [b]g[/b]  its consumer group
@@ -561,6 +561,11 @@ class BrowseApp(App[None]):
         title.update(Text(f"{side} frame, {len(dump.data)} bytes after the size prefix{chosen}"))
         hex_lines.reset(len(dump), dump.line, keep_cursor=False)
         hex_lines.scroll_to(y=max(0, span[0] // 16 - 2), animate=False)
+
+    @on(Lines.Clicked, "#list")
+    def row_clicked(self, event: Lines.Clicked) -> None:
+        if event.chain > 1:
+            self.action_open_exchange()
 
     @on(Lines.Clicked, "#hex")
     def byte_clicked(self, event: Lines.Clicked) -> None:

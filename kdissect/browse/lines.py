@@ -37,11 +37,13 @@ class Lines(ScrollView, can_focus=True):
     cursor: reactive[int] = reactive(0, always_update=True, repaint=False)
 
     class Clicked(Message):
-        def __init__(self, lines: Lines, row: int, column: int) -> None:
+        def __init__(self, lines: Lines, row: int, column: int, chain: int) -> None:
             super().__init__()
             self.lines = lines
             self.row = row
             self.column = column
+            self.chain = chain
+            """1 for a click, 2 for a double click."""
 
         @property
         def control(self) -> Lines:
@@ -105,7 +107,7 @@ class Lines(ScrollView, can_focus=True):
         if row < self.count:
             if self.cursor_shown:
                 self.cursor = row
-            self.post_message(self.Clicked(self, row, self.scroll_offset.x + event.x))
+            self.post_message(self.Clicked(self, row, self.scroll_offset.x + event.x, event.chain))
 
     def on_focus(self) -> None:
         self.refresh()
