@@ -202,6 +202,13 @@ class BrowseApp(App[None]):
     def on_unmount(self) -> None:
         self._stop.set()
 
+    def _tell(self, callback: Any, *args: Any, **kwargs: Any) -> None:
+        """Run `callback` on the app's thread, from a worker thread; nothing when the app has closed meanwhile."""
+        try:
+            self.call_from_thread(callback, *args, **kwargs)
+        except RuntimeError:  # the app is no longer running
+            pass
+
     # -- the list ---------------------------------------------------------------------------------------------
 
     def _header(self) -> Text:
@@ -210,9 +217,11 @@ class BrowseApp(App[None]):
 
     def show_header(self) -> None:
         """The column names above the list, scrolled sideways as far as its lines are."""
-        if self.screen_stack:
+        try:
             left = int(self._main("#list", ExchangeList).scroll_x)
             self._main("#list-header", Static).update(self._header()[left:])
+        except (NoMatches, IndexError):  # not composed yet, or closing
+            pass
 
     def positions(self) -> Any:
         """What the list shows, as positions in the index: sorted, filtered, or all."""
@@ -404,7 +413,7 @@ class BrowseApp(App[None]):
                 if isinstance(event, Exchange) and wanted.matches(event):
                     found.append(event.id - 1)
         except Exception as exc:  # the capture broke mid-way: the matches so far stay on the list
-            self.call_from_thread(self.notify, str(exc), severity="error")
+            self._tell(self.notify, str(exc), severity="error")
         finally:
             if generation == self._generation:
                 self._scan_done = True
@@ -505,9 +514,9 @@ class BrowseApp(App[None]):
         try:
             exchange = self.index.exchange(row)
         except Exception as exc:  # a file that changed or broke since it was indexed
-            self.call_from_thread(self.notify, str(exc), severity="error")
+            self._tell(self.notify, str(exc), severity="error")
             return
-        self.call_from_thread(self.show_exchange, exchange, row.id)
+        self._tell(self.show_exchange, exchange, row.id)
 
     def show_exchange(self, exchange: Exchange | None, number: int) -> None:
         tree = self.query_one("#detail", Tree)
@@ -604,9 +613,9 @@ class BrowseApp(App[None]):
             try:
                 written = write_set(out, self.index, positions, self.index.options)
             except (OSError, ValueError) as exc:
-                self.call_from_thread(self.notify, f"not written: {exc}", severity="error")
+                self._tell(self.notify, f"not written: {exc}", severity="error")
                 return
             told = f"{written} exchanges" if out.suffix.lower() in JSON_SUFFIXES else f"{written} packets of {len(positions)} exchanges"
-            self.call_from_thread(self.notify, f"wrote {told} to {out}")
+            self._tell(self.notify, f"wrote {told} to {out}")
 
         threading.Thread(target=run, daemon=True, name="kdissect-write").start()
