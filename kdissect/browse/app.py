@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from bisect import bisect_left
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -231,12 +232,21 @@ class BrowseApp(App[None]):
             return self.matches
         return range(len(self.index))
 
+    def shown(self) -> int:
+        """How many lines the list has: a filter pass can run ahead of the index, and its matches not yet
+        indexed wait (matches come in capture order, so they are a prefix)."""
+        if self.order is not None:
+            return len(self.order)
+        if self.matches is not None:
+            return bisect_left(self.matches, len(self.index))
+        return len(self.index)
+
     def position(self, line: int) -> int:
         return self.positions()[line]
 
     def _line(self, line: int) -> Text:
         positions = self.positions()
-        if line >= len(positions):  # the list changed since the widget counted it; the next refresh recounts
+        if line >= self.shown():  # the list changed since the widget counted it; the next refresh recounts
             return Text()
         with self.index.lock:
             row = self.index.row(positions[line])
@@ -256,11 +266,11 @@ class BrowseApp(App[None]):
         slow = (self.index.done and self._scan_done) or now >= self._slow_due
         if slow:
             self._slow_due = now + SLOW
-        base = len(self.matches) if self.matches is not None else len(self.index)
+        base = bisect_left(self.matches, len(self.index)) if self.matches is not None else len(self.index)
         if self.sort_column is not None and (self.order is None or (slow and len(self.order) != base)):
             self._sort()
         lines = self._main("#list", ExchangeList)
-        count = len(self.positions())
+        count = self.shown()
         if count != self._shown:
             self._shown = count
             lines.reset(count)
@@ -307,7 +317,8 @@ class BrowseApp(App[None]):
         if index.failure:
             text.append(f"  {index.failure}", style="red")
         if self.matches is not None:
-            text.append(f"  │ {len(self.matches)} match ", style="bold")
+            waiting = len(self.matches) - bisect_left(self.matches, len(index))
+            text.append(f"  │ {len(self.matches)} match" + (f" ({waiting} not indexed yet) " if waiting else " "), style="bold")
             text.append(self.applied, style="cyan")
             if not self._scan_done:
                 text.append(" (searching…)", style="yellow")
@@ -328,7 +339,7 @@ class BrowseApp(App[None]):
         return f" {min(99, done * 100 // size)} %" if size and done <= size else ""
 
     def _sort(self) -> None:
-        base = list(self.matches if self.matches is not None else range(len(self.index)))
+        base = list(self.matches[: bisect_left(self.matches, len(self.index))] if self.matches is not None else range(len(self.index)))
         with self.index.lock:
             base.sort(key=self.index.sort_key(self.sort_column or "#"), reverse=self.reverse)
         self.order = base
@@ -447,10 +458,10 @@ class BrowseApp(App[None]):
 
     def action_flagged(self, step: int) -> None:
         lines = self.query_one("#list", ExchangeList)
-        positions = self.positions()
+        positions, count = self.positions(), self.shown()
         at = lines.cursor + step
         with self.index.lock:
-            while 0 <= at < len(positions):
+            while 0 <= at < count:
                 if self.index.flagged(positions[at]):
                     lines.cursor = at
                     lines.focus()
@@ -606,7 +617,7 @@ class BrowseApp(App[None]):
     def _write(self, name: str | None) -> None:
         if not name:
             return
-        positions = list(self.positions())
+        positions = list(self.positions()[: self.shown()])
         out = Path(name)
 
         def run() -> None:
