@@ -1,4 +1,4 @@
-"""`python -m kdissect`: the same as the `kdissect` command."""
+"""`python -m kdissect`: the same command as the `kdissect` script."""
 
 from kdissect.cli import main
 

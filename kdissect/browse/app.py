@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.events import Click
+from textual.events import Click, Resize
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
 
@@ -34,16 +34,16 @@ from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
 from kdissect.views.detail import DetailView, FrameDump
 from kdissect.views.summary import percentile
-from kdissect.views.terminal import COLUMNS, cell, duration, exchange_row, status_cell
+from kdissect.views.terminal import duration, exchange_row, header_row, row_columns, status_cell
 
 REFRESH = 0.1
 """Seconds between looks at what the background passes added."""
 SLOW = 2.0
 """While a pass runs, what costs a walk over every exchange (flows' percentiles, charts, a sorted list) is redone
 this often, not at every look."""
-SORTABLE = [name for name, _, _ in COLUMNS]
-LIST_WIDTH = sum(width for _, width, _ in COLUMNS) + len(COLUMNS) + 40
-"""The list's lines, status included, are this wide: narrower terminals scroll them sideways (left, right)."""
+STATUS_WIDTH = 40
+"""Room for the status column: the list's lines are their columns and this wide, and scroll sideways when the
+terminal is narrower."""
 HEX_WIDTH = 76
 """A line of the hex dump: offset, 16 bytes, 16 characters."""
 HEX_BYTES = 10
@@ -154,7 +154,10 @@ class BrowseApp(App[None]):
         self._stop = threading.Event()
         self.order: list[int] | None = None
         """The list's positions in sorted order; None in capture order."""
+        self.columns = row_columns(160)
+        """The list's columns (`views.terminal.row_columns`): as `read` has them at this terminal's width."""
         self.sort_column: str | None = None
+        """A column's key, or "status"."""
         self.reverse = False
         self._shown = -1
         self._flows_seen = (-1, -1)
@@ -175,7 +178,7 @@ class BrowseApp(App[None]):
             with TabPane("Exchanges", id="browse"):
                 yield DataTable(id="flows", cursor_type="row", zebra_stripes=True)
                 yield ColumnNames(self._header(), id="list-header")
-                yield ExchangeList(self._line, width=LIST_WIDTH, id="list")
+                yield ExchangeList(self._line, width=self._list_width(), id="list")
                 with Horizontal(id="detail-row"):
                     yield Tree("(open an exchange with Enter)", id="detail")
                     with Vertical(id="hex-pane"):
@@ -212,9 +215,22 @@ class BrowseApp(App[None]):
 
     # -- the list ---------------------------------------------------------------------------------------------
 
+    def _list_width(self) -> int:
+        return sum(c.width + 1 for c in self.columns) + STATUS_WIDTH
+
     def _header(self) -> Text:
-        names = [name + (" ▼" if self.reverse else " ▲") if name == self.sort_column else name for name, _, _ in COLUMNS]
-        return Text(" ".join(cell(n, w, a) for n, (_, w, a) in zip(names, COLUMNS)))
+        arrow = " ▼" if self.reverse else " ▲"
+        header = header_row(tuple(replace(c, title=c.title + arrow) if c.key == self.sort_column else c for c in self.columns))
+        return header + arrow if self.sort_column == "status" else header
+
+    def on_resize(self, event: Resize) -> None:
+        columns = row_columns(event.size.width)
+        if columns != self.columns:
+            self.columns = columns
+            lines = self.query_one("#list", ExchangeList)
+            lines.width = self._list_width()
+            lines.reset(lines.count)
+            self.show_header()
 
     def show_header(self) -> None:
         """The column names above the list, scrolled sideways as far as its lines are."""
@@ -250,7 +266,8 @@ class BrowseApp(App[None]):
             return Text()
         with self.index.lock:
             row = self.index.row(positions[line])
-        return exchange_row(row, status_cell(list(row.errors), row.status, row.assumed, list(row.diagnostics)))  # type: ignore[arg-type]
+        status = status_cell(list(row.errors), row.status, row.assumed, list(row.diagnostics))
+        return exchange_row(row, self.columns, status, row.completed)  # type: ignore[arg-type]
 
     def refresh_view(self) -> None:
         """Pick up rows the background passes added, and keep the flows, status line and charts current."""
@@ -323,7 +340,8 @@ class BrowseApp(App[None]):
             if not self._scan_done:
                 text.append(" (searching…)", style="yellow")
         if self.sort_column:
-            text.append(f"  │ sorted by {self.sort_column}{' (reversed)' if self.reverse else ''}")
+            title = next((c.title for c in self.columns if c.key == self.sort_column), self.sort_column)
+            text.append(f"  │ sorted by {title}{' (reversed)' if self.reverse else ''}")
         self._main("#status", Static).update(text)
 
     def _main(self, selector: str, kind: type[Any]) -> Any:
@@ -341,7 +359,7 @@ class BrowseApp(App[None]):
     def _sort(self) -> None:
         base = list(self.matches[: bisect_left(self.matches, len(self.index))] if self.matches is not None else range(len(self.index)))
         with self.index.lock:
-            base.sort(key=self.index.sort_key(self.sort_column or "#"), reverse=self.reverse)
+            base.sort(key=self.index.sort_key(self.sort_column or "id"), reverse=self.reverse)
         self.order = base
 
     def current(self) -> int | None:
@@ -472,11 +490,12 @@ class BrowseApp(App[None]):
     def action_sort(self, advance: int) -> None:
         """s: the next column (advance 1); S: the other direction (0); -1: the column already set."""
         if advance == 1:
-            at = SORTABLE.index(self.sort_column) + 1 if self.sort_column in SORTABLE else 0
-            self.sort_column = SORTABLE[at % len(SORTABLE)]
+            keys = [c.key for c in self.columns] + ["status"]
+            at = keys.index(self.sort_column) + 1 if self.sort_column in keys else 0
+            self.sort_column = keys[at % len(keys)]
         elif advance == 0:
             self.reverse = not self.reverse
-            self.sort_column = self.sort_column or "#"
+            self.sort_column = self.sort_column or "id"
         self._sort()
         self._shown = -1
         self.show_header()
@@ -493,16 +512,17 @@ class BrowseApp(App[None]):
 
     def sort_by(self, x: int) -> None:
         """Sort by the column at x in the list's lines; the same column again reverses the order."""
-        at = 0
-        for name, width, _ in COLUMNS:
-            if x < at + width + 1 or width == 0:
-                if name == self.sort_column:
-                    self.action_sort(0)
-                else:
-                    self.sort_column, self.reverse = name, False
-                    self.action_sort(-1)
-                return
-            at += width + 1
+        at, key = 0, "status"
+        for column in self.columns:
+            if x < at + column.width + 1:
+                key = column.key
+                break
+            at += column.width + 1
+        if key == self.sort_column:
+            self.action_sort(0)
+        else:
+            self.sort_column, self.reverse = key, False
+            self.action_sort(-1)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

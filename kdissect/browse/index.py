@@ -48,6 +48,8 @@ class Row:
 
     id: int
     ts: int
+    completed: int
+    """When the response came (the request, without one): the list's time column."""
     connection: ConnectionInfo
     api_key: int | None
     api_version: int | None
@@ -88,7 +90,7 @@ class Index:
         if self.decoder is not None:
             self.decoder.new_session = self._new_session
         self._span_decoder: Any = None
-        self._ts, self._latency, self._correlation = array("q"), array("q"), array("q")
+        self._ts, self._completed, self._latency, self._correlation = array("q"), array("q"), array("q"), array("q")
         self._first, self._last = array("q"), array("q")
         self._connection, self._client, self._errors, self._diagnostics, self._groups = (array("l") for _ in range(5))
         self._api, self._version, self._assumed = array("h"), array("h"), array("h")
@@ -144,6 +146,7 @@ class Index:
         bodies = [m.body for m in (exchange.request, exchange.response) if m is not None and isinstance(m.body, Body)]
         assumed = next((b.version for b in bodies if b.assumed), -1)
         self._ts.append(exchange.ts)
+        self._completed.append(last.ts)
         self._latency.append(NONE if exchange.latency is None else exchange.latency)
         self._correlation.append(NONE if exchange.correlation_id is None else exchange.correlation_id)
         self._first.append(first.frame.first_packet)
@@ -164,6 +167,7 @@ class Index:
         return Row(
             i + 1,
             self._ts[i],
+            self._completed[i],
             self.connections[self._connection[i]],
             None if api < 0 else api,
             None if api < 0 else self._version[i],
@@ -186,18 +190,18 @@ class Index:
         return bool(self.error_sets.values[self._errors[i]] or self.diagnostic_sets.values[self._diagnostics[i]])
 
     def sort_key(self, column: str):
-        """A key over positions for the list's sort by `column`."""
+        """A key over positions for the list's sort by a column (`views.terminal.Column.key`, or "status")."""
         columns = {
-            "#": None,
-            "time": self._ts,
+            "time": self._completed,
             "conn": self._connection,
-            "API": self._api,
+            "api": self._api,
             "corr": self._correlation,
             "latency": self._latency,
         }
         if column in columns:
-            values = columns[column]
-            return (lambda i: i) if values is None else values.__getitem__
-        if column == "client id":
+            return columns[column].__getitem__
+        if column == "client":
             return lambda i: self.clients.values[self._client[i]]
-        return lambda i: (not self.flagged(i), self._status[i])
+        if column == "status":
+            return lambda i: (not self.flagged(i), self._status[i])
+        return lambda i: i
