@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect import __version__
+from kdissect.commands.browse import browse
 from kdissect.commands.live import live
 from kdissect.commands.options import ExitStatus, PipeClosed, UserError
 from kdissect.commands.read import read
@@ -80,7 +81,7 @@ class GroupedHelp(typer.core.TyperCommand):
                 formatter.write_dl(sections[panel])
 
 
-for command in (read, show, stats, records, live, spark, schema):
+for command in (read, show, stats, records, browse, live, spark, schema):
     app.command(cls=GroupedHelp)(command)
 
 

@@ -35,7 +35,7 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["", "read", "show", "stats", "live", "schema", "spark"])
+@pytest.mark.parametrize("command", ["", "read", "show", "stats", "browse", "live", "schema", "spark"])
 def test_help_explains_every_command(command):
     done = kdissect(*([command] if command else []), "--help")
     assert done.returncode == 0
@@ -63,6 +63,9 @@ def test_help_explains_every_command(command):
         (("show", str(CAPTURE)), "say which exchanges to show"),
         (("show", str(CAPTURE), "--exchange", "99999"), "no exchange in the capture matches"),
         (("bogus",), "No such command 'bogus'"),
+        (("browse", "no-such-file.pcap"), "no such file"),
+        (("browse", "-"), "browse reads its capture again to open an exchange: give a file, not standard input"),
+        (("browse", str(CAPTURE), "-Y", "api == Fetc"), "Fetc is not an API name (did you mean 'Fetch'?)"),
         (("schema", "--source", "Fetch:99"), "give API[:VERSION"),
         (("read", str(CAPTURE), "--limit", "no_such_bound=3"), "give NAME=VALUE"),
         (("read", str(CAPTURE), "--limit", "max_frame_size=big"), "give NAME=VALUE"),

@@ -39,7 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     # floor 6 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "filter"},
+    "browse": CORE_STAGES | {"dissector", "views", "filter"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter"},
     "cli": {"commands"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports

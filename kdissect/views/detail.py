@@ -5,6 +5,7 @@ Offsets are frame offsets, counted from the first byte after the size prefix, as
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -60,8 +61,12 @@ def scalar(name: str, value: Any) -> Text:
 
 
 class DetailView:
-    def __init__(self, hexdump: bool) -> None:
+    def __init__(self, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None) -> None:
         self.hexdump = hexdump
+        self.marks = marks
+        """When given, filled with id(tree node) -> (side, start, end): where each field's bytes lie in its frame,
+        for the browser's hex pane (needs a body decoded with spans)."""
+        self._side = ""
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
@@ -79,6 +84,7 @@ class DetailView:
             if message is None:
                 tree.add(Text(f"{side}: not in the capture", style="yellow"))
                 continue
+            self._side = side
             tree.add(self._message(side, message))
             if self.hexdump:
                 dumps.append(self._dump(side, message))
@@ -95,7 +101,7 @@ class DetailView:
         if isinstance(header, SaslTokenHeader):
             node.add(Text("No header: a raw SASL token after SaslHandshake v0", style="dim"))
         elif header is not None:
-            hnode = node.add(Text(f"Header v{header.version}", style="bold"))
+            hnode = self._mark(node.add(Text(f"Header v{header.version}", style="bold")), (0, header.length))
             pairs = [("correlation_id", header.correlation_id)]
             if isinstance(header, RequestHeader):
                 pairs = [("api_key", header.api_key), ("api_version", header.api_version)] + pairs + [("client_id", header.client_id)]
@@ -108,7 +114,7 @@ class DetailView:
             label = Text(f"Body {body.schema} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
-            bnode = node.add(label)
+            bnode = self._mark(node.add(label), (header.length if header else 0, len(message.frame.data)))
             if body.fields is not None:
                 self._struct(bnode, body.fields, message.frame.data)
             elif body.raw is not None:
@@ -126,26 +132,30 @@ class DetailView:
         shown = "** " * min(end - start, HEX_INLINE) if isinstance(value, Redacted) else data[start : min(end, start + HEX_INLINE)].hex(" ")
         return Text(f"  @{start}-{end} [{shown}{' …' if end - start > HEX_INLINE else ''}]", style="dim")
 
+    def _mark(self, node: Tree, span: tuple[int, int] | None) -> Tree:
+        if self.marks is not None and span is not None:
+            self.marks[id(node)] = (self._side, *span)
+        return node
+
     def _struct(self, node: Tree, struct: Struct, data: bytes) -> None:
         for name, value in struct.items():
             annotation = struct.annotations.get(name) if struct.annotations else None
+            span = struct.span(name)
             if isinstance(value, UnknownTag):
                 node.add(Text(f"{name}: ", style="yellow") + preview(value.data))
             elif isinstance(value, Struct):
-                self._struct(node.add(Text(name, style="bold") + self._span(struct, name, data)), value, data)
+                self._struct(self._mark(node.add(Text(name, style="bold") + self._span(struct, name, data)), span), value, data)
             elif isinstance(value, list) and value and isinstance(value[0], Struct):
-                child = node.add(Text(f"{name} [{len(value)}]", style="bold") + self._span(struct, name, data))
+                child = self._mark(node.add(Text(f"{name} [{len(value)}]", style="bold") + self._span(struct, name, data)), span)
                 for i, item in enumerate(value):
                     self._struct(child.add(Text(f"[{i}]", style="dim")), item, data)
             elif isinstance(value, RecordSet):
-                span = struct.span(name)
                 start = span[1] - value.size if span else None  # the blob starts after its length prefix
-                self._records(
-                    node.add(Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)), value, start
-                )
+                label = Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)
+                self._records(self._mark(node.add(label), span), value, start)
             else:
                 text = Text(f"{name}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
-                node.add(text + self._span(struct, name, data))
+                self._mark(node.add(text + self._span(struct, name, data)), span)
             if annotation is not None:
                 self._annotation(node, name, annotation)
 
@@ -187,7 +197,7 @@ class DetailView:
         label.append("  CRC ok" if b.crc_valid else "  CRC MISMATCH", style="green" if b.crc_valid else "bold red")
         if start is not None and self.hexdump:
             label.append(f"  @{start + b.span[0]}-{start + b.span[1]}", style="dim")
-        child = node.add(label)
+        child = self._mark(node.add(label), None if start is None else (start + b.span[0], start + b.span[1]))
         flags = [
             n for n, on in (("transactional", b.transactional), ("control", b.control), ("delete horizon", b.has_delete_horizon)) if on
         ]
@@ -244,30 +254,77 @@ class DetailView:
 
     @staticmethod
     def _dump(side: str, message: Message) -> RenderableType:
-        """The frame's bytes, 16 to a line, with redacted fields masked."""
-        data = message.frame.data
-        masked: set[int] = set()
+        dump = FrameDump(message)
+        return Group(Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold"), *map(dump.line, range(len(dump))))
+
+
+class FrameDump:
+    """A frame's bytes, 16 to a line, redacted fields masked and holes named; a line at a time, so a browser can
+    show a line of a megabyte frame without making the others."""
+
+    def __init__(self, message: Message, highlight: tuple[int, int] = (0, 0)) -> None:
+        frame = self.frame = message.frame
+        self.highlight = highlight
+        """Bytes [start, end) shown reversed: the field selected in the browser."""
+        self.masked: set[int] = set()
         body = message.body if isinstance(message.body, Body) else None
         if body is not None and body.fields is not None:
             for span in _secret_spans(body.fields):
                 if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
-                    masked.update(range(message.header.length if message.header else 0, message.frame.size))
+                    self.masked.update(range(message.header.length if message.header else 0, frame.size))
                 else:
-                    masked.update(range(*span))
-        lines = [Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold")]
-        frame = message.frame
-        runs = ((0, data), *frame.rest)
+                    self.masked.update(range(*span))
         holes = dict(frame.holes())
-        for start, run in runs:
-            for at in range(start, start + len(run), 16):
-                end = min(at + 16, start + len(run))
-                cells = ["**" if i in masked else f"{run[i - start]:02x}" for i in range(at, end)]
-                chars = ["*" if i in masked else (chr(run[i - start]) if 32 <= run[i - start] < 127 else ".") for i in range(at, end)]
-                lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
-            hole = start + len(run)
-            if hole in holes:
-                lines.append(Text(f"{hole:08x}  -- {holes[hole] - hole} bytes missing from the capture --", style="magenta"))
-        return Group(*lines)
+        self.pieces: list[tuple[int, int, bytes | None]] = []
+        """(first line, frame offset, bytes or None for a hole's one line): each captured run, then its hole."""
+        self.firsts: list[int] = []
+        rows = 0
+        for at, run in ((0, frame.data), *frame.rest):
+            self.pieces.append((rows, at, run))
+            rows += (len(run) + 15) // 16
+            if at + len(run) in holes:
+                self.pieces.append((rows, at + len(run), None))
+                rows += 1
+        self.firsts = [first for first, _, _ in self.pieces]
+        self.rows = rows
+        self.holes = holes
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def offset(self, row: int) -> int | None:
+        """The frame offset of the line's first byte; None on a hole's line."""
+        first, at, run = self.pieces[bisect_right(self.firsts, row) - 1]
+        return None if run is None else at + (row - first) * 16
+
+    def row_of(self, offset: int) -> int:
+        """The line that shows the byte at `offset` (or the hole that stands for it)."""
+        for first, at, run in reversed(self.pieces):
+            if at <= offset:
+                return first if run is None else first + min((offset - at) // 16, max(0, (len(run) - 1) // 16))
+        return 0
+
+    def line(self, row: int) -> Text:
+        first, start, run = self.pieces[bisect_right(self.firsts, row) - 1]
+        if run is None:
+            return Text(f"{start:08x}  -- {self.holes[start] - start} bytes missing from the capture --", style="magenta")
+        masked, (low, high) = self.masked, self.highlight
+        at = start + (row - first) * 16
+        end = min(at + 16, start + len(run))
+        shown = ["**" if i in masked else f"{run[i - start]:02x}" for i in range(at, end)]
+        chars = ["*" if i in masked else (chr(run[i - start]) if 32 <= run[i - start] < 127 else ".") for i in range(at, end)]
+        if high <= at or low >= end:
+            return Text(f"{at:08x}  {' '.join(shown):<47}  {''.join(chars)}", style="dim")
+        text = Text(f"{at:08x}  ", style="dim")
+        glyphs = Text()
+        for i, cell, char in zip(range(at, end), shown, chars):
+            style = "reverse bold" if low <= i < high else "dim"
+            text.append(cell, style=style)
+            if i + 1 < end:
+                text.append(" ", style=style if low <= i + 1 < high else "dim")
+            glyphs.append(char, style=style)
+        text.append(" " * (3 * (16 - (end - at))) + "  ")
+        return text + glyphs
 
 
 def _secret_spans(struct: Struct) -> list[tuple[int, int] | None]:

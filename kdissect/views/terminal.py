@@ -211,20 +211,29 @@ def why_hidden(secret: str | None, version: str | None) -> str:
 
 
 def status_text(exchange: Exchange) -> Text:
-    errors = exchange_errors(exchange)
+    body = next((m.body for m in (exchange.request, exchange.response) if m and isinstance(m.body, Body) and m.body.assumed), None)
+    return status_cell(
+        [code for _, code, _ in exchange_errors(exchange)],
+        exchange.status,
+        None if body is None else body.version,
+        [d.code for d in exchange.diagnostics if d.severity != "note"],
+    )
+
+
+def status_cell(errors: list[int], status: str, assumed: int | None, diagnostics: list[str]) -> Text:
+    """The status column from its parts: error names, else the status; an assumed version; the first diagnostic.
+    Also what the browser's index keeps of an exchange, so both show the same words."""
     if errors:
-        names = list(dict.fromkeys(error_name(code) for _, code, _ in errors))
+        names = list(dict.fromkeys(error_name(code) for code in errors))
         text = Text(", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), style="bold red")
-    elif exchange.status == "ok":
+    elif status == "ok":
         text = Text("ok", style="green")
     else:
-        text = Text(exchange.status, style="yellow")
-    body = next((m.body for m in (exchange.request, exchange.response) if m and isinstance(m.body, Body) and m.body.assumed), None)
-    if body is not None:
-        text.append(f"  assumed v{body.version}", style="magenta")
-    diagnostics = [d for d in exchange.diagnostics if d.severity != "note"]
+        text = Text(status, style="yellow")
+    if assumed is not None:
+        text.append(f"  assumed v{assumed}", style="magenta")
     if diagnostics:
-        text.append(f"  ⚠ {diagnostics[0].code}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), style="magenta")
+        text.append(f"  ⚠ {diagnostics[0]}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), style="magenta")
     return text
 
 
@@ -239,7 +248,9 @@ def header_row(columns: tuple[Column, ...]) -> Text:
     return Text(" ".join(_cell(c.title, c) for c in columns) + " status", style="bold")
 
 
-def exchange_row(exchange: Exchange, columns: tuple[Column, ...]) -> Text:
+def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
+    """A row of the exchange list. The browser's index rows have the exchange's header values but not its
+    messages: they give the status cell and the completion time themselves."""
     latency = exchange.latency
     cells = {
         "id": str(exchange.id),
@@ -250,9 +261,10 @@ def exchange_row(exchange: Exchange, columns: tuple[Column, ...]) -> Text:
         "latency": duration(latency) if latency is not None else "",
     }
     # the time's precision follows its column: microseconds in 15 characters, milliseconds in 12
-    texts = [_cell(clock(completed(exchange), c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
+    at = completed(exchange) if when is None else when
+    texts = [_cell(clock(at, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
     row = Text(" ".join(texts) + " ")
-    row.append_text(status_text(exchange))
+    row.append_text(status_text(exchange) if status is None else status)
     return row
 
 

@@ -1,0 +1,81 @@
+"""Passes over the capture file: every exchange (for the index, a filter, a written set) and one exchange on demand.
+
+The index keeps no bodies. To show one, the packets from its request's first to its response's last are read
+again (from the nearest checkpoint of the file's packet offsets, for a plain pcap; from the start otherwise) and
+dissected on their own: the connection is then picked up mid-stream, which the core is built for. What earlier
+messages taught the decoder (topic names of topic ids, a connection's SASL mechanism and group protocols) comes
+from the pass that built the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kdissect.capture import open_capture
+from kdissect.capture.source import CaptureFile
+from kdissect.dissector import MAKE, Options, make_dissector
+from kdissect.events import Event, Exchange
+
+CHECKPOINT = 64
+"""The file offset of one packet in this many is kept, so a body can be re-read without reading from the start."""
+PCAP_HEADER = 24
+
+
+def events(path: Path, options: Options, packets: list[int] | None = None, decoder: Any = MAKE) -> Iterator[Event]:
+    """Every event of the capture; `packets`, when given, collects the file offset of every CHECKPOINT-th packet."""
+    with open_capture(path) as source:
+        feed = source.packets()
+        if packets is not None:
+            feed = _checkpointed(feed, packets)
+        yield from make_dissector(options, decoder).run(feed)
+
+
+def _checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:
+    for packet in feed:
+        if packet.index % CHECKPOINT == 1:
+            offsets.append(packet.offset)
+        yield packet
+
+
+def exchange_at(path: Path, options: Options, offsets: list[int], row: Any, decoder: Any) -> Exchange | None:
+    """One exchange (an index `Row`), decoded with every field's byte span, from the packets its frames span.
+
+    `decoder` records spans and knows what the pass over the whole capture learnt before this exchange: the
+    topic ids' names, and the connection's session (index.py makes it)."""
+    info, correlation_id, first, last = row.connection, row.correlation_id, row.first_packet, row.last_packet
+    if info.tls is not None:
+        first = 1  # the records' keys and sequence numbers come from the connection's handshake on
+    with _opened_at(path, offsets, first) as source:
+        feed = (p for p in _between(source.packets(), first, last))
+        for event in make_dissector(replace(options, keep=None), decoder).run(feed):
+            if (
+                isinstance(event, Exchange)
+                and event.connection.client == info.client
+                and event.connection.broker == info.broker
+                and event.correlation_id == correlation_id
+            ):
+                return event
+    return None
+
+
+def _between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
+    for packet in packets:
+        if packet.index > last:
+            return
+        if packet.index >= first:
+            yield packet
+
+
+def _opened_at(path: Path, offsets: list[int], first: int) -> CaptureFile:
+    """The capture, positioned at the checkpoint before packet `first` when it is a plain pcap file."""
+    source = open_capture(path)
+    checkpoint = (first - 1) // CHECKPOINT
+    if source.format != "pcap" or source.compression is not None or checkpoint >= len(offsets) or checkpoint == 0:
+        return source
+    source.close()
+    raw = open(path, "rb")
+    prefix = raw.read(PCAP_HEADER)
+    return CaptureFile(raw, str(path), first=offsets[checkpoint], prefix=prefix, index_base=checkpoint * CHECKPOINT)

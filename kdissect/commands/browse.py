@@ -1,0 +1,20 @@
+"""`kdissect browse`: explore a capture interactively in the terminal (kdissect/browse/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kdissect.commands.options import Common, UserError, takes
+from kdissect.commands.reading import open_source
+
+
+@takes("capture", "input", "filters", "secrets", helps={"filter": "Start with this display filter (docs/filters.md); `/` changes it."})
+def browse(common: Common) -> None:
+    """Browse a capture: flows, exchanges, every field of one with its bytes, filters as you type, charts."""
+    if common.capture == "-":
+        raise UserError("browse reads its capture again to open an exchange: give a file, not standard input")
+    with open_source(common.capture):  # type: ignore[arg-type]
+        pass  # a missing or unreadable file is one line now, not an empty screen
+    from kdissect.browse.app import BrowseApp
+
+    BrowseApp(Path(common.capture), common.options, common.wanted.text).run()  # type: ignore[arg-type]
