@@ -15,6 +15,7 @@ import itertools
 import os
 import random
 import sys
+from collections.abc import Iterator
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -28,9 +29,10 @@ from kdissect.testing.record_encoder import Draft, encode_batch
 PRODUCE, FETCH = 0, 1
 
 
-def batches(rng: random.Random, codecs: list[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
+def batches(rng: random.Random, codecs: Iterator[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
+    """`count` batches, their codecs taken from `codecs`, a cycle each connection keeps going across its exchanges."""
     out = []
-    for i, codec in zip(range(count), itertools.cycle(codecs)):
+    for i, codec in zip(range(count), codecs):
         drafts = [
             Draft(f"key-{offset + n}".encode(), rng.randbytes(value_size // 4) * 4, ((b"h", b"v"),), 1_700_000_000_000 + n)
             for n in range(records)
@@ -51,8 +53,9 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
     )
     yield conv.handshake()
     correlation, offset = 1, 0
+    codecs = itertools.cycle(args.codecs[index % len(args.codecs) :] + args.codecs[: index % len(args.codecs)])
     while True:
-        parts = batches(rng, args.codecs, args.partitions, args.records, args.value_size, offset)
+        parts = batches(rng, codecs, args.partitions, args.records, args.value_size, offset)
         produce = encode_body(
             PRODUCE,
             args.produce,
