@@ -20,6 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+from benchmarks.synth import synthesized
 from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 
@@ -51,15 +52,7 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=200, help="size of the synthetic capture (default 200)")
     parser.add_argument("--repeat", type=int, default=3, help="take the best of this many runs (default 3)")
     args = parser.parse_args()
-    path = args.capture
-    if path is None:
-        path = os.path.join(HERE, "data", f"core-{args.mb}mb.pcap")
-        if not os.path.exists(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            subprocess.run(
-                [sys.executable, os.path.join(HERE, "synth.py"), path, "--mb", str(args.mb), "--codecs", "none,gzip,snappy,lz4,zstd"],
-                check=True,
-            )
+    path = args.capture or synthesized(f"core-{args.mb}mb.pcap", args.mb, "--codecs", "none,gzip,snappy,lz4,zstd")
     size = os.path.getsize(path)
     rows = []
     seconds, packets, exchanges = min((run_core(path, decode=False) for _ in range(args.repeat)), key=lambda r: r[0])

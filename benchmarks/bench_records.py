@@ -20,6 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+from benchmarks.synth import synthesized
 from kdissect.capture import open_capture
 from kdissect.decode.body import Body
 from kdissect.dissector import Options, make_dissector
@@ -70,29 +71,13 @@ def main() -> None:
     tshark = shutil.which("tshark") is not None
     if not tshark:
         print("tshark is not installed: no reference to compare with (apt-get install tshark)")
-    os.makedirs(os.path.join(HERE, "data"), exist_ok=True)
     print(
         f"{'case':24} {'records':>9} {'kdissect rec/s':>15} {'tshark -V s':>12} {'kdissect s':>11}"
         f" {'× tshark time':>14} {'tshark values':>14}"
     )
     for label, codecs, per_batch in CASES:
-        path = os.path.join(HERE, "data", f"records-{label.split(',')[0]}-{per_batch}-{args.mb}mb.pcap")
-        if not os.path.exists(path):
-            subprocess.run(
-                [
-                    sys.executable,
-                    os.path.join(HERE, "synth.py"),
-                    path,
-                    "--mb",
-                    str(args.mb),
-                    "--codecs",
-                    ",".join(codecs),
-                    "--records",
-                    str(per_batch),
-                ],
-                check=True,
-                stdout=subprocess.DEVNULL,
-            )
+        name = f"records-{label.split(',')[0]}-{per_batch}-{args.mb}mb.pcap"
+        path = synthesized(name, args.mb, "--codecs", ",".join(codecs), "--records", str(per_batch))
         seconds, records = min((kdissect_records(path) for _ in range(args.repeat)), key=lambda r: r[0])
         if tshark:
             verbose = min(tshark_verbose(path) for _ in range(args.repeat))

@@ -1,11 +1,12 @@
 """Synthetic Kafka captures for the benchmarks: streamed to disk, never committed.
 
 Each connection opens with a handshake, then repeats a Produce request carrying one record batch per
-partition and its response, and a Fetch request and its response carrying the same batches back. Codecs
-rotate through the batches; frames are cut into MSS-sized segments; connections interleave. The bodies are
-written by kdissect's own schema-driven encoder, the batches by its record encoder.
+partition and its response, and a Fetch request and its response carrying the same batches back (and, with
+--heartbeats N, N Heartbeat exchanges of a consumer group). Codecs rotate through the batches; frames are cut
+into MSS-sized segments; connections interleave. The bodies are written by kdissect's own schema-driven
+encoder, the batches by its record encoder.
 
-    python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11]
+    python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11] [--heartbeats 2]
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import itertools
 import os
 import random
+import subprocess
 import sys
 from collections.abc import Iterator
 
@@ -26,7 +28,10 @@ from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.testing.record_encoder import Draft, encode_batch
 
-PRODUCE, FETCH = 0, 1
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+"""Where the benchmarks keep what they generate (git-ignored)."""
+PRODUCE, FETCH, HEARTBEAT = 0, 1, 12
+HEARTBEAT_VERSION = 4
 
 
 def batches(rng: random.Random, codecs: Iterator[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
@@ -110,6 +115,19 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
         yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
         correlation += 1
         offset += args.records * len(parts)
+        for _ in range(args.heartbeats):
+            beat = {"GroupId": "bench-group", "GenerationId": 1, "MemberId": f"bench-{index}"}
+            yield conv.send(
+                CLIENT,
+                request(
+                    HEARTBEAT, HEARTBEAT_VERSION, correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "request", beat), client_id="bench"
+                ),
+                args.mss,
+            )
+            yield conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss) + [
+                conv.ack(CLIENT)
+            ]
+            correlation += 1
 
 
 def write(path: str, args: argparse.Namespace) -> tuple[int, int]:
@@ -127,8 +145,18 @@ def write(path: str, args: argparse.Namespace) -> tuple[int, int]:
                     writer.write(packet)
                     packets += 1
                 exchanges += 1
-    pairs = exchanges // 4
-    return packets, pairs * 2 * args.partitions * args.records
+    rounds = exchanges // (4 + 2 * args.heartbeats)
+    return packets, rounds * 2 * args.partitions * args.records
+
+
+def synthesized(name: str, mb: int, *options: str) -> str:
+    """benchmarks/data/NAME: a capture of about `mb` MB written by this script with `options` (its command-line
+    options), unless it is there already from an earlier run."""
+    path = os.path.join(DATA, name)
+    if not os.path.exists(path):
+        os.makedirs(DATA, exist_ok=True)
+        subprocess.run([sys.executable, os.path.abspath(__file__), path, "--mb", str(mb), *options], check=True, stdout=subprocess.DEVNULL)
+    return path
 
 
 def main() -> None:
@@ -142,6 +170,7 @@ def main() -> None:
     parser.add_argument("--codecs", type=lambda s: s.split(","), default=["none"])
     parser.add_argument("--produce", type=int, default=7, help="Produce version (tshark 4.0 reads up to 8)")
     parser.add_argument("--fetch", type=int, default=11, help="Fetch version (tshark 4.0 reads up to 11)")
+    parser.add_argument("--heartbeats", type=int, default=0, help="Heartbeat exchanges after each Produce and Fetch (default 0)")
     parser.add_argument("--mss", type=int, default=1448)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()

@@ -27,8 +27,8 @@ from kdissect.decode.decoder import Decoder
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
-from kdissect.testing import record_encoder as records_encode
 from kdissect.records.codecs import GZIP
+from kdissect.testing import record_encoder as records_encode
 from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from kdissect.capture.packet import Packet
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Event, Notice
 from kdissect.kafka.connection import Connection
-from kdissect.kafka.shared import BodyDecoder, Shared
+from kdissect.kafka.shared import BodyDecoder, Keep, Shared
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
@@ -38,8 +38,9 @@ class Dissector:
         limits: Limits = DEFAULT_LIMITS,
         reorder: bool = True,
         decoder: BodyDecoder | None = None,
+        keep: Keep | None = None,
     ) -> None:
-        self._shared = Shared(frozenset(ports), limits, reorder, decoder)
+        self._shared = Shared(frozenset(ports), limits, reorder, decoder, keep)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
         self.counters = self._shared.counters
@@ -213,6 +214,9 @@ class Options:
     show_secrets: bool = False
     spans: bool = False
     """Record every field's byte span (for the hex view); costs decoding time."""
+    keep: Keep | None = None
+    """A verdict from headers (`kafka.shared.Keep`): the bodies of exchanges it rejects are not decoded, except
+    those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
 
 
 def make_decoder(options: Options):
@@ -228,4 +232,4 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
     """A dissector for the options; pass a decoder (from `make_decoder`) to share one across dissectors."""
     if decoder is MAKE:
         decoder = make_decoder(options)
-    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder)
+    return Dissector(ports=options.ports, limits=options.limits, reorder=options.reorder, decoder=decoder, keep=options.keep)

@@ -36,6 +36,7 @@ INT_RANGES = {
     "int16": (-(2**15), 2**15 - 1),
     "uint16": (0, 2**16 - 1),
     "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
     "int64": (-(2**63), 2**63 - 1),
 }
 FLOAT_EDGES = [0.0, -0.0, 1.0, -1.5, float("inf"), float("-inf"), sys.float_info.max, -sys.float_info.max, sys.float_info.min, 5e-324]

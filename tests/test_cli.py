@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kdissect.views.json_lines import decode_bytes
+
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURE = ROOT / "captures" / "consumer-group-kafka-python.pcap"
 PRODUCE = ROOT / "captures" / "produce-codecs-confluent.pcap"
@@ -58,6 +60,20 @@ def test_help_explains_every_command(command):
         (("schema", "--source", "Fetch:99"), "give API[:VERSION"),
         (("read", str(CAPTURE), "--limit", "no_such_bound=3"), "give NAME=VALUE"),
         (("read", str(CAPTURE), "--limit", "max_frame_size=big"), "give NAME=VALUE"),
+        (
+            ("read", str(CAPTURE), "-Y", "latncy_ms > 5"),
+            "-Y at column 1: unknown field 'latncy_ms' (did you mean 'latency_ms'?): ^latncy_ms > 5",
+        ),
+        (("stats", str(CAPTURE), "-Y", "(api == Fetch"), "-Y at column 1: this '(' is never closed: ^(api == Fetch"),
+        (("show", str(CAPTURE), "-Y", "client_id > 3"), "> compares numbers and times; client_id is text"),
+        (("live", "-i", "lo", "-Y", 'client_id matches "("'), "bad regular expression"),
+        (("spark", str(CAPTURE), "--out", "x", "-Y", "api == Fetc"), "Fetc is not an API name (did you mean 'Fetch'?)"),
+        (("spark", str(CAPTURE), "--out", "x", "--connection", "2"), "a Spark job cannot filter on connection"),
+        (("read", str(CAPTURE), "-T", "xml"), "-T xml: choose one of text, json, fields"),
+        (("read", str(CAPTURE), "-T", "fields"), "-T fields needs the fields to write"),
+        (("read", str(CAPTURE), "-e", "latncy_ms"), "-e at column 1: unknown field 'latncy_ms'"),
+        (("read", str(CAPTURE), "-e", "api", "-E", "colour=red"), "-E colour=red: give separator="),
+        (("read", str(CAPTURE), "-T", "json", "-e", "api"), "-e and -E go with -T fields"),
     ],
 )
 def test_mistakes_end_in_one_line_and_status_2(args, says):
@@ -95,6 +111,44 @@ def test_read_json_streams_one_object_per_exchange_and_filters_apply():
     assert slow and all(e["latency_ms"] >= 1000 for e in slow)
     topic = [json.loads(line) for line in kdissect("read", PRODUCE, "--json", "--topic", "codecs", "--version", "10").stdout.splitlines()]
     assert topic and all("codecs" in e["topics"] and e["api_version"] == 10 for e in topic)
+
+
+def test_filters_combine_with_the_fixed_options_and_with_each_other():
+    every = [json.loads(line) for line in kdissect("read", CAPTURE, "--json").stdout.splitlines()]
+    both = kdissect("read", CAPTURE, "--json", "--api", "Heartbeat,JoinGroup", "-Y", "error", "-Y", "latency_ms < 0.7").stdout
+    picked = [json.loads(line) for line in both.splitlines()]
+    assert picked and picked == [
+        e
+        for e in every
+        if e["api_name"] in ("Heartbeat", "JoinGroup") and e["errors"] and e["latency_ms"] is not None and e["latency_ms"] < 0.7
+    ]
+    assert kdissect("read", CAPTURE, "-T", "json", "-Y", "error").stdout == kdissect("read", CAPTURE, "--json", "--errors").stdout
+
+
+def test_show_and_stats_take_the_filter():
+    shown = kdissect("show", CAPTURE, "-Y", "api == Heartbeat and error").stdout.decode()
+    assert shown.count("Exchange ") == 2 and "Exchange 31  Heartbeat v4" in shown and "Exchange 47  Heartbeat v4" in shown
+    tables = {
+        json.loads(line)["table"]: json.loads(line)["rows"]
+        for line in kdissect("stats", CAPTURE, "--json", "-Y", "api == Heartbeat").stdout.splitlines()
+    }
+    assert {row["api_name"] for row in tables["apis"]} == {"Heartbeat"} and sum(row["count"] for row in tables["apis"]) == 3
+
+
+def test_field_output_is_one_line_per_exchange():
+    every = [json.loads(line) for line in kdissect("read", PRODUCE, "--json").stdout.splitlines()]
+    done = kdissect("read", PRODUCE, "-Y", "api == Produce", "-T", "fields", "-e", "id", "-e", "api", "-e", "latency_ms", "-e", "topic")
+    assert done.returncode == 0 and not done.stderr
+    produce = [e for e in every if e["api_name"] == "Produce"]
+    want = [f"{e['id']}\tProduce\t{e['latency_ms']!r}\t{','.join(e['topics'])}" for e in produce]
+    assert done.stdout.decode().splitlines() == want
+    keys = "request.TopicData.PartitionData.Records.records.key"
+    done = kdissect("read", PRODUCE, "-Y", "api == Produce", "-e", "correlation_id", "-e", keys, "-E", "separator=;", "-E", "header=y")
+    lines = done.stdout.decode().splitlines()
+    assert lines[0] == f"correlation_id;{keys}"
+    first = produce[0]["request"]["body"]["TopicData"][0]["PartitionData"][0]["Records"]["batches"][0]["records"]
+    shown = [r["key"] if isinstance(r["key"], str) else "0x" + decode_bytes(r["key"]).hex() for r in first if r["key"] is not None]
+    assert lines[1] == f"{produce[0]['correlation_id']};{','.join(shown)}"
 
 
 def test_all_events_adds_connections(tmp_path):

@@ -88,7 +88,7 @@ def test_source_shows_the_tagged_field_readers():
         "FetchResponse_v13_Responses_Partitions_tag_2_SnapshotId",
         "FetchResponse_v13_Responses_Partitions_SnapshotId",
     ]
-    assert "FetchResponse_v13_Responses_Partitions_tags" in source
+    assert "FetchResponse_v13_Responses_Partitions__tags" in source
 
 
 def test_every_decoder_gets_a_unique_readable_name():

@@ -17,6 +17,7 @@ from kdissect.schema import (
     Versions,
     generate,
     pick,
+    specs,
 )
 from kdissect.schema.model import NEVER, OPEN, PRIMITIVES
 
@@ -74,15 +75,16 @@ def test_header_names_the_command_and_the_snapshots():
     assert "sha256" in head
 
 
-def test_comment_stripping_keeps_slashes_inside_strings():
+def test_comment_stripping_keeps_slashes_inside_strings_and_every_line():
     text = '// license\n{ "a": "x // y", // trailing\n  "b": "q\\"//" }\n'
-    assert generate.strip_comments(text).split() == ["{", '"a":', '"x', "//", 'y",', '"b":', '"q\\"//"', "}"]
+    assert specs.strip_comments(text).count("\n") == text.count("\n")
+    assert specs.strip_comments(text).split() == ["{", '"a":', '"x', "//", 'y",', '"b":', '"q\\"//"', "}"]
 
 
 def test_defaults_keep_the_specs_string_form():
-    assert generate.spec_default(False) == "false"
-    assert generate.spec_default(-1) == "-1"
-    assert generate.spec_default("0x7fffffff") == "0x7fffffff"
+    assert specs.spec_default(False) == "false"
+    assert specs.spec_default(-1) == "-1"
+    assert specs.spec_default("0x7fffffff") == "0x7fffffff"
 
 
 # ---------------------------------------------------------------------------------------------- coverage

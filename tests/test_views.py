@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT))
 from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
+from kdissect.filter import compile_filter, shorthands
 from kdissect.views.detail import DetailView
-from kdissect.views.filters import make_filter
 from kdissect.views.sink import EventSink
 from kdissect.views.stats import Stats, print_stats
 from kdissect.views.terminal import ReadView
@@ -30,13 +30,14 @@ def console() -> Console:
     return Console(record=True, width=160, color_system=None, file=open("/dev/null", "w"), soft_wrap=True)
 
 
-def read_view(capture: str, **filters) -> str:
+def read_view(capture: str, expression: str | None = None, **fixed) -> str:
     out = console()
+    wanted = compile_filter([*shorthands(**fixed), *([("-Y", expression)] if expression else [])])
     with open_capture(ROOT / capture) as source:
-        dissector = make_dissector(Options())
+        dissector = make_dissector(Options(keep=wanted.keep))
         view = ReadView(out)
         view.title(capture, source.format, source.compression)
-        sink = EventSink(make_filter(**filters), view=view)
+        sink = EventSink(wanted, view=view)
         for event in dissector.run(source.packets()):
             sink.add(event)
         view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
@@ -66,6 +67,7 @@ def stats_view(capture: str) -> str:
 VIEWS = {
     "read-consumer-group": lambda: read_view("captures/consumer-group-confluent.pcap"),
     "read-admin-errors-only": lambda: read_view("captures/admin-kafka-python.pcap", errors=True),
+    "read-heartbeats-filtered": lambda: read_view("captures/consumer-group-kafka-python.pcap", "api == Heartbeat"),
     "show-produce-batches": lambda: show_view("captures/produce-codecs-kafka-python.pcap", 15, hexdump=False),
     "show-join-group-hex": lambda: show_view("captures/consumer-group-kafka-python.pcap", 17, hexdump=True),
     "show-transaction-markers": lambda: show_view("captures/produce-transactions.pcap", 41, hexdump=False),

@@ -72,6 +72,30 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
         _option(
+            "spec_dir",
+            Annotated[
+                Optional[list[Path]],
+                typer.Option(
+                    "--spec-dir",
+                    help="A folder of Kafka message specs (*.json) for APIs or versions kdissect does not know: drafts, "
+                    "private APIs, newer versions (repeatable; docs/schema.md). `kdissect schema --check DIR` checks them.",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+        _option(
+            "key",
+            Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    "--key",
+                    help='NAME=KEY: the API key of a --spec-dir spec whose apiKey is missing or not a number ("TBD"); '
+                    "NAME is its name without Request/Response (repeatable).",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+        _option(
             "limit",
             Annotated[
                 Optional[list[str]],
@@ -85,6 +109,19 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         ),
     ],
     "filters": [
+        _option(
+            "filter",
+            Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    "--filter",
+                    "-Y",
+                    help="A display filter, e.g. 'api == Fetch and latency_ms > 100' (repeatable: all must hold; docs/filters.md). "
+                    "The options below are shorthands that combine with it.",
+                    rich_help_panel="Filters",
+                ),
+            ],
+        ),
         _option(
             "api",
             Annotated[
@@ -218,20 +255,26 @@ class Common:
     options: Any
     """The core's `dissector.Options`."""
     wanted: Any
-    """The `views.filters.ExchangeFilter` of the filter options (matches everything when none is given)."""
+    """The `filter.Filter` of -Y and the fixed filter options (matches everything when none is given)."""
     output: Path | None = None
     json: bool = False
     quiet: bool = False
+    specs: Any = None
+    """The `schema.user_specs.UserSpecs` of --spec-dir and --key, installed for the command's run; None without."""
+    spec_dirs: tuple[Path, ...] = ()
+    keys: tuple[str, ...] = ()
+    """--spec-dir and --key as given: for a command that reads them itself (`takes(..., install=False)`)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
 
 
-def takes(*groups: str, helps: dict[str, str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Give a command the shared options of `groups`; it receives them as its first argument, a `Common`.
 
     typer reads the command's signature, so the wrapper's signature is the command's own parameters (after
-    the first) followed by the groups' options. `helps` rewords an option's help for this command alone.
+    the first) followed by the groups' options. `helps` rewords an option's help for this command alone. The
+    users' specs (--spec-dir, --key) are checked and installed around the command, unless `install` is false.
     """
     shared = [_reworded(p, (helps or {}).get(p.name)) for item in groups for p in GROUPS.get(item) or [OPTIONS[item]]]
 
@@ -243,7 +286,10 @@ def takes(*groups: str, helps: dict[str, str] | None = None) -> Callable[[Callab
         @functools.wraps(command)
         def run(**values: Any) -> Any:
             given = {p.name: values.pop(p.name) for p in shared}
-            return command(make_common(given), **values)
+            if not install:
+                return command(make_common(given), **values)
+            with specs_installed(given.get("spec_dir"), given.get("key")) as specs:  # before the filters: --api may name them
+                return command(make_common(given, specs), **values)
 
         run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in own + shared}
@@ -260,44 +306,71 @@ def _reworded(parameter: inspect.Parameter, help: str | None) -> inspect.Paramet
     return parameter.replace(annotation=Annotated[kind, info])
 
 
-def make_common(values: dict[str, Any]) -> Common:
+def user_specs(folders: list[Path] | None, keys: list[str] | None) -> Any:
+    """The users' specs, checked (None when there are none); a UserError naming the first problem, and how to see
+    them all."""
+    if not folders and not keys:
+        return None
+    from kdissect.schema.user_specs import from_folders
+
+    specs = from_folders(folders or (), keys or ())
+    if specs.problems:
+        more = len(specs.problems) - 1
+        check = " ".join([*(f"--check {f}" for f in folders or ()), *(f"--key {k}" for k in keys or ())])
+        also = f" ({more} more: `kdissect schema {check}` lists them)" if more else ""
+        raise UserError(f"{specs.problems[0]}{also}")
+    return specs
+
+
+@contextmanager
+def specs_installed(folders: list[Path] | None, keys: list[str] | None) -> Iterator[Any]:
+    """The users' specs (`user_specs`), installed in the tables until the block ends."""
+    from kdissect.schema import installed
+
+    specs = user_specs(folders, keys)
+    with installed(specs.definitions if specs else ()):
+        yield specs
+
+
+def make_common(values: dict[str, Any], specs: Any = None) -> Common:
     from kdissect.dissector import DEFAULT_PORTS, Options
 
     ports = values.get("port")
+    wanted = make_filter(values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
         limits=make_limits(values.get("limit")),
         reorder=not values.get("no_reorder", False),
         decode=not values.get("headers_only", False),
         show_secrets=values.get("show_secrets", False),
+        keep=wanted.keep,
     )
     return Common(
         options,
-        make_filter(**{name: values.get(name) for name in FILTERS}),
+        wanted,
         values.get("output"),
         values.get("json_out", False),
         values.get("quiet", False),
+        specs,
+        tuple(values.get("spec_dir") or ()),
+        tuple(values.get("key") or ()),
     )
 
 
-FILTERS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
+SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
 
 
-def make_filter(**given: Any) -> Any:
-    from kdissect.views import filters
+def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
+    """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`; a UserError (one line
+    with the column, a caret and what was meant) for a mistake."""
+    from kdissect.filter import FilterError, compile_filter
+    from kdissect.filter import shorthands as fixed
 
+    expressions = expressions or []
+    labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return filters.make_filter(
-            given.get("api"),
-            given.get("version"),
-            given.get("topic"),
-            given.get("client_id"),
-            given.get("group"),
-            bool(given.get("errors")),
-            given.get("connection"),
-            given.get("min_latency"),
-        )
-    except filters.FilterError as exc:
+        return compile_filter([*fixed(**shorthands), *zip(labels, expressions)])
+    except FilterError as exc:
         raise UserError(str(exc)) from None
 
 

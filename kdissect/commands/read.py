@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import CAPTURE, Common, open_source, packets, takes
+from kdissect.commands.options import CAPTURE, Common, UserError, open_source, packets, takes
+
+FORMATS = ("text", "json", "fields")
 
 
 @takes("input", "decoding", "filters", "output", "secrets")
@@ -17,14 +19,48 @@ def read(
         bool,
         typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
     ] = False,
+    output_format: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            "-T",
+            help="text (the default), json (as --json) or fields (one line per exchange with the -e fields, tab-separated).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
+    field: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--field",
+            "-e",
+            help="With -T fields, a field to write (repeatable): api, latency_ms, request.Acks, count(topic), ... (docs/filters.md).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
+    field_option: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--field-option",
+            "-E",
+            help="With -T fields: separator=/t|/s|C (default tab), aggregator=C (between values of one field, default ','), "
+            "header=y|n, quote=n|d|s (repeatable).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.dissector import make_dissector
     from kdissect.views.sink import EventSink
 
+    fields_view = _fields_view(
+        output_format or ("fields" if field else "json" if common.json else "text"), common.json, field, field_option
+    )
+    json_out = common.json or output_format == "json"
     with open_source(capture) as source, common.open_output() as stream:
         dissector = make_dissector(common.options)
-        if common.json:
+        if fields_view is not None:
+            sink = EventSink(common.wanted, view=fields_view(stream))
+        elif json_out:
             from kdissect.views.json_lines import JsonLinesWriter
 
             sink = EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events)
@@ -37,5 +73,30 @@ def read(
             sink = EventSink(common.wanted, view=view)
         for event in dissector.run(packets(source, common.quiet)):
             sink.add(event)
-        if not common.json:
+        if fields_view is None and not json_out:
             view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
+
+
+def _fields_view(chosen: str, json_flag: bool, names: list[str] | None, settings: list[str] | None):
+    """For -T fields, a maker of the writer of the -e fields; None for the other formats. Checks the
+    combination of options and every field before anything is read."""
+    if chosen not in FORMATS:
+        raise UserError(f"-T {chosen}: choose one of {', '.join(FORMATS)}")
+    if chosen != "fields":
+        if names or settings:
+            raise UserError("-e and -E go with -T fields")
+        if json_flag and chosen == "text":
+            raise UserError("--json and -T text disagree: give one")
+        return None
+    if json_flag:
+        raise UserError("--json and -T fields (or -e) disagree: give one")
+    if not names:
+        raise UserError("-T fields needs the fields to write: -e api -e latency_ms ...")
+    from kdissect.filter import FilterError, compile_fields
+    from kdissect.views.fields import FieldsError, FieldsWriter, make_layout
+
+    try:
+        columns, layout = compile_fields(names), make_layout(settings or [])
+    except (FilterError, FieldsError) as exc:
+        raise UserError(str(exc)) from None
+    return lambda stream: FieldsWriter(stream, columns, layout)

@@ -1,44 +1,76 @@
-"""`kdissect schema`: what kdissect decodes, and the generated code that decodes it."""
+"""`kdissect schema`: what kdissect decodes, the generated code that decodes it, and users' spec files checked."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import UserError
+from kdissect.commands.options import Common, UserError, specs_installed, takes
 
 
+@takes("spec_dir", "key", install=False)
 def schema(
+    common: Common,
     json_out: Annotated[bool, typer.Option("--json", "-j", help="Write one JSON object per API key.")] = False,
     source: Annotated[
         Optional[str],
         typer.Option("--source", help="Print the generated decoder of API[:VERSION[:request|response]], e.g. Fetch:13:response."),
     ] = None,
+    check: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--check",
+            help="Check the spec files of this folder (repeatable; with --key for their API keys): every problem on a line "
+            "of its own, with file, line and field; exit status 2 if there is any.",
+        ),
+    ] = None,
 ) -> None:
-    """What kdissect decodes: every API key, its versions, and where flexible versions start."""
-    from kdissect.views.schema_table import print_schema, print_source
+    """What kdissect decodes: every API key, its versions, and where flexible versions start. With --spec-dir, what
+    the folder's specs add, and from which files."""
+    from kdissect.views.schema_table import print_loaded, print_schema, print_source
 
-    if source:
-        print_source(*_target(source))
-    else:
-        print_schema(json_out)
+    if check:
+        _check([*check, *common.spec_dirs], common.keys)
+        return
+    with specs_installed(list(common.spec_dirs), list(common.keys)) as specs:
+        if source:
+            print_source(*_target(source))
+        elif specs is not None:
+            print_loaded(specs, json_out)
+        else:
+            print_schema(json_out)
+
+
+def _check(folders: list[Path], keys: tuple[str, ...]) -> None:
+    """Every problem of the folders' spec files, one per line on stdout, then a UserError counting them (exit 2)."""
+    from kdissect.schema.user_specs import from_folders
+
+    specs = from_folders(folders, keys)
+    for problem in specs.problems:
+        print(problem)
+    files = f"{len(specs.files)} spec file{'s' if len(specs.files) != 1 else ''}"
+    if specs.problems:
+        count = len(specs.problems)
+        sys.stdout.flush()
+        raise UserError(f"{count} problem{'s' if count != 1 else ''} in {files}")
+    print(f"{files}, {len(specs.apis)} API{'s' if len(specs.apis) != 1 else ''}: no problems")
 
 
 def _target(spec: str) -> tuple[int, int, str]:
     """API[:VERSION[:request|response]] as (API key, version, direction); the newest version by default."""
+    from kdissect.filter import FilterError
+    from kdissect.filter.shorthands import parse_apis
     from kdissect.schema import APIS
-    from kdissect.views.filters import FilterError, parse_apis
     from kdissect.views.schema_table import ranges
 
     parts = spec.split(":")
     try:
-        keys = parse_apis(parts[0])
+        key = parse_apis(parts[0])[0]
     except FilterError as exc:
-        raise UserError(str(exc)) from None
-    if not keys:
-        raise UserError("give API[:VERSION[:request|response]], e.g. Fetch:13:response")
-    key = next(iter(keys))
+        raise UserError(f"{exc.message}: give API[:VERSION[:request|response]], e.g. Fetch:13:response") from None
     api = APIS.get(key)
     if api is None:
         raise UserError(f"API key {key} is unknown")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,7 +12,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "quiet")
+@takes("port", "quiet", "filters", "spec_dir", "key")
 def spark(
     common: Common,
     captures: Annotated[
@@ -29,8 +29,15 @@ def spark(
     fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
-    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17."""
-    run_spark(captures, out, master, fmt, common.options.ports, common.quiet)
+    Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17.
+    A filter keeps only the exchanges it matches (with their records and diagnostics), evaluated on the executors."""
+    numbered = sorted(common.wanted.fields & {"id", "connection"})
+    if numbered:
+        raise UserError(
+            f"a Spark job cannot filter on {' or '.join(numbered)}: each connection is dissected apart, and the tables "
+            "number exchanges and connections their own way (exchange_id, connection_id); select on those columns instead"
+        )
+    run_spark(captures, out, master, fmt, common.options.ports, common.quiet, filter_text=common.wanted.text, specs=common.specs)
 
 
 def run_spark(
@@ -41,8 +48,13 @@ def run_spark(
     ports: frozenset[int],
     quiet: bool,
     split_size: int = DEFAULT_SPLIT,
+    filter_text: str = "",
+    specs: Any = None,
 ) -> None:
-    """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout."""
+    """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout.
+
+    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
+    """
     from kdissect.pipeline.inputs import InputError, expand, is_uri
     from kdissect.pipeline.job import FORMATS, JobError, run
     from kdissect.pipeline.session import SparkUnavailable, start
@@ -71,8 +83,11 @@ def run_spark(
         spark = start(master)
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
+    options: dict[str, Any] = {"filter": filter_text} if filter_text else {}
+    if specs:
+        options |= {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)}
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, files=files)
+        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

@@ -30,6 +30,7 @@ class Decoder:
         self._found: list[tuple[int, RecordSet]] = []
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
+        self._teaching: dict[tuple[int, int], bool] = {}
 
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
         if self._budget is None:  # one per message, made when its first records field is met
@@ -77,6 +78,18 @@ class Decoder:
                 out.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
         self._found = []
         return out
+
+    def carries_state(self, api_key: int, version: int, direction: str) -> bool:
+        """Requests that set the session (JoinGroup, SaslHandshake) and responses that can state topic ids
+        beside their names (the only ones `topic_names` learns from)."""
+        if direction == "request":
+            return api_key in embedded.TEACHING_REQUESTS
+        key = (api_key, version)
+        teaches = self._teaching.get(key)
+        if teaches is None:
+            target = self.bodies.target(api_key, version, "response")
+            teaches = self._teaching[key] = target is not None and meaning.names_topic_ids(target.plan)
+        return teaches
 
     @staticmethod
     def new_session() -> Session:

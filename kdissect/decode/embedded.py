@@ -18,6 +18,9 @@ from kdissect.schema.versioned import read_versioned
 JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 11, 14, 15, 17, 36
 API_KEYS = frozenset({JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 """The APIs that carry payloads inside payloads."""
+TEACHING_REQUESTS = frozenset({JOIN_GROUP, SASL_HANDSHAKE})
+"""Requests whose reading `annotate` keeps in the session for later messages: group protocol types, the SASL
+mechanism."""
 CONSUMER = "consumer"
 
 

@@ -69,13 +69,15 @@ def _kind(f: Field) -> str | None:
     return None
 
 
-_plans: dict[tuple[int, int], Plan] = {}
+_plans: dict[tuple[int, int], tuple[tuple[Field, ...], Plan]] = {}
+"""(id of a fields tuple, version) -> (that tuple, its plan). The tuple is held so that its id stays its own: users'
+specs come and go (`schema.installed`), and a freed tuple's id could be another's later."""
 
 
 def plan(fields: tuple[Field, ...], version: int) -> Plan:
     key = (id(fields), version)
     if key in _plans:
-        return _plans[key]
+        return _plans[key][1]
     scalars: list[tuple[str, str]] = []
     children: list[tuple[str, bool, Plan]] = []
     for f in fields:
@@ -90,8 +92,17 @@ def plan(fields: tuple[Field, ...], version: int) -> Plan:
         if kind:
             scalars.append((f.name, kind))
     result = (tuple(scalars), tuple(children)) if scalars or children else None
-    _plans[key] = result
+    _plans[key] = (fields, result)
     return result
+
+
+def names_topic_ids(steps: Plan) -> bool:
+    """Whether bodies of this plan can state a topic id beside its name, which `walk` then reports."""
+    if steps is None:
+        return False
+    scalars, children = steps  # type: ignore[misc]
+    kinds = {kind for _, kind in scalars}
+    return {"topic", "topic_id"} <= kinds or any(names_topic_ids(sub) for _, _, sub in children)
 
 
 def _text(path: Path, name: str) -> str:

@@ -206,7 +206,7 @@ class Connection:
             diagnostic = Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset)
             self._exchange("unreadable", new_message(frame, None, None, diagnostics + (diagnostic,)), None)
             return
-        request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session)
+        request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
         if pushed:
             self._settle(*pushed)
@@ -233,7 +233,7 @@ class Connection:
             header = None
         response = new_message(frame, header, None, diagnostics)
         if request is not None and header is not None:
-            response = self.shared.decode_response(response, request, self.session)
+            response = self.shared.decode_response(response, request, self.session, self.info)
         self._exchange("ok" if request else "orphan-response", request, response)
 
     def _settle(self, request: Message, expects: bool) -> None:

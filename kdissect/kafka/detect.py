@@ -14,7 +14,7 @@ import re
 import struct
 from typing import Collection, Iterator
 
-from kdissect.schema import APIS
+from kdissect.schema import MAX_VERSION
 
 _REQUEST = struct.Struct(">ihhih")
 _RESPONSE = struct.Struct(">ii")
@@ -27,12 +27,17 @@ CHECKED_RESPONSE = 256 << 10
 """Responses up to this size are checked for a plausible frame after them before resync trusts them; a larger
 one is taken on its correlation id alone, since waiting for its end would hold too much out of sync."""
 
-MAX_VERSION = [-1] * (max(APIS) + 1)
-for _key, _api in APIS.items():
-    MAX_VERSION[_key] = _api.max_version
 
-_REQUEST_CANDIDATE = re.compile(rb"(?=[\x00-\x7f]...\x00[\x00-\x7f]\x00[\x00-\x7f][\x00-\x7f]...(?:\xff\xff|[\x00-\x7f].))", re.S)
-"""A cheap pre-filter run in C over the buffer; candidates are then checked in full."""
+@functools.lru_cache(maxsize=8)
+def _request_candidates(keys: int, top_version: int) -> re.Pattern[bytes]:
+    """A cheap pre-filter run in C over the buffer, for API keys below `keys` and versions up to `top_version`;
+    candidates are then checked in full. Past 127 (users' specs can go there) a high byte may be non-zero."""
+
+    def int16(most: int) -> bytes:
+        return rb"\x00[\x00-\x7f]" if most < 0x80 else rb"[\x00-\x%02x]." % (most >> 8)
+
+    head = int16(keys - 1) + int16(top_version)
+    return re.compile(rb"(?=[\x00-\x7f]..." + head + rb"[\x00-\x7f]...(?:\xff\xff|[\x00-\x7f].))", re.S)
 
 
 def plausible_request(buf: bytes | bytearray, pos: int, max_size: int) -> bool | None:
@@ -66,7 +71,7 @@ def _utf8_prefix(data: bytes) -> str:
 
 def find_request(buf: bytes | bytearray, start: int, max_size: int) -> tuple[int | None, int]:
     """(position of the first request header at or after `start`, or None; where a later search should resume)."""
-    for match in _REQUEST_CANDIDATE.finditer(buf, start):
+    for match in _request_candidates(len(MAX_VERSION), MAX_VERSION.top).finditer(buf, start):
         pos = match.start()
         verdict = plausible_request(buf, pos, max_size)
         if verdict:

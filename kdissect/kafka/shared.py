@@ -7,11 +7,12 @@ to the dissector that owns them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Event, Message
+from kdissect.events import ConnectionInfo, Event, Message, RequestHeader
 from kdissect.limits import Limits
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,16 @@ class BodyDecoder(Protocol):
     def request(self, message: Message, session: Any) -> Message: ...
 
     def response(self, message: Message, request: Message, session: Any) -> Message: ...
+
+    def carries_state(self, api_key: int, version: int, direction: str) -> bool:
+        """Whether later bodies need what this one says (a SASL mechanism, a group's protocol type, topic ids
+        beside their names): such a body is decoded even when nobody will look at its exchange."""
+        ...
+
+
+Keep = Callable[[ConnectionInfo, Message, "Message | None"], bool]
+"""A verdict from headers: given the connection, the request and (once it is there) the response, False when
+nobody will look at the exchange, so its bodies need not be decoded. It must stay False once it said False."""
 
 
 @dataclass
@@ -52,11 +63,12 @@ class Counters:
 class Shared:
     """What every connection of one dissector shares: settings, the output queue, counters."""
 
-    def __init__(self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None) -> None:
+    def __init__(self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None, keep: Keep | None = None) -> None:
         self.ports = ports
         self.limits = limits
         self.reorder = reorder
         self.decoder = decoder
+        self.keep = keep
         self.events: list[Event] = []
         self.counters = Counters()
 
@@ -66,16 +78,24 @@ class Shared:
     def emit(self, event: Event) -> None:
         self.events.append(event)
 
-    def decode_request(self, message: Message, session: Any) -> Message:
-        if self.decoder is None:
+    def _skip(self, info: ConnectionInfo, request: Message, response: Message | None) -> bool:
+        """Nobody will look at this exchange and the body in hand teaches nothing later bodies need."""
+        keep = self.keep
+        if keep is None or keep(info, request, response):
+            return False
+        header: RequestHeader = request.header  # type: ignore[assignment]
+        return not self.decoder.carries_state(header.api_key, header.api_version, "request" if response is None else "response")  # type: ignore[union-attr]
+
+    def decode_request(self, message: Message, session: Any, info: ConnectionInfo) -> Message:
+        if self.decoder is None or self._skip(info, message, None):
             return message
         try:
             return self.decoder.request(message, session)
         except Exception as exc:  # a decoder bug must cost one body, never the pairing or the run
             return _decoder_failed(message, exc)
 
-    def decode_response(self, message: Message, request: Message, session: Any) -> Message:
-        if self.decoder is None:
+    def decode_response(self, message: Message, request: Message, session: Any, info: ConnectionInfo) -> Message:
+        if self.decoder is None or self._skip(info, request, message):
             return message
         try:
             return self.decoder.response(message, request, session)

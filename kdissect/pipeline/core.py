@@ -13,16 +13,20 @@ and the benchmark can run it without Spark.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
 from kdissect.dissector import Dissector, Options, make_decoder, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.filter import compile_filter
 from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.blobs import unpack
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
+from kdissect.schema import Api, installed
+from kdissect.schema.user_specs import SpecFile, load
 
 BATCH_ROWS = 4096
 
@@ -43,6 +47,15 @@ class TopicNames(dict):
         return found
 
 
+def specs_of(config: dict[str, Any]) -> tuple[Api, ...]:
+    """The users' APIs the driver sent with the job, read again from the files' text: executors need not see the
+    driver's files."""
+    files = config.get("spec_files")
+    if not files:
+        return ()
+    return load([SpecFile(path, text) for path, text in files], config.get("spec_keys") or ()).definitions
+
+
 def options_of(config: dict[str, Any]) -> Options:
     return Options(
         ports=frozenset(config.get("ports") or (9092,)),
@@ -59,12 +72,16 @@ class CoreStage:
         self.config = config
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _Task(self.config).run(batches)
+        with installed(specs_of(self.config)):  # the task's decoder is made inside, from the tables installed
+            yield from _Task(self.config).run(batches)
 
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
-        self.options = options = options_of(config)
+        wanted = compile_filter([("-Y", config["filter"])] if config.get("filter") else [])  # checked by the driver already
+        self.options = options = replace(options_of(config), keep=wanted.keep)
+        self.wanted = wanted.matches
+        """Exchanges it rejects are left out with their records and diagnostics; notices stay."""
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
         self.decoder = make_decoder(options)
         """One for every connection of the task: compiling decoders costs about 0.13 s each time."""
@@ -137,6 +154,8 @@ class _Task:
         stats = self.stats
         for event in events:
             if isinstance(event, Exchange):
+                if not self.wanted(event):
+                    continue
                 xid = rows.exchange_id(event)
                 cid = self._connection_id(event.connection.id)
                 row, count = rows.exchange_row(event, capture, xid, cid, self.names.missed)

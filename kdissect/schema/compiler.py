@@ -8,7 +8,8 @@ schema. `source()` shows the code, for anyone who wants to read what runs.
 Every generated name says what it reads: `FetchResponse_v13` decodes that body, `FetchResponse_v13_Responses`
 the struct of its Responses field, `FetchResponse_v13_Responses_Partitions_tag_0_DivergingEpoch` a tagged
 field; a common struct keeps the specs' name wherever it is used (`ConsumerGroupDescribeResponse_v1_Assignment`).
-`_names`, `_groups`, `_tags` and `_flat` end the names of a decoder's constants. Names depend only on the
+`__names`, `__groups`, `__tags` and `__flat` end the names of a decoder's constants: the specs' names hold no
+underscore, so no decoder of a struct field (even one named "names") can take a constant's name. Names depend only on the
 definition and version, so the printed source is the same whatever was decoded before. Each function's source
 is registered with `linecache` under `<kdissect decoder NAME>`, so tracebacks and debuggers show its lines.
 """
@@ -25,7 +26,7 @@ from kdissect.schema.model import Field, MessageSpec
 from kdissect.schema.tree import Partial, Struct
 from kdissect.wire import WireError, read_uvarint
 
-FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "float64": "d"}
 SIZES = {fmt: struct.calcsize(">" + fmt) for fmt in FIXED.values()}
 MIN_SIZE = {"uuid": 16}
 
@@ -147,7 +148,7 @@ class Compiler:
         present = [f for f in fields if version in f.versions]
         regular = [f for f in present if version not in f.tagged]
         tagged = [f for f in present if version in f.tagged]
-        names = self._put(f"{fn}_names", tuple(f.name for f in regular))
+        names = self._put(f"{fn}__names", tuple(f.name for f in regular))
         group_table: dict[int, tuple[tuple[str, int], ...]] = {}
         spans = self.spans
         body: list[str] = []
@@ -179,9 +180,9 @@ class Compiler:
             if spans:
                 body.append("sp += (s, pos)")
             i += 1
-        groups = self._put(f"{fn}_groups", group_table)
+        groups = self._put(f"{fn}__groups", group_table)
         if flexible:
-            table = self._put(f"{fn}_tags", {f.tag: (f.name, self._single(f, unit, fn)) for f in tagged})
+            table = self._put(f"{fn}__tags", {f.tag: (f.name, self._single(f, unit, fn)) for f in tagged})
             body += [
                 "n = buf[pos]",
                 "if n < 128:",
@@ -363,7 +364,7 @@ class Compiler:
         fmts = "".join(FIXED[f.type] for f in present)
         head = struct.calcsize(">" + fmts)
         stride = head + (1 if flexible else 0)
-        table = f"{sub}_flat"
+        table = f"{sub}__flat"
         if table not in self.namespace:
             self._put(table, Unpackers(fmts + ("x" if flexible else "")))
         k = len(present)
@@ -371,7 +372,7 @@ class Compiler:
         return [
             f"if {untagged}:",
             f"    flat = {table}[n](buf, pos)",
-            f"    {out} = [Struct({sub}_names, list(flat[i : i + {k}]), None) for i in range(0, n * {k}, {k})]",
+            f"    {out} = [Struct({sub}__names, list(flat[i : i + {k}]), None) for i in range(0, n * {k}, {k})]",
             f"    pos += n * {stride}",
             "else:",
         ] + ["    " + line for line in loop]

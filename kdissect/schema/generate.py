@@ -19,7 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdissect.schema.model import NEVER, OPEN, Api, Field, Kind, MessageSpec, StructSpec, Versions
+from kdissect.schema.model import NEVER, OPEN, Api, Field, Kind, MessageSpec, Versions, all_versions, union
+from kdissect.schema.specs import Document, MessageBuilder
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parents[1]
@@ -65,37 +66,14 @@ def default_specs() -> Path:
 # ---------------------------------------------------------------------------------------------- reading
 
 
-def strip_comments(text: str) -> str:
-    """Drop `//` comments outside strings: the specs are JSON with comments."""
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                out.append(text[i : i + 2])
-                i += 2
-                continue
-            in_string = c != '"'
-        elif c == '"':
-            in_string = True
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def load_spec(path: Path) -> dict:
-    return json.loads(strip_comments(path.read_text(encoding="utf-8")))
+def load_spec(path: Path) -> Document:
+    return Document(str(path), path.read_text(encoding="utf-8"))
 
 
 @dataclass
 class Snapshot:
     label: str
-    specs: dict[str, dict]
+    specs: dict[str, Document]
     """Top-level JSON files by message name."""
 
 
@@ -105,7 +83,7 @@ def read_snapshots(specs_dir: Path) -> list[Snapshot]:
         specs = {}
         for path in sorted((specs_dir / folder).glob("*.json")):
             spec = load_spec(path)
-            specs[spec["name"]] = spec
+            specs[spec.root["name"]] = spec
         if not specs:
             raise SystemExit(f"no spec files in {specs_dir / folder}")
         snapshots.append(Snapshot(label, specs))
@@ -149,104 +127,13 @@ def read_error_codes(path: Path) -> dict[int, str]:
 # ---------------------------------------------------------------------------------------------- building
 
 
-def spec_default(value: object) -> str:
-    """The specs write defaults as strings, numbers or JSON booleans; keep the string form."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def versions(spec: dict, key: str) -> Versions:
-    return Versions.parse(spec[key]) if key in spec else NEVER
-
-
-class MessageBuilder:
-    """Turns one JSON definition into a MessageSpec, resolving common structs to shared tuples."""
-
-    def __init__(self, spec: dict, source: str) -> None:
-        self.spec = spec
-        self.source = source
-        self.common = {struct["name"]: struct for struct in spec.get("commonStructs", ())}
-        self.built: dict[str, tuple[Field, ...]] = {}
-        self.building: set[str] = set()
-
-    def build(self, kind: Kind) -> MessageSpec:
-        spec = self.spec
-        fields = self.fields(spec.get("fields", ()))
-        for name in self.common:  # also the ones no field uses: they are facts of the message
-            self.struct_fields(name)
-        structs = tuple(StructSpec(name, Versions.parse(self.common[name]["versions"]), fields) for name, fields in self.built.items())
-        return MessageSpec(
-            name=spec["name"],
-            kind=kind,
-            api_key=spec.get("apiKey"),
-            valid=versions(spec, "validVersions"),
-            flexible=versions(spec, "flexibleVersions"),
-            fields=fields,
-            common_structs=structs,
-            source=self.source,
-            latest_unstable=bool(spec.get("latestVersionUnstable", False)),
-        )
-
-    def struct_fields(self, name: str) -> tuple[Field, ...]:
-        """Build a common struct once; `built` keeps dependency order for the output."""
-        if name not in self.built:
-            if name in self.building:
-                raise ValueError(f"{self.spec['name']}: common struct {name} contains itself")
-            self.building.add(name)
-            fields = self.fields(self.common[name]["fields"])
-            self.building.discard(name)
-            self.built[name] = fields
-        return self.built[name]
-
-    def fields(self, specs) -> tuple[Field, ...]:
-        return tuple(self.field(spec) for spec in specs)
-
-    def field(self, spec: dict) -> Field:
-        type_name, array = spec["type"], spec["type"].startswith("[]")
-        if array:
-            type_name = type_name[2:]
-        if "fields" in spec:
-            nested = self.fields(spec["fields"])
-        elif type_name in self.common:
-            nested = self.struct_fields(type_name)
-        else:
-            nested = ()
-        return Field(
-            name=spec["name"],
-            type=type_name,
-            versions=Versions.parse(spec["versions"]),
-            array=array,
-            nullable=versions(spec, "nullableVersions"),
-            tagged=versions(spec, "taggedVersions"),
-            tag=spec.get("tag"),
-            flexible=Versions.parse(spec["flexibleVersions"]) if "flexibleVersions" in spec else None,
-            default=spec_default(spec["default"]) if "default" in spec else None,
-            map_key=spec.get("mapKey") is True,
-            entity=spec.get("entityType"),
-            ignorable=spec.get("ignorable") is True,
-            fields=nested,
-        )
-
-
-def version_set(message: MessageSpec) -> set[int]:
-    return set(range(message.valid.lo, message.valid.hi + 1)) if message.valid else set()
-
-
-def union(definitions: list[MessageSpec]) -> tuple[MessageSpec, ...]:
-    """Newest first; an older definition only if it has versions the newer ones lack."""
-    kept: list[MessageSpec] = []
-    covered: set[int] = set()
-    for message in definitions:
-        versions_ = version_set(message)
-        if versions_ - covered:
-            kept.append(message)
-            covered |= versions_
-    return tuple(kept)
-
-
-def all_versions(definitions: tuple[MessageSpec, ...]) -> tuple[int, ...]:
-    return tuple(sorted(set().union(*(version_set(m) for m in definitions))))
+def build(document: Document, source: str, kind: Kind) -> MessageSpec:
+    """One definition of Kafka's own specs, which must have no problem: the tables are built from facts only."""
+    builder = MessageBuilder(document, source)
+    message = builder.build(kind)
+    if builder.problems:
+        raise ValueError("\n".join(str(problem) for problem in builder.problems))
+    return message
 
 
 @dataclass
@@ -260,20 +147,20 @@ class Tables:
 
 def build_tables(snapshots: list[Snapshot]) -> Tables:
     def definitions(name: str, kind: Kind) -> tuple[MessageSpec, ...]:
-        found = [MessageBuilder(snap.specs[name], snap.label).build(kind) for snap in snapshots if name in snap.specs]
+        found = [build(snap.specs[name], snap.label, kind) for snap in snapshots if name in snap.specs]
         return union(found)
 
     def api_definitions(key: int, kind: Kind) -> tuple[MessageSpec, ...]:
         """By key, not name: APIs get renamed (key 74 was ListClientMetricsResources in 3.9)."""
         found = [
-            MessageBuilder(spec, snap.label).build(kind)
+            build(spec, snap.label, kind)
             for snap in snapshots
             for spec in snap.specs.values()
-            if spec["type"] == kind and spec.get("apiKey") == key
+            if spec.root["type"] == kind and spec.root.get("apiKey") == key
         ]
         return union(found)
 
-    keys = sorted({spec["apiKey"] for snap in snapshots for spec in snap.specs.values() if "apiKey" in spec})
+    keys = sorted({spec.root["apiKey"] for snap in snapshots for spec in snap.specs.values() if "apiKey" in spec.root})
     apis = {}
     for key in keys:
         requests, responses = api_definitions(key, "request"), api_definitions(key, "response")

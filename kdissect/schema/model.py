@@ -1,7 +1,7 @@
 """The shape of the schema tables: what the generator writes and the decoder compiles.
 
 These classes hold facts of the Kafka protocol (names, types, version ranges, tags), nothing about how to
-render them. `generated.py` instantiates them; nothing else should.
+render them. The spec reader (specs.py) makes them, for the generator and for users' spec files.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ NEVER = Versions(1, 0)
 class Field:
     """One field of a message or struct.
 
-    `type` is a primitive name (bool, int8, int16, uint16, int32, int64, float64, uuid, string, bytes,
+    `type` is a primitive name (bool, int8, int16, uint16, int32, uint32, int64, float64, uuid, string, bytes,
     records) or the name of a struct; `array` marks the specs' ``[]T``. For a struct, `fields` holds its
     fields, the same tuple object for every use of a common struct.
     """
@@ -100,7 +100,7 @@ class MessageSpec:
     fields: tuple[Field, ...]
     common_structs: tuple[StructSpec, ...] = ()
     source: str = "trunk"
-    """Which snapshot defined it: "trunk", or "3.9" for versions Kafka 4 removed."""
+    """Which snapshot defined it: "trunk", or "3.9" for versions Kafka 4 removed; for a user's spec, its file."""
     latest_unstable: bool = False
 
 
@@ -110,6 +110,26 @@ def pick(definitions: tuple[MessageSpec, ...], version: int) -> MessageSpec | No
         if version in message.valid:
             return message
     return None
+
+
+def version_set(message: MessageSpec) -> set[int]:
+    return set(range(message.valid.lo, message.valid.hi + 1)) if message.valid else set()
+
+
+def union(definitions: list[MessageSpec] | tuple[MessageSpec, ...]) -> tuple[MessageSpec, ...]:
+    """Newest first; an older definition only if it has versions the newer ones lack (what `pick` relies on)."""
+    kept: list[MessageSpec] = []
+    covered: set[int] = set()
+    for message in definitions:
+        versions = version_set(message)
+        if versions - covered:
+            kept.append(message)
+            covered |= versions
+    return tuple(kept)
+
+
+def all_versions(definitions: tuple[MessageSpec, ...]) -> tuple[int, ...]:
+    return tuple(sorted(set().union(*(version_set(m) for m in definitions))))
 
 
 def nearest_version(known: tuple[int, ...], version: int) -> int:
@@ -151,4 +171,4 @@ class Api:
         return message is not None and version in message.flexible
 
 
-PRIMITIVES = frozenset({"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "uuid", "string", "bytes", "records"})
+PRIMITIVES = frozenset({"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes", "records"})

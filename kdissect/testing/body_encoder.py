@@ -15,7 +15,7 @@ from kdissect.schema.model import Field
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.wire import write_uvarint
 
-FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "float64": "d"}
 
 RecordsEncoder = Callable[[Any], bytes]
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kdissect.schema import APIS
+from kdissect.schema.user_specs import UserSpecs
 
 
 def ranges(versions: tuple[int, ...]) -> str:
@@ -63,6 +64,67 @@ def print_schema(as_json: bool) -> None:
             row["removed_in_kafka_4"] or "",
         )
     Console().print(table)
+
+
+def loaded_rows(specs: UserSpecs) -> list[dict]:
+    """The users' APIs: versions, where flexible versions start, which files, and what they do to a built-in API."""
+    out = []
+    for user in specs.apis:
+        api, builtin = user.api, user.builtin
+        flexible = [v for v in api.versions if api.flexible(v)]
+        row = {
+            "api_key": api.key,
+            "name": api.name,
+            "versions": ranges(api.versions),
+            "flexible_from": flexible[0] if flexible else None,
+            "request_file": user.request_file,
+            "response_file": user.response_file,
+            "builtin": None,
+        }
+        if builtin is not None:
+            added = tuple(v for v in api.versions if v not in builtin.versions)
+            replaced = tuple(v for v in api.versions if v in builtin.versions)
+            row["builtin"] = {
+                "name": builtin.name,
+                "versions": ranges(builtin.versions),
+                "added": ranges(added) if added else None,
+                "replaced": ranges(replaced) if replaced else None,
+            }
+        out.append(row)
+    return out
+
+
+def print_loaded(specs: UserSpecs, as_json: bool) -> None:
+    """What `--spec-dir` loaded, and from which files."""
+    data = loaded_rows(specs)
+    if as_json:
+        for row in data:
+            print(json.dumps(row))
+        return
+    table = Table(title=f"{len(data)} API keys from {len(specs.files)} spec files", title_justify="left")
+    for name, justify in (("key", "right"), ("name", "left"), ("versions", "left"), ("flexible from", "right"), ("what", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in data:
+        table.add_row(
+            str(row["api_key"]),
+            row["name"],
+            row["versions"],
+            "-" if row["flexible_from"] is None else f"v{row['flexible_from']}",
+            _what(row["builtin"]),
+        )
+    console = Console()
+    console.print(table)
+    lines = [f"{row[f'{half}_file']}: {row['name']} {half} (key {row['api_key']})" for row in data for half in ("request", "response")]
+    lines += [f"{path}: not loaded ({why})" for path, why in specs.ignored]
+    for line in lines:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _what(builtin: dict | None) -> str:
+    if builtin is None:
+        return "a new API"
+    done = [f"{verb} {builtin[key]}" for verb, key in (("adds", "added"), ("replaces", "replaced")) if builtin[key]]
+    return f"built-in {builtin['name']} {builtin['versions']}: {', '.join(done)}"
 
 
 def print_source(api_key: int, version: int, direction: str) -> None:

@@ -1,21 +1,21 @@
-"""Where the core's events go: the totals always; exchanges the filter lets through to NDJSON or a view."""
+"""Where the core's events go: the totals always; exchanges the filter lets through to NDJSON, fields or a view."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kdissect.events import ConnectionEnd, Event, Exchange, Notice
+from kdissect.filter import Filter
 from kdissect.views import json_lines
-from kdissect.views.filters import ExchangeFilter
 from kdissect.views.summary import Summary
 
 
 class EventSink:
     """One routing for `read` and `live`: NDJSON when `writer` is given (notices and connection summaries too
-    with `all_events`), otherwise rows on `view`."""
+    with `all_events`), otherwise rows on `view` (a terminal view, or `read -T fields`' writer)."""
 
     def __init__(
-        self, wanted: ExchangeFilter, writer: json_lines.JsonLinesWriter | None = None, view: Any = None, all_events: bool = False
+        self, wanted: Filter, writer: json_lines.JsonLinesWriter | None = None, view: Any = None, all_events: bool = False
     ) -> None:
         self.wanted = wanted
         self.writer = writer
@@ -24,16 +24,18 @@ class EventSink:
         self.summary = Summary()
 
     def add(self, event: Event) -> None:
-        self.summary.add(event)
         if isinstance(event, Exchange):
-            if not self.wanted.matches(event):
+            shown = self.wanted.matches(event)
+            self.summary.add(event, shown)
+            if not shown:
                 return
-            self.summary.shown += 1
             if self.writer is not None:
                 self.writer.write(json_lines.exchange_json(event))
             else:
                 self.view.exchange(event)
-        elif self.writer is not None and self.all_events:
+            return
+        self.summary.add(event)
+        if self.writer is not None and self.all_events:
             if isinstance(event, Notice):
                 self.writer.write(json_lines.notice_json(event))
             elif isinstance(event, ConnectionEnd):

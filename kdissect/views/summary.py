@@ -1,4 +1,11 @@
-"""Totals the views show after the exchanges: per connection, per error, per capture."""
+"""Totals the views show after the exchanges: per connection, per error, per capture.
+
+Under a filter the capture's totals (exchanges and their statuses, known from headers) count every exchange,
+and everything else (flows, errors, diagnostics of exchanges) counts the shown ones only: the bodies of the
+others may not have been decoded at all (the core skips them when the filter rejects an exchange by its
+headers), so their errors are not known. Stream notices (gaps, skipped bytes) belong to no exchange and are
+all counted.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +49,9 @@ class Flow:
     client_ids: Counter[str] = field(default_factory=Counter)
     apis: Counter[str] = field(default_factory=Counter)
     exchanges: int = 0
+    """Shown exchanges."""
+    hidden: int = 0
+    """Exchanges the filter did not show."""
     errors: int = 0
     unanswered: int = 0
     diagnostics: int = 0
@@ -77,9 +87,10 @@ class Summary:
             flow = self.flows[info.id] = Flow(info)
         return flow
 
-    def add(self, event: Event) -> None:
+    def add(self, event: Event, shown: bool = True) -> None:
+        """Count an event; `shown` says whether the filter showed an exchange."""
         if isinstance(event, Exchange):
-            self._exchange(event)
+            self._exchange(event, shown)
         elif isinstance(event, Notice):
             self.notices[event.diagnostic.code] += 1
             if event.connection is not None:
@@ -87,10 +98,14 @@ class Summary:
         elif isinstance(event, ConnectionEnd):
             self._flow(event.connection).end = event
 
-    def _exchange(self, exchange: Exchange) -> None:
+    def _exchange(self, exchange: Exchange, shown: bool) -> None:
         self.exchanges += 1
         self.statuses[exchange.status] += 1
         flow = self._flow(exchange.connection)
+        if not shown:
+            flow.hidden += 1
+            return
+        self.shown += 1
         flow.exchanges += 1
         if exchange.client_id:
             flow.client_ids[exchange.client_id] += 1

@@ -165,7 +165,7 @@ class ReadView:
             "exchanges",
             f"{summary.exchanges}"
             + (f" ({statuses})" if statuses else "")
-            + (f", {summary.shown} shown" if summary.shown != summary.exchanges else ""),
+            + (f", {summary.shown} shown; the tables count the shown ones" if summary.shown != summary.exchanges else ""),
         )
         return table
 
@@ -188,6 +188,8 @@ class ReadView:
         ):
             table.add_column(name, justify=justify, no_wrap=limit is None, max_width=limit, min_width=len(name))  # type: ignore[arg-type]
         for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
+            if flow.hidden and not flow.exchanges:
+                continue  # every exchange of it was filtered out
             latencies = sorted(flow.latencies)
             end = flow.end
             table.add_row(
