@@ -7,6 +7,7 @@ into MSS-sized segments; connections interleave. The bodies are written by kdiss
 encoder, the batches by its record encoder.
 
     python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11] [--heartbeats 2]
+    python benchmarks/synth.py OUT.pcap --mb 25 --partitions 1 --records 1 --value-size 64 --no-acks  # small messages
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
     )
     yield conv.handshake()
     correlation, offset = 1, 0
+    acks = [conv.ack(CLIENT)] if args.acks else []
     codecs = itertools.cycle(args.codecs[index % len(args.codecs) :] + args.codecs[: index % len(args.codecs)])
     while True:
         parts = batches(rng, codecs, args.partitions, args.records, args.value_size, offset)
@@ -81,7 +83,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
             },
         )
-        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
+        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
         correlation += 1
         fetch = encode_body(
             FETCH,
@@ -112,7 +114,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
             },
         )
         flexible = is_flexible(FETCH, args.fetch)
-        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
+        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
         correlation += 1
         offset += args.records * len(parts)
         for _ in range(args.heartbeats):
@@ -124,9 +126,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 ),
                 args.mss,
             )
-            yield conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss) + [
-                conv.ack(CLIENT)
-            ]
+            yield conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss) + acks
             correlation += 1
 
 
@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--heartbeats", type=int, default=0, help="Heartbeat exchanges after each Produce and Fetch (default 0)")
     parser.add_argument("--mss", type=int, default=1448)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-acks", dest="acks", action="store_false", help="no bare ACK after a response (delayed ACKs)")
     args = parser.parse_args()
     packets, records = write(args.out, args)
     print(f"{args.out}: {packets} packets, about {records} records")

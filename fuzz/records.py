@@ -11,7 +11,7 @@ from fuzz.common import Broken, check_diagnostics, fuzz_limits, instrumented, ma
 with instrumented():
     from kdissect.records import Budget, decode_records
     from kdissect.records.values import LegacyMessage, RecordBatch
-    from kdissect.views.json_lines import records_json
+    from kdissect.views.json_lines import value_json
 
 LIMITS = fuzz_limits()
 
@@ -39,7 +39,7 @@ def one_input(data: bytes) -> None:
             raise Broken(f"a batch decompressed to {entry.uncompressed_size} bytes")
     for _ in records.records():
         pass
-    records_json(records)
+    value_json(records)
 
 
 if __name__ == "__main__":

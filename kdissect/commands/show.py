@@ -39,10 +39,10 @@ def show(
     found = 0
     with open_source(capture) as source, common.open_output() as stream:
         if common.json:
-            from kdissect.views.json_lines import JsonLinesWriter, exchange_json
+            from kdissect.views.json_lines import JsonLinesWriter, exchange_tree
 
             writer = JsonLinesWriter(stream)
-            emit = lambda ex: writer.write(exchange_json(ex))
+            emit = lambda ex: writer.write(exchange_tree(ex))
         else:
             from kdissect.views.console import make_console
             from kdissect.views.detail import DetailView

@@ -30,7 +30,7 @@ class EventSink:
             if not shown:
                 return
             if self.writer is not None:
-                self.writer.write(json_lines.exchange_json(event))
+                self.writer.write(json_lines.exchange_tree(event))
             else:
                 self.view.exchange(event)
             return
