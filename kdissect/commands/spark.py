@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 
 from kdissect.commands.options import Common, UserError, takes
-from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
 @takes("port", "quiet", "filters", "spec_dir", "key")
@@ -47,7 +46,6 @@ def run_spark(
     fmt: str,
     ports: frozenset[int],
     quiet: bool,
-    split_size: int = DEFAULT_SPLIT,
     filter_text: str = "",
     specs: Any = None,
 ) -> None:
@@ -87,7 +85,7 @@ def run_spark(
     if specs:
         options |= {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)}
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
+        totals = run(spark, captures, out, fmt, ports, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:
