@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.table import Table
 from rich.text import Text
 
@@ -78,25 +79,35 @@ def _cell(text: str, width: int, align: str) -> str:
     return text.rjust(width) if align == "right" else text.ljust(width)
 
 
-def status_text(exchange: Exchange) -> Text:
+def status_parts(exchange: Exchange) -> list[tuple[str, str]]:
+    """The status column as (text, style) pieces: errors, or ok, or the status; an assumed version; diagnostics."""
     errors = exchange_errors(exchange)
     if errors:
         names = list(dict.fromkeys(error_name(code) for _, code, _ in errors))
-        text = Text(", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), style="bold red")
+        parts = [(", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), "bold red")]
     elif exchange.status == "ok":
-        text = Text("ok", style="green")
+        parts = [("ok", "green")]
     else:
-        text = Text(exchange.status, style="yellow")
+        parts = [(exchange.status, "yellow")]
     body = next((m.body for m in (exchange.request, exchange.response) if m and isinstance(m.body, Body) and m.body.assumed), None)
     if body is not None:
-        text.append(f"  assumed v{body.version}", style="magenta")
+        parts.append((f"  assumed v{body.version}", "magenta"))
     diagnostics = [d for d in exchange.diagnostics if d.severity != "note"]
     if diagnostics:
-        text.append(f"  ⚠ {diagnostics[0].code}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), style="magenta")
+        parts.append((f"  ⚠ {diagnostics[0].code}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), "magenta"))
+    return parts
+
+
+def status_text(exchange: Exchange) -> Text:
+    (first, style), *rest = status_parts(exchange)
+    text = Text(first, style=style)
+    for part, style in rest:
+        text.append(part, style=style)
     return text
 
 
-def exchange_row(exchange: Exchange) -> Text:
+def row_cells(exchange: Exchange) -> str:
+    """The fixed-width columns of an exchange's row, up to its status."""
     latency = exchange.latency
     cells = (
         str(exchange.id),
@@ -107,7 +118,11 @@ def exchange_row(exchange: Exchange) -> Text:
         exchange.client_id or "",
         duration(latency) if latency is not None else "",
     )
-    row = Text(" ".join(_cell(c, w, a) for c, (_, w, a) in zip(cells, COLUMNS)) + " ")
+    return " ".join(_cell(c, w, a) for c, (_, w, a) in zip(cells, COLUMNS)) + " "
+
+
+def exchange_row(exchange: Exchange) -> Text:
+    row = Text(row_cells(exchange))
     row.append_text(status_text(exchange))
     return row
 
@@ -118,6 +133,8 @@ class ReadView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._header_printed = False
+        self._plain = console.color_system is None and not console.is_terminal and not console.record
+        """Rows written straight to the file: without colours, a terminal or a record rich would add nothing."""
 
     def title(self, name: str, fmt: str, compression: str | None) -> None:
         self.console.print(Text(f"{name}", style="bold") + Text(f"  {fmt}" + (f" ({compression})" if compression else ""), style="dim"))
@@ -127,6 +144,14 @@ class ReadView:
             header = " ".join(_cell(t, w, a) for t, w, a in COLUMNS)
             self.console.print(Text(header, style="bold"))
             self._header_printed = True
+        if self._plain:
+            line = strip_control_codes(row_cells(exchange) + "".join(part for part, _ in status_parts(exchange)))
+            if "\t" not in line:  # rich expands tabs by cell width
+                try:
+                    self.console.file.write(line + "\n")
+                except BrokenPipeError:
+                    self.console.on_broken_pipe()
+                return
         self.console.print(exchange_row(exchange), soft_wrap=True, highlight=False)
 
     def closing(self, summary: Summary, counters: Counters, linktypes: list[int], notes: list[Diagnostic]) -> None:
