@@ -33,9 +33,10 @@ def console() -> Console:
     return Console(record=True, width=160, color_system=None, file=open("/dev/null", "w"), soft_wrap=True)
 
 
-def read_view(capture: str, expression: str | None = None, *, stream: io.StringIO | None = None, **fixed) -> str:
-    """The read view's text, from rich's record (or, given `stream`, as written to that file: rows bypass rich)."""
-    out = console() if stream is None else Console(width=160, color_system=None, file=stream, soft_wrap=True)
+def read_view(capture: str, expression: str | None = None, *, out: Console | None = None, **fixed) -> str:
+    """The read view's text, from rich's record (or, given `out`, as written to its file)."""
+    snapshot = out is None
+    out = console() if snapshot else out
     wanted = compile_filter([*shorthands(**fixed), *([("-Y", expression)] if expression else [])])
     with open_capture(ROOT / capture) as source:
         dissector = make_dissector(Options(keep=wanted.keep))
@@ -45,7 +46,7 @@ def read_view(capture: str, expression: str | None = None, *, stream: io.StringI
         for event in dissector.run(source.packets()):
             sink.add(event)
         view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
-    return out.export_text() if stream is None else stream.getvalue()
+    return out.export_text() if snapshot else out.file.getvalue()
 
 
 def show_view(capture: str, exchange: int, hexdump: bool) -> str:
@@ -84,23 +85,35 @@ def test_view_matches_its_snapshot(name):
     assert VIEWS[name]() == (SNAPSHOTS / f"{name}.txt").read_text()
 
 
+def file_console(colours: str | None, record: bool) -> Console:
+    """A console writing to a StringIO, as a terminal with `colours` or a file; recording keeps rich's own path."""
+    return Console(width=160, color_system=colours, force_terminal=colours is not None, file=io.StringIO(), soft_wrap=True, record=record)
+
+
+COLOURS = [None, "standard", "256", "truecolor"]
+
+
+@pytest.mark.parametrize("colours", COLOURS)
 @pytest.mark.parametrize("capture", sorted(glob.glob(str(ROOT / "captures" / "*.pcap"))), ids=lambda p: Path(p).name)
-def test_rows_written_to_a_file_are_the_text_rich_writes(capture):
-    """On a file (no terminal, no colours) rows go straight to it: the same text as through rich."""
-    assert read_view(capture, stream=io.StringIO()) == read_view(capture)
+def test_rows_written_straight_to_the_file_are_what_rich_writes(capture, colours):
+    """Rows bypass rich's rendering (on a file or a terminal): the same bytes as through rich, styles and all."""
+    direct = read_view(capture, out=file_console(colours, record=False))
+    assert direct == read_view(capture, out=file_console(colours, record=True))
+    assert ("\x1b[" in direct) == (colours is not None)
 
 
+@pytest.mark.parametrize("colours", [None, "truecolor"])
 @pytest.mark.parametrize("client_id", ["a\tb\x07c\rd", "bell\x07\x0bend\x1b[31m"], ids=["tab", "control"])
-def test_control_characters_and_tabs_in_a_row_are_what_rich_writes(client_id):
+def test_control_characters_and_tabs_in_a_row_are_what_rich_writes(client_id, colours):
     exchange = next(e for e in _exchanges("captures/admin-kafka-python.pcap") if e.client_id)
     header = dataclasses.replace(exchange.request.header, client_id=client_id)
     odd = dataclasses.replace(exchange, request=dataclasses.replace(exchange.request, header=header))
-    plain, recorded = io.StringIO(), console()
-    for out in (Console(width=160, color_system=None, file=plain, soft_wrap=True), recorded):
+    direct, through_rich = file_console(colours, record=False), file_console(colours, record=True)
+    for out in (direct, through_rich):
         ReadView(out).exchange(odd)
-    text = recorded.export_text()
+    text = through_rich.file.getvalue()
     assert "\x07" not in text and ("\t" in client_id or "bell" in text)
-    assert plain.getvalue() == text
+    assert direct.file.getvalue() == text
 
 
 def _exchanges(capture: str) -> list[Exchange]:

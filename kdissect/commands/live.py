@@ -181,7 +181,7 @@ class _Session:
             from kdissect.views.terminal import ReadView
 
             self.console = make_console(stream)
-            self.read_view = ReadView(self.console)
+            self.read_view = ReadView(self.console, flush_each=True)
             self.sink = EventSink(wanted, view=self.read_view)
             if self.console.is_terminal:
                 from kdissect.views.live_view import LiveView

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 
-from rich.console import Console
+from rich.console import COLOR_SYSTEMS, Console
 from rich.control import strip_control_codes
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -130,11 +131,22 @@ def exchange_row(exchange: Exchange) -> Text:
 class ReadView:
     """Prints one capture: a title, exchange rows as they come, and the closing panels."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, flush_each: bool = False) -> None:
         self.console = console
+        self._flush_each = flush_each
         self._header_printed = False
-        self._plain = console.color_system is None and not console.is_terminal and not console.record
-        """Rows written straight to the file: without colours, a terminal or a record rich would add nothing."""
+        self._direct = not (console.record or console.no_color or console.is_jupyter)
+        """Rows written straight to the file, styles as rich spells them, without rich's per-row rendering (a
+        recording console, NO_COLOR and Jupyter keep rich's own path)."""
+        self._codes: dict[str, tuple[str, str]] = {}
+
+    def _styled(self, text: str, style: str) -> str:
+        codes = self._codes.get(style)
+        if codes is None:
+            system = COLOR_SYSTEMS.get(self.console.color_system or "")
+            before, _, after = Style.parse(style).render("x", color_system=system).partition("x")
+            codes = self._codes[style] = (before, after)
+        return f"{codes[0]}{text}{codes[1]}"
 
     def title(self, name: str, fmt: str, compression: str | None) -> None:
         self.console.print(Text(f"{name}", style="bold") + Text(f"  {fmt}" + (f" ({compression})" if compression else ""), style="dim"))
@@ -144,15 +156,23 @@ class ReadView:
             header = " ".join(_cell(t, w, a) for t, w, a in COLUMNS)
             self.console.print(Text(header, style="bold"))
             self._header_printed = True
-        if self._plain:
-            line = strip_control_codes(row_cells(exchange) + "".join(part for part, _ in status_parts(exchange)))
-            if "\t" not in line:  # rich expands tabs by cell width
-                try:
-                    self.console.file.write(line + "\n")
-                except BrokenPipeError:
-                    self.console.on_broken_pipe()
+        if self._direct:
+            cells = strip_control_codes(row_cells(exchange))
+            if "\t" not in cells:  # rich expands tabs by cell width
+                self._write(cells + "".join(self._styled(strip_control_codes(t), s) for t, s in status_parts(exchange)) + "\n")
                 return
         self.console.print(exchange_row(exchange), soft_wrap=True, highlight=False)
+
+    def _write(self, line: str) -> None:
+        console = self.console
+        if console.quiet:
+            return
+        try:
+            console.file.write(line)
+            if self._flush_each:
+                console.file.flush()
+        except BrokenPipeError:
+            console.on_broken_pipe()
 
     def closing(self, summary: Summary, counters: Counters, linktypes: list[int], notes: list[Diagnostic]) -> None:
         console = self.console
