@@ -4,6 +4,7 @@ notation, nan, integers past 64 bits, control characters, bytes that are not tex
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import io
 import json
@@ -101,3 +102,13 @@ def test_a_text_stream_gets_the_same_lines_as_a_byte_stream():
     JsonLinesWriter(stream).write(obj)
     stream.flush()
     assert text.getvalue().encode() == raw.getvalue() == reference(obj)
+
+
+def test_a_dataclass_value_with_a_float():
+    @dataclasses.dataclass
+    class Odd:
+        ratio: float
+        ratios: list
+
+    obj = exchange_with(Struct(("Odd",), [Odd(1e-7, [2.5e20, 1.0])]))
+    assert encode(obj) == reference(obj)

@@ -110,7 +110,7 @@ def json_float(value: float) -> float | Exact:
 
 
 def _json_floats(value: Any) -> Any:
-    """A struct's value with its floats, or its array's, made safe for the fast encoder."""
+    """A value with its floats, or its array's, made safe for the fast encoder."""
     if type(value) is float:
         return json_float(value)
     if type(value) is list and value and type(value[0]) is float:
@@ -139,7 +139,7 @@ def _tree(value: Any) -> Any:
     if cls is Redacted:
         return {"redacted": True, "size": value.size}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {f.name: _json_floats(getattr(value, f.name)) for f in dataclasses.fields(value)}
     raise TypeError(f"no JSON form for {cls.__name__}")
 
 
