@@ -86,8 +86,8 @@ def test_view_matches_its_snapshot(name):
 
 
 def file_console(colours: str | None, record: bool) -> Console:
-    """A console writing to a StringIO, as a terminal with `colours` or a file; recording keeps rich's own path."""
-    return Console(width=160, color_system=colours, force_terminal=colours is not None, file=io.StringIO(), soft_wrap=True, record=record)
+    """A console writing to a file (a StringIO), in `colours` if given; recording keeps rich's own path."""
+    return Console(width=160, color_system=colours, force_terminal=False, file=io.StringIO(), soft_wrap=True, record=record)
 
 
 COLOURS = [None, "standard", "256", "truecolor"]
@@ -96,7 +96,7 @@ COLOURS = [None, "standard", "256", "truecolor"]
 @pytest.mark.parametrize("colours", COLOURS)
 @pytest.mark.parametrize("capture", sorted(glob.glob(str(ROOT / "captures" / "*.pcap"))), ids=lambda p: Path(p).name)
 def test_rows_written_straight_to_the_file_are_what_rich_writes(capture, colours):
-    """Rows bypass rich's rendering (on a file or a terminal): the same bytes as through rich, styles and all."""
+    """Rows written to a file bypass rich's rendering: the same bytes as through rich, styles and all."""
     direct = read_view(capture, out=file_console(colours, record=False))
     assert direct == read_view(capture, out=file_console(colours, record=True))
     assert ("\x1b[" in direct) == (colours is not None)

@@ -363,6 +363,27 @@ def exchange_json(exchange: Exchange) -> dict[str, Any]:
     return value_json(exchange_tree(exchange))
 
 
+def streamed_record_json(item: Any) -> dict[str, Any]:
+    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`)."""
+    record, exchange = item.record, item.exchange
+    timestamp = -1 if record.timestamp is None else record.timestamp
+    return {
+        "type": "record",
+        "layout": LAYOUT,
+        "exchange": exchange.id,
+        "direction": item.direction,
+        "client_id": exchange.client_id,
+        "topic": item.topic,
+        "partition": item.partition,
+        "offset": record.offset,
+        "timestamp": timestamp,
+        "time": format_timestamp(timestamp),
+        "key": encode_bytes(record.key),
+        "value": encode_bytes(record.value),
+        "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
+    }
+
+
 def notice_json(notice: Notice) -> dict[str, Any]:
     return {
         "type": "notice",
@@ -383,7 +404,7 @@ def connection_end_json(end: ConnectionEnd) -> dict[str, Any]:
     return out
 
 
-FAST = frozenset({"exchange", "notice", "connection"})
+FAST = frozenset({"exchange", "notice", "connection", "record"})
 """The objects this module builds, whose floats went through `json_float`: orjson may encode them. Any other
 object (stats tables) goes to json.dumps, whose output is the layout's reference."""
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_APPEND_NEWLINE
