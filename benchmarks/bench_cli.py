@@ -86,7 +86,7 @@ def main() -> None:
         f"small messages: {small} ({os.path.getsize(small) / 1e6:.0f} MB)",
         [
             ("kdissect read --json", run(*KDISSECT, "read", small, "--json", "-q")),
-            ("kdissect read (terminal view, to a file)", run(*KDISSECT, "read", small, "-q")),
+            ("kdissect read (terminal view, to a file)", run(*KDISSECT, "read", small)),
             ("kdissect stats", run(*KDISSECT, "stats", small, "-q")),
             ("tshark -r (one line per packet)", one_line),
             ("tshark -T json", tshark_json),
