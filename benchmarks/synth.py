@@ -7,6 +7,7 @@ into MSS-sized segments; connections interleave. The bodies are written by kdiss
 encoder, the batches by its record encoder.
 
     python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11] [--heartbeats 2]
+    python benchmarks/synth.py OUT.pcap --mb 25 --partitions 1 --records 1 --value-size 64 --no-acks  # small messages
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -33,9 +35,10 @@ PRODUCE, FETCH, HEARTBEAT = 0, 1, 12
 HEARTBEAT_VERSION = 4
 
 
-def batches(rng: random.Random, codecs: list[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
+def batches(rng: random.Random, codecs: Iterator[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
+    """`count` batches, their codecs taken from `codecs`, a cycle each connection keeps going across its exchanges."""
     out = []
-    for i, codec in zip(range(count), itertools.cycle(codecs)):
+    for i, codec in zip(range(count), codecs):
         drafts = [
             Draft(f"key-{offset + n}".encode(), rng.randbytes(value_size // 4) * 4, ((b"h", b"v"),), 1_700_000_000_000 + n)
             for n in range(records)
@@ -56,8 +59,10 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
     )
     yield conv.handshake()
     correlation, offset = 1, 0
+    acks = [conv.ack(CLIENT)] if args.acks else []
+    codecs = itertools.cycle(args.codecs[index % len(args.codecs) :] + args.codecs[: index % len(args.codecs)])
     while True:
-        parts = batches(rng, args.codecs, args.partitions, args.records, args.value_size, offset)
+        parts = batches(rng, codecs, args.partitions, args.records, args.value_size, offset)
         produce = encode_body(
             PRODUCE,
             args.produce,
@@ -78,7 +83,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
             },
         )
-        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
+        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
         correlation += 1
         fetch = encode_body(
             FETCH,
@@ -109,7 +114,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
             },
         )
         flexible = is_flexible(FETCH, args.fetch)
-        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + [conv.ack(CLIENT)]
+        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
         correlation += 1
         offset += args.records * len(parts)
         for _ in range(args.heartbeats):
@@ -121,9 +126,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 ),
                 args.mss,
             )
-            yield conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss) + [
-                conv.ack(CLIENT)
-            ]
+            yield conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss) + acks
             correlation += 1
 
 
@@ -170,6 +173,7 @@ def main() -> None:
     parser.add_argument("--heartbeats", type=int, default=0, help="Heartbeat exchanges after each Produce and Fetch (default 0)")
     parser.add_argument("--mss", type=int, default=1448)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-acks", dest="acks", action="store_false", help="no bare ACK after a response (delayed ACKs)")
     args = parser.parse_args()
     packets, records = write(args.out, args)
     print(f"{args.out}: {packets} packets, about {records} records")

@@ -13,7 +13,7 @@ from fuzz.common import Broken, check_diagnostics, fuzz_limits, instrumented, ma
 with instrumented():
     from kdissect.records import Budget, decode_records
     from kdissect.records.values import LegacyMessage, RecordBatch
-    from kdissect.views.json_lines import records_json
+    from kdissect.views.json_lines import value_json
 
 LIMITS = fuzz_limits()
 
@@ -52,7 +52,7 @@ def check(data: bytes, holes: tuple[tuple[int, int], ...]) -> None:
             raise Broken(f"a batch decompressed to {entry.uncompressed_size} bytes")
     for _ in records.records():
         pass
-    records_json(records)
+    value_json(records)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ A view that changes on purpose is re-recorded with `python tests/test_views.py`;
 
 from __future__ import annotations
 
+import dataclasses
+import glob
+import io
 import sys
 from pathlib import Path
 
@@ -30,8 +33,10 @@ def console() -> Console:
     return Console(record=True, width=160, color_system=None, file=open("/dev/null", "w"), soft_wrap=True)
 
 
-def read_view(capture: str, expression: str | None = None, **fixed) -> str:
-    out = console()
+def read_view(capture: str, expression: str | None = None, *, out: Console | None = None, **fixed) -> str:
+    """The read view's text, from rich's record (or, given `out`, as written to its file)."""
+    snapshot = out is None
+    out = console() if snapshot else out
     wanted = compile_filter([*shorthands(**fixed), *([("-Y", expression)] if expression else [])])
     with open_capture(ROOT / capture) as source:
         dissector = make_dissector(Options(keep=wanted.keep))
@@ -41,7 +46,7 @@ def read_view(capture: str, expression: str | None = None, **fixed) -> str:
         for event in dissector.run(source.packets()):
             sink.add(event)
         view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
-    return out.export_text()
+    return out.export_text() if snapshot else out.file.getvalue()
 
 
 def show_view(capture: str, exchange: int, hexdump: bool) -> str:
@@ -78,6 +83,42 @@ VIEWS = {
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_view_matches_its_snapshot(name):
     assert VIEWS[name]() == (SNAPSHOTS / f"{name}.txt").read_text()
+
+
+def file_console(colours: str | None, record: bool) -> Console:
+    """A console writing to a file (a StringIO), in `colours` if given; recording keeps rich's own path."""
+    return Console(width=160, color_system=colours, force_terminal=False, file=io.StringIO(), soft_wrap=True, record=record)
+
+
+COLOURS = [None, "standard", "256", "truecolor"]
+
+
+@pytest.mark.parametrize("colours", COLOURS)
+@pytest.mark.parametrize("capture", sorted(glob.glob(str(ROOT / "captures" / "*.pcap"))), ids=lambda p: Path(p).name)
+def test_rows_written_straight_to_the_file_are_what_rich_writes(capture, colours):
+    """Rows written to a file bypass rich's rendering: the same bytes as through rich, styles and all."""
+    direct = read_view(capture, out=file_console(colours, record=False))
+    assert direct == read_view(capture, out=file_console(colours, record=True))
+    assert ("\x1b[" in direct) == (colours is not None)
+
+
+@pytest.mark.parametrize("colours", [None, "truecolor"])
+@pytest.mark.parametrize("client_id", ["a\tb\x07c\rd", "bell\x07\x0bend\x1b[31m"], ids=["tab", "control"])
+def test_control_characters_and_tabs_in_a_row_are_what_rich_writes(client_id, colours):
+    exchange = next(e for e in _exchanges("captures/admin-kafka-python.pcap") if e.client_id)
+    header = dataclasses.replace(exchange.request.header, client_id=client_id)
+    odd = dataclasses.replace(exchange, request=dataclasses.replace(exchange.request, header=header))
+    direct, through_rich = file_console(colours, record=False), file_console(colours, record=True)
+    for out in (direct, through_rich):
+        ReadView(out).exchange(odd)
+    text = through_rich.file.getvalue()
+    assert "\x07" not in text and ("\t" in client_id or "bell" in text)
+    assert direct.file.getvalue() == text
+
+
+def _exchanges(capture: str) -> list[Exchange]:
+    with open_capture(ROOT / capture) as source:
+        return [e for e in make_dissector(Options()).run(source.packets()) if isinstance(e, Exchange)]
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ class _Session:
             from kdissect.views.terminal import ReadView
 
             self.console = make_console(stream)
-            self.read_view = ReadView(self.console, rows=not common.quiet)
+            self.read_view = ReadView(self.console, rows=not common.quiet, flush_each=True)
             self.sink = EventSink(common.wanted, view=self.read_view)
             if self.console.is_terminal and not common.quiet:
                 from kdissect.views.live_view import LiveView

@@ -60,10 +60,10 @@ def show(
     found = 0
     with Reading(common, replace(common.options, spans=hexdump), on_console=not common.json) as run:
         if common.json:
-            from kdissect.views.json_lines import JsonLinesWriter, exchange_json
+            from kdissect.views.json_lines import JsonLinesWriter, exchange_tree
 
             writer = JsonLinesWriter(run.stream)
-            emit = lambda ex: writer.write(exchange_json(ex))
+            emit = lambda ex: writer.write(exchange_tree(ex))
         else:
             from kdissect.views.detail import DetailView
 

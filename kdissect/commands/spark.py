@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from kdissect.commands.options import Common, UserError, takes
-from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
 @takes("port", "filters", "quiet", "spec_dir", "key", "tls_keylog", helps={"quiet": "No progress lines on standard error."})
@@ -63,7 +62,6 @@ def run_spark(
     fmt: str,
     ports: frozenset[int],
     quiet: bool,
-    split_size: int = DEFAULT_SPLIT,
     filter_text: str = "",
     specs: Any = None,
     tls_keylog: bytes = b"",
@@ -117,7 +115,7 @@ def run_spark(
     if tls_keylog:
         options["tls_keylog"] = tls_keylog
     try:
-        totals = run(spark, captures, out, fmt, ports, split_size=split_size, progress=progress, options=options, files=files)
+        totals = run(spark, captures, out, fmt, ports, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:
         raise UserError(str(exc)) from None
     finally:

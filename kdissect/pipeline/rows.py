@@ -1,12 +1,12 @@
 """Events to table rows: the columns of docs/pipeline.md, filled from the core's values.
 
-The JSON column is `views.json_lines.exchange_json`, the CLI's own `--json` layout, with the job's
-identifiers in place of the per-run counters (`id` is `exchange_id`, `connection.id` is `connection_id`).
+The JSON column is `views.json_lines.exchange_tree` encoded by `views.json_lines.encode`, the CLI's own
+`--json` layout and encoder, with the job's identifiers in place of the per-run counters (`id` is
+`exchange_id`, `connection.id` is `connection_id`).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
@@ -16,7 +16,7 @@ from kdissect.events import ConnectionInfo, Exchange, Notice
 from kdissect.records.values import LegacyMessage, RecordBatch
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
-from kdissect.views.json_lines import exchange_json
+from kdissect.views.json_lines import encode, exchange_tree
 
 OFFSET_BITS = 20
 """exchange_id = first packet number << 20 | the frame's stream offset mod 2**20: unique within a capture, as
@@ -156,9 +156,9 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
         if message is not None:
             diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)
     records = sum(sum(1 for _ in placed.records.records()) for _, b in bodies for placed in b.records)
-    document = exchange_json(exchange)
+    document = exchange_tree(exchange)
     document["id"] = xid
-    document["connection"]["id"] = cid
+    document["connection"] = {**document["connection"], "id": cid}  # the tree's connection object is shared
     latency = exchange.latency
     row = {
         "capture": capture,
@@ -186,7 +186,7 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
         "response_packets": [response.frame.first_packet, response.frame.last_packet] if response else None,
         "records": records,
         "diagnostics": diagnostics,
-        "json": json.dumps(document, ensure_ascii=False, separators=(",", ":")),
+        "json": encode(document)[:-1].decode(),
         "unresolved_topic_ids": unresolved_topic_ids(exchange, missed) if missed else [],
     }
     return row, records

@@ -8,12 +8,14 @@ consumer-protocol struct inside JoinGroup metadata) sits beside the fields under
 
 from __future__ import annotations
 
-import base64
+import binascii
 import dataclasses
 import json
-import re
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import IO, Any
+
+import orjson
 
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
@@ -37,19 +39,22 @@ from kdissect.views.summary import SASL_TOKEN_LABEL
 
 LAYOUT = 2
 """2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+"""The control characters a text value may not hold (tab, newline and carriage return it may)."""
+_BASE64 = binascii.b2a_base64
+MEMO = 4096
+"""Entries each memo keeps before it starts again: a capture's timestamps move on, its connections end."""
 
 
 def encode_bytes(data: bytes | None) -> str | dict[str, str] | None:
     if data is None:
         return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
-    if _CONTROL.search(text):
-        return {"base64": base64.b64encode(data).decode("ascii")}
-    return text
+    if len(data.translate(None, _CONTROL)) == len(data):  # UTF-8 spells a control character as that byte alone
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            pass
+    return {"base64": _BASE64(data, newline=False).decode("ascii")}
 
 
 def decode_bytes(value: str | dict[str, str] | None) -> bytes | None:
@@ -57,89 +62,182 @@ def decode_bytes(value: str | dict[str, str] | None) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, dict):
-        return base64.b64decode(value["base64"])
+        return binascii.a2b_base64(value["base64"])
     return value.encode("utf-8")
 
 
+_seconds: dict[int, str] = {}
+
+
 def time_text(ts_ns: int) -> str:
-    """ISO-8601 UTC with microseconds; a pcapng timestamp past year 9999 (or before 1) says so instead."""
+    """ISO-8601 UTC with microseconds; a pcapng timestamp past year 9999 (or before 1) says so instead.
+
+    Each second is formatted once (the capture's packets share them) and extended with the fraction."""
     seconds, ns = divmod(ts_ns, 1_000_000_000)
-    try:
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ns // 1000:06d}Z"
-    except (OverflowError, ValueError, OSError):
-        return f"{ts_ns} ns (out of range)"
+    prefix = _seconds.get(seconds)
+    if prefix is None:
+        try:
+            prefix = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
+        except (OverflowError, ValueError, OSError):
+            return f"{ts_ns} ns (out of range)"
+        if len(_seconds) >= MEMO:
+            _seconds.clear()
+        _seconds[seconds] = prefix
+    return f"{prefix}{ns // 1000:06d}Z"
+
+
+_record_seconds: dict[int, str] = {}
+
+
+def record_time(ms: int | None) -> str:
+    """`format_timestamp` (Kafka's millisecond timestamps), each second formatted once."""
+    if ms is None or ms == -1:
+        return "none"
+    seconds, millis = divmod(ms, 1000)
+    prefix = _record_seconds.get(seconds)
+    if prefix is None:
+        whole = format_timestamp(seconds * 1000)
+        if not whole.endswith(".000Z"):
+            return format_timestamp(ms)
+        if len(_record_seconds) >= MEMO:
+            _record_seconds.clear()
+        prefix = _record_seconds[seconds] = whole[:-4]
+    return f"{prefix}{millis:03d}Z"
+
+
+class Exact:
+    """A float whose digits orjson would spell differently from json.dumps (exponent notation, nan, inf): it
+    sends the line it is in to json.dumps, which writes it as kdissect always has."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+
+def json_float(value: float) -> float | Exact:
+    """`value` as the fast encoder may take it: floats that orjson and json.dumps spell alike pass as they are."""
+    if value == 0 or 1e-4 <= abs(value) < 1e16:
+        return value
+    return Exact(value)
+
+
+def _json_floats(value: Any) -> Any:
+    """A value with its floats, or its array's, made safe for the fast encoder."""
+    if type(value) is float:
+        return json_float(value)
+    if type(value) is list and value and type(value[0]) is float:
+        return [json_float(v) for v in value]
+    return value
+
+
+class _Inexact(Exception):
+    """Raised inside orjson's hook: this line holds an `Exact`."""
+
+
+def _tree(value: Any) -> Any:
+    """One level of JSON for a value the encoder does not know, its children left as they are.
+
+    orjson calls it for each such value it meets (bytes, a Struct, a RecordSet...); `value_json` calls it to
+    make a plain tree. The layout lives here and in the builders below, once for both."""
+    cls = type(value)
+    if cls is bytes:
+        return encode_bytes(value)
+    if cls is Struct:
+        return _struct_tree(value)
+    if cls is RecordSet:
+        return _records_tree(value)
+    if cls is Exact:
+        return value.value
+    if cls is Redacted:
+        return {"redacted": True, "size": value.size}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _json_floats(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    raise TypeError(f"no JSON form for {cls.__name__}")
+
+
+def _native(value: Any) -> Any:
+    """orjson's hook: `_tree`, except that an `Exact` float hands the whole line to json.dumps."""
+    if type(value) is Exact:
+        raise _Inexact
+    return _tree(value)
 
 
 def value_json(value: Any) -> Any:
+    """A plain tree of dicts, lists and scalars (what `json.loads` of the line gives, floats and all)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, bytes):
-        return encode_bytes(value)
     if isinstance(value, (list, tuple)):
         return [value_json(v) for v in value]
     if isinstance(value, dict):
         return {key: value_json(v) for key, v in value.items()}
-    if isinstance(value, Struct):
-        return struct_json(value)
-    if isinstance(value, RecordSet):
-        return records_json(value)
-    if isinstance(value, Redacted):
-        return {"redacted": True, "size": value.size}
-    if dataclasses.is_dataclass(value):
-        return {f.name: value_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    raise TypeError(f"no JSON form for {type(value).__name__}")
+    return value_json(_tree(value))
 
 
-def struct_json(struct: Struct) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    unknown = []
-    for name, value in struct.items():
-        if isinstance(value, UnknownTag):
-            unknown.append({"tag": value.tag, "data": encode_bytes(value.data)})
-        else:
-            out[name] = value_json(value)
-    if unknown:
-        out["_unknown_tags"] = unknown
+def _plain(values: list[Any]) -> bool:
+    """Whether a struct's values can go to the encoder as they are: no unknown tag to gather, no float (nor
+    array of floats) whose spelling `json_float` must check."""
+    kinds = set(map(type, values))
+    if float in kinds or UnknownTag in kinds:
+        return False
+    return list not in kinds or not any(type(v) is list and v and type(v[0]) is float for v in values)
+
+
+def _struct_tree(struct: Struct) -> dict[str, Any]:
+    if _plain(struct.values):
+        out = dict(zip(struct.names, struct.values))
+    else:
+        out = {}
+        unknown = []
+        for name, value in struct.items():
+            if type(value) is UnknownTag:
+                unknown.append({"tag": value.tag, "data": value.data})
+            else:
+                out[name] = _json_floats(value)
+        if unknown:
+            out["_unknown_tags"] = unknown
     if struct.annotations:
-        out["_kdissect"] = {name: value_json(v) for name, v in struct.annotations.items()}
+        out["_kdissect"] = struct.annotations
     return out
 
 
-def records_json(records: RecordSet) -> dict[str, Any]:
-    return {
-        "size": records.size,
-        "truncated": records.truncated,
-        "batches": [batch_json(b) for b in records.batches],
-    }
+def _records_tree(records: RecordSet) -> dict[str, Any]:
+    return {"size": records.size, "truncated": records.truncated, "batches": [_batch_tree(b) for b in records.batches]}
 
 
-def batch_json(batch: RecordBatch | LegacyMessage) -> dict[str, Any]:
-    if isinstance(batch, RecordBatch):
-        out = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch) if f.name not in ("records", "span")}
+_BATCH_FIELDS = tuple(f.name for f in dataclasses.fields(RecordBatch) if f.name not in ("records", "span"))
+_batch_values = attrgetter(*_BATCH_FIELDS)
+
+
+def _batch_tree(batch: RecordBatch | LegacyMessage) -> dict[str, Any]:
+    if type(batch) is RecordBatch:
+        out = dict(zip(_BATCH_FIELDS, _batch_values(batch)))
         out["format"] = "v2"
         out["span"] = list(batch.span)
-        out["base_time"] = format_timestamp(batch.base_timestamp)
-        out["records"] = [record_json(r) for r in batch.records]
+        out["base_time"] = record_time(batch.base_timestamp)
+        out["records"] = [_record_tree(r) for r in batch.records]
         return out
-    return legacy_json(batch)
+    return _legacy_tree(batch)
 
 
-def record_json(record: Record) -> dict[str, Any]:
+def _record_tree(record: Record) -> dict[str, Any]:
+    timestamp = record.timestamp
+    headers = record.headers
     return {
         "offset": record.offset,
-        "timestamp": record.timestamp,
-        "time": format_timestamp(record.timestamp),
+        "timestamp": timestamp,
+        "time": record_time(timestamp),
         "offset_delta": record.offset_delta,
         "timestamp_delta": record.timestamp_delta,
         "attributes": record.attributes,
         "key": encode_bytes(record.key),
         "value": encode_bytes(record.value),
-        "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
-        "control": value_json(record.control),
+        "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
+        "control": record.control,
     }
 
 
-def legacy_json(message: LegacyMessage) -> dict[str, Any]:
+def _legacy_tree(message: LegacyMessage) -> dict[str, Any]:
     return {
         "format": f"v{message.magic}",
         "offset": message.offset,
@@ -151,13 +249,13 @@ def legacy_json(message: LegacyMessage) -> dict[str, Any]:
         "attributes": message.attributes,
         "codec": message.codec,
         "timestamp": message.timestamp,
-        "time": format_timestamp(message.timestamp) if message.timestamp is not None else None,
+        "time": record_time(message.timestamp) if message.timestamp is not None else None,
         "timestamp_type": message.timestamp_type,
         "key": encode_bytes(message.key),
         "value": None if message.messages else encode_bytes(message.value),
         "compressed_size": message.compressed_size,
         "uncompressed_size": message.uncompressed_size,
-        "messages": [legacy_json(m) for m in message.messages],
+        "messages": [_legacy_tree(m) for m in message.messages],
     }
 
 
@@ -188,16 +286,21 @@ def header_json(header: RequestHeader | ResponseHeader | None) -> dict[str, Any]
             "api_version": header.api_version,
             "correlation_id": header.correlation_id,
             "client_id": header.client_id,
-            "tagged_fields": _tagged(header.tagged),
+            "tagged_fields": _tagged(header.tagged) if header.tagged else [],
         }
     if isinstance(header, ResponseHeader):
-        return {"version": header.version, "correlation_id": header.correlation_id, "tagged_fields": _tagged(header.tagged)}
+        return {
+            "version": header.version,
+            "correlation_id": header.correlation_id,
+            "tagged_fields": _tagged(header.tagged) if header.tagged else [],
+        }
     if isinstance(header, SaslTokenHeader):
         return {"sasl_token": True}
     return None
 
 
-def message_json(message: Message | None) -> dict[str, Any] | None:
+def message_tree(message: Message | None) -> dict[str, Any] | None:
+    """A message's JSON object, its body and raw bytes left for the encoder (`_tree`)."""
     if message is None:
         return None
     frame = message.frame
@@ -214,43 +317,69 @@ def message_json(message: Message | None) -> dict[str, Any] | None:
         "schema": body.schema if body and body.schema else None,
         "schema_version": body.version if body and body.schema else None,
         "assumed_version": body.assumed if body else False,
-        "body": struct_json(body.fields) if body and body.fields is not None else None,
-        "body_raw": encode_bytes(body.raw) if body and body.raw is not None else None,
-        "diagnostics": [diagnostic_json(d) for d in message.diagnostics],
+        "body": body.fields if body else None,
+        "body_raw": body.raw if body else None,
+        "diagnostics": [diagnostic_json(d) for d in message.diagnostics] if message.diagnostics else [],
     }
 
 
-def _side_bodies(exchange: Exchange) -> list[tuple[str, Body]]:
-    out = []
-    for side, message in (("request", exchange.request), ("response", exchange.response)):
-        if message is not None and isinstance(message.body, Body):
-            out.append((side, message.body))
+_connections: dict[int, tuple[ConnectionInfo, dict[str, Any]]] = {}
+
+
+def _connection(c: ConnectionInfo) -> dict[str, Any]:
+    """`connection_json`, made once per connection: every exchange of a connection carries the same object."""
+    known = _connections.get(id(c))
+    if known is not None and known[0] is c:
+        return known[1]
+    if len(_connections) >= MEMO:
+        _connections.clear()
+    out = connection_json(c)
+    _connections[id(c)] = (c, out)
     return out
 
 
-def exchange_json(exchange: Exchange) -> dict[str, Any]:
-    bodies = _side_bodies(exchange)
+def exchange_tree(exchange: Exchange) -> dict[str, Any]:
+    """An exchange's JSON object as the writer encodes it: bodies, records and bytes are left as they are and
+    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain."""
+    request, response = exchange.request, exchange.response
+    sent = request.body if request is not None and isinstance(request.body, Body) else None
+    got = response.body if response is not None and isinstance(response.body, Body) else None
     latency = exchange.latency
     key = exchange.api_key
+    if sent and got:
+        topics = list(dict.fromkeys(sent.topics + got.topics))
+        groups = list(dict.fromkeys(sent.groups + got.groups))
+    else:
+        body = sent or got
+        topics = list(dict.fromkeys(body.topics)) if body else []
+        groups = list(dict.fromkeys(body.groups)) if body else []
+    errors = []
+    for side, body in (("request", sent), ("response", got)):
+        if body is not None and body.errors:
+            errors += [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for e in body.errors]
     return {
         "type": "exchange",
         "layout": LAYOUT,
         "id": exchange.id,
         "status": exchange.status,
-        "connection": connection_json(exchange.connection),
+        "connection": _connection(exchange.connection),
         "api_key": key,
         "api_name": API_NAMES.get(key, f"api {key}") if key is not None else SASL_TOKEN_LABEL if exchange.sasl_token else None,
         "api_version": exchange.api_version,
         "correlation_id": exchange.correlation_id,
         "client_id": exchange.client_id,
         "time": time_text(exchange.ts),
-        "latency_ms": None if latency is None else latency / 1e6,
-        "topics": list(dict.fromkeys(t for _, b in bodies for t in b.topics)),
-        "groups": list(dict.fromkeys(g for _, b in bodies for g in b.groups)),
-        "errors": [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for side, b in bodies for e in b.errors],
-        "request": message_json(exchange.request),
-        "response": message_json(exchange.response),
+        "latency_ms": None if latency is None else json_float(latency / 1e6),
+        "topics": topics,
+        "groups": groups,
+        "errors": errors,
+        "request": message_tree(request),
+        "response": message_tree(response),
     }
+
+
+def exchange_json(exchange: Exchange) -> dict[str, Any]:
+    return value_json(exchange_tree(exchange))
 
 
 def streamed_record_json(item: Any) -> dict[str, Any]:
@@ -298,16 +427,46 @@ def connection_end_json(end: ConnectionEnd) -> dict[str, Any]:
     return out
 
 
+FAST = frozenset({"exchange", "notice", "connection", "record"})
+"""The objects this module builds, whose floats went through `json_float`: orjson may encode them. Any other
+object (stats tables) goes to json.dumps, whose output is the layout's reference."""
+_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_APPEND_NEWLINE
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """One NDJSON line, newline included: what `json.dumps(value_json(obj), ensure_ascii=False,
+    separators=(",", ":"))` writes, made by orjson where its bytes are the same (docs/json.md's layout, byte for
+    byte) and by json.dumps where they would not be (a float orjson spells otherwise, an integer past 64 bits)."""
+    if obj.get("type") in FAST:
+        try:
+            return orjson.dumps(obj, default=_native, option=_OPTIONS)
+        except orjson.JSONEncodeError:
+            pass
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_tree) + "\n").encode()
+
+
 class JsonLinesWriter:
     """Writes one compact JSON object per line as each is made; `flush_each` for live sessions, where a line
-    must reach the reader at once rather than when a buffer fills."""
+    must reach the reader at once rather than when a buffer fills.
+
+    A UTF-8 text stream is written through its byte buffer, so lines go out as the encoder made them; the
+    writer then owns the stream (nothing else may write to it in between)."""
 
     def __init__(self, stream: IO[str], flush_each: bool = False) -> None:
         self._stream = stream
         self._flush_each = flush_each
+        self._bytes: Any = None
+        buffer = getattr(stream, "buffer", None)
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if buffer is not None and encoding == "utf8":
+            stream.flush()
+            self._bytes = buffer
 
     def write(self, obj: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
-        self._stream.write("\n")
+        line = encode(obj)
+        if self._bytes is not None:
+            self._bytes.write(line)
+        else:
+            self._stream.write(line.decode())
         if self._flush_each:
             self._stream.flush()

@@ -12,7 +12,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import COLOR_SYSTEMS, Console
+from rich.control import strip_control_codes
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -210,9 +212,10 @@ def why_hidden(secret: str | None, version: str | None) -> str:
     return ": give --tls-keylog" if version else ": its handshake is not in the capture"
 
 
-def status_text(exchange: Exchange) -> Text:
+def status_values(exchange: Exchange) -> tuple[list[int], str, int | None, list[str]]:
+    """What the status column says of an exchange: its error codes, status, assumed version, diagnostics."""
     body = next((m.body for m in (exchange.request, exchange.response) if m and isinstance(m.body, Body) and m.body.assumed), None)
-    return status_cell(
+    return (
         [code for _, code, _ in exchange_errors(exchange)],
         exchange.status,
         None if body is None else body.version,
@@ -220,21 +223,33 @@ def status_text(exchange: Exchange) -> Text:
     )
 
 
-def status_cell(errors: list[int], status: str, assumed: int | None, diagnostics: list[str]) -> Text:
-    """The status column from its parts: error names, else the status; an assumed version; the first diagnostic.
-    Also what the browser's index keeps of an exchange, so both show the same words."""
+def status_parts(errors: list[int], status: str, assumed: int | None, diagnostics: list[str]) -> list[tuple[str, str]]:
+    """The status column as (text, style) pieces: error names, else the status; an assumed version; the first
+    diagnostic. The browser's index keeps these values of an exchange, so both show the same words."""
     if errors:
         names = list(dict.fromkeys(error_name(code) for code in errors))
-        text = Text(", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), style="bold red")
+        parts = [(", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else ""), "bold red")]
     elif status == "ok":
-        text = Text("ok", style="green")
+        parts = [("ok", "green")]
     else:
-        text = Text(status, style="yellow")
+        parts = [(status, "yellow")]
     if assumed is not None:
-        text.append(f"  assumed v{assumed}", style="magenta")
+        parts.append((f"  assumed v{assumed}", "magenta"))
     if diagnostics:
-        text.append(f"  ⚠ {diagnostics[0]}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), style="magenta")
+        parts.append((f"  ⚠ {diagnostics[0]}" + (f" +{len(diagnostics) - 1}" if len(diagnostics) > 1 else ""), "magenta"))
+    return parts
+
+
+def status_cell(errors: list[int], status: str, assumed: int | None, diagnostics: list[str]) -> Text:
+    (first, style), *rest = status_parts(errors, status, assumed, diagnostics)
+    text = Text(first, style=style)
+    for part, style in rest:
+        text.append(part, style=style)
     return text
+
+
+def status_text(exchange: Exchange) -> Text:
+    return status_cell(*status_values(exchange))
 
 
 def completed(exchange: Exchange) -> int:
@@ -248,9 +263,8 @@ def header_row(columns: tuple[Column, ...]) -> Text:
     return Text(" ".join(_cell(c.title, c) for c in columns) + " status", style="bold")
 
 
-def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
-    """A row of the exchange list. The browser's index rows have the exchange's header values but not its
-    messages: they give the status cell and the completion time themselves."""
+def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None = None) -> str:
+    """An exchange's row up to its status; `when` the completion time, where the exchange has no messages."""
     latency = exchange.latency
     cells = {
         "id": str(exchange.id),
@@ -263,7 +277,13 @@ def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text |
     # the time's precision follows its column: microseconds in 15 characters, milliseconds in 12
     at = completed(exchange) if when is None else when
     texts = [_cell(clock(at, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
-    row = Text(" ".join(texts) + " ")
+    return " ".join(texts) + " "
+
+
+def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
+    """A row of the exchange list. The browser's index rows have the exchange's header values but not its
+    messages: they give the status cell and the completion time themselves."""
+    row = Text(row_cells(exchange, columns, when))
     row.append_text(status_text(exchange) if status is None else status)
     return row
 
@@ -271,8 +291,14 @@ def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text |
 class ReadView:
     """Prints one capture: a title, exchange rows as they come, and the closing panels."""
 
-    def __init__(self, console: Console, rows: bool = True, detail: Any = None) -> None:
+    def __init__(self, console: Console, rows: bool = True, detail: Any = None, flush_each: bool = False) -> None:
         self.console = console
+        self._flush_each = flush_each
+        """Each row flushed as it is written (live sessions; rich flushes every print)."""
+        self._direct = not (console.is_terminal or console.record or console.no_color or console.is_jupyter)
+        """Rows written straight to a file, styles as rich spells them, without rich's per-row rendering (on a
+        terminal rich crops rows to its width; a recording console, NO_COLOR and Jupyter keep rich's path)."""
+        self._codes: dict[str, tuple[str, str]] = {}
         self.rows = rows
         """False for the summary only (-q)."""
         self.detail = detail
@@ -293,7 +319,32 @@ class ReadView:
         if not self._header_printed:
             console.print(header_row(self.columns), **self.fit)
             self._header_printed = True
+        if self._direct:
+            cells = strip_control_codes(row_cells(exchange, self.columns))
+            if "\t" not in cells:  # rich expands tabs by cell width
+                status = status_parts(*status_values(exchange))
+                self._write(cells + "".join(self._styled(strip_control_codes(t), s) for t, s in status) + "\n")
+                return
         console.print(exchange_row(exchange, self.columns), highlight=False, **self.fit)
+
+    def _styled(self, text: str, style: str) -> str:
+        codes = self._codes.get(style)
+        if codes is None:
+            system = COLOR_SYSTEMS.get(self.console.color_system or "")
+            before, _, after = Style.parse(style).render("x", color_system=system).partition("x")
+            codes = self._codes[style] = (before, after)
+        return f"{codes[0]}{text}{codes[1]}"
+
+    def _write(self, line: str) -> None:
+        console = self.console
+        if console.quiet:
+            return
+        try:
+            console.file.write(line)
+            if self._flush_each:
+                console.file.flush()
+        except BrokenPipeError:
+            console.on_broken_pipe()
 
     @property
     def fit(self) -> dict[str, Any]:

@@ -1,0 +1,115 @@
+"""What a user running the CLI waits for, against tshark on the same files, in the same run.
+
+Whole processes are timed, start-up and output included (output to a file, as `> out` would): kdissect from
+this checkout as its `kdissect` command runs it, tshark as installed. Each figure is the median of `--repeat`
+runs; CPU time is the process's own user + system time, the fairer figure on a shared machine.
+
+- small messages (one 64-byte record per Produce and Fetch, no bare ACKs): `read --json`, the terminal view
+  and `stats`, against tshark's one-line summary (`tshark -r`) and `tshark -T json`;
+- batch-heavy (20 records per batch, five codecs): `read --json`, every record decoded, against `tshark -V`;
+- start-up: `kdissect --help` and `read` of a tiny capture, against `python -c pass`.
+
+Python writes no byte-code cache under PYTHONDONTWRITEBYTECODE, and then compiles every module at each start:
+the runs here use a cache in a temporary directory, as an installed package has one.
+
+    python benchmarks/bench_cli.py [--small-mb 25] [--batch-mb 100] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from benchmarks.synth import synthesized
+
+KDISSECT = [sys.executable, "-c", "import sys; from kdissect.cli import main; main(sys.argv[1:])"]
+TINY = os.path.join(ROOT, "captures", "kcat-debian-librdkafka.pcap")
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run, its output thrown away through a file."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(command)}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def median(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
+    timed(command, env)  # warm the page cache and the byte-code cache
+    runs = [timed(command, env) for _ in range(repeat)]
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def table(title: str, rows: list[tuple[str, tuple[float, float]]], references: dict[str, tuple[float, float]]) -> None:
+    names = list(references)
+    print(f"\n{title}")
+    print(f"{'':40} {'wall s':>8} {'CPU s':>8}" + "".join(f" {'× ' + n:>22}" for n in names))
+    for label, (wall, cpu) in rows:
+        ratios = "".join(f" {cpu / ref[1]:22.2f}" for ref in references.values())
+        print(f"{label:40} {wall:8.2f} {cpu:8.2f}{ratios}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small-mb", type=int, default=25, help="size of the small-message capture (default 25)")
+    parser.add_argument("--batch-mb", type=int, default=100, help="size of the batch-heavy capture (default 100)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command; the median is shown (default 3)")
+    args = parser.parse_args()
+    if not shutil.which("tshark"):
+        raise SystemExit("tshark is not installed: no reference to compare with (apt-get install tshark)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="kdissect-bench-pyc-")
+    env["PYTHONPATH"] = ROOT
+    small = synthesized(
+        f"small-{args.small_mb}mb.pcap", args.small_mb, "--partitions", "1", "--records", "1", "--value-size", "64", "--no-acks"
+    )
+    batch = synthesized(f"core-{args.batch_mb}mb.pcap", args.batch_mb, "--codecs", "none,gzip,snappy,lz4,zstd")
+    run = lambda *command: median(list(command), env, args.repeat)
+
+    print("CPU time ratios: kdissect's CPU seconds over the reference's, medians of", args.repeat, "runs")
+    one_line, tshark_json = run("tshark", "-r", small), run("tshark", "-r", small, "-T", "json")
+    table(
+        f"small messages: {small} ({os.path.getsize(small) / 1e6:.0f} MB)",
+        [
+            ("kdissect read --json", run(*KDISSECT, "read", small, "--json", "-q")),
+            ("kdissect read (terminal view, to a file)", run(*KDISSECT, "read", small)),
+            ("kdissect stats", run(*KDISSECT, "stats", small, "-q")),
+            ("tshark -r (one line per packet)", one_line),
+            ("tshark -T json", tshark_json),
+        ],
+        {"tshark -r": one_line, "tshark -T json": tshark_json},
+    )
+    verbose = run("tshark", "-r", batch, "-V")
+    table(
+        f"batch-heavy: {batch} ({os.path.getsize(batch) / 1e6:.0f} MB)",
+        [("kdissect read --json", run(*KDISSECT, "read", batch, "--json", "-q")), ("tshark -V", verbose)],
+        {"tshark -V": verbose},
+    )
+    bare = run(sys.executable, "-c", "pass")
+    table(
+        "start-up",
+        [
+            ("kdissect --help", run(*KDISSECT, "--help")),
+            ("kdissect read (a 4-exchange capture)", run(*KDISSECT, "read", TINY)),
+            ("python -c pass", bare),
+        ],
+        {"python -c pass": bare},
+    )
+
+
+if __name__ == "__main__":
+    main()
