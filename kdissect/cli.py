@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from kdissect import __version__
+from kdissect.commands.doctor import doctor
 from kdissect.commands.live import live
 from kdissect.commands.options import PipeClosed, UserError
 from kdissect.commands.read import read
@@ -51,7 +52,7 @@ def _root(
     """A Kafka wire-protocol dissector: captures in, Kafka requests and responses out."""
 
 
-for command in (read, show, stats, live, spark, schema):
+for command in (read, show, stats, doctor, live, spark, schema):
     app.command()(command)
 
 

@@ -18,6 +18,7 @@ from typing import IO, Any
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.diagnostic import Diagnostic
+from kdissect.doctor.finding import Finding
 from kdissect.events import ConnectionEnd, ConnectionInfo, Endpoint, Exchange, Message, Notice, RequestHeader, ResponseHeader, TaggedField
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import API_NAMES, error_name
@@ -252,6 +253,29 @@ def connection_end_json(end: ConnectionEnd) -> dict[str, Any]:
             value = getattr(end, f.name)
             out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    e = finding.evidence
+    return {
+        "type": "finding",
+        "layout": LAYOUT,
+        "id": finding.id,
+        "severity": finding.severity,
+        "title": finding.title,
+        "explanation": finding.explanation,
+        "advice": finding.advice,
+        "evidence": {
+            "exchanges": list(e.exchanges),
+            "exchange_count": e.exchange_count,
+            "connections": list(e.connections),
+            "client_ids": list(e.client_ids),
+            "groups": list(e.groups),
+            "partitions": [{"topic": t, "partition": p} for t, p in e.partitions],
+            "first": None if e.first_ts is None else time_text(e.first_ts),
+            "last": None if e.last_ts is None else time_text(e.last_ts),
+        },
+    }
 
 
 class JsonLinesWriter:

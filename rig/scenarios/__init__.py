@@ -36,7 +36,7 @@ class Scenario:
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients")
+MODULES = ("admin", "produce", "consume", "legacy", "clients", "doctor")
 
 
 def scenario(name: str, title: str, **options) -> Callable:
