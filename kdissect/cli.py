@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the app and turns every user-fixable failure into one line and exit code 2."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="kdissect", standalone_mode=False)
+        # outside standalone mode click hands back a command's `typer.Exit(N)` as N instead of exiting
+        code = command.main(args=argv, prog_name="kdissect", standalone_mode=False)
     except UserError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         path = getattr(context, "command_path", "kdissect") or "kdissect"
         hint = f" (see '{path} --help')" if type(exc).__name__ != "ClickException" else ""
         _fail(f"{exc.format_message()}{hint}")
-    _exit(0)
+    _exit(code if isinstance(code, int) else 0)
 
 
 def _fail(message: str) -> None:

@@ -34,10 +34,12 @@ ALLOWED: dict[str, set[str]] = {
     # floor 5: the core that wires them, and the display filters over what it yields (never imported below)
     "dissector": CORE_STAGES,
     "filter": CORE_STAGES,
-    # floor 6 and up: what users see, the Spark job, the commands
-    "views": CORE_STAGES | {"dissector", "filter"},
+    # floor 6: the doctor, whose rules read the core's events and the decoded bodies
+    "doctor": CORE_STAGES,
+    # floor 7 and up: what users see, the Spark job, the commands
+    "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "filter"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "filter", "doctor"},
     "cli": {"commands"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
     "testing": CORE_STAGES | {"dissector"},

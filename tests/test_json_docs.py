@@ -4,7 +4,8 @@ Each example block is preceded by a marker naming where it comes from:
 
     <!-- example: CAPTURE SELECTOR [drop=PACKET] -->
 
-SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based) or `stats=TABLE`; `drop=P`
+SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based), `finding=N` (the doctor's
+N-th finding, 1-based) or `stats=TABLE`; `drop=P`
 removes packet P before dissecting (to show a gap). `python tests/test_json_docs.py` rewrites the examples.
 """
 
@@ -22,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
+from kdissect.doctor.engine import Doctor
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.views import json_lines
 from kdissect.views.stats import Stats
@@ -40,6 +42,11 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         return json_lines.connection_end_json(next(e for e in events if isinstance(e, ConnectionEnd) and e.connection.id == int(which)))
     if kind == "notice":
         return json_lines.notice_json([e for e in events if isinstance(e, Notice)][int(which) - 1])
+    if kind == "finding":
+        doctor = Doctor()
+        for event in events:
+            doctor.add(event)
+        return json_lines.finding_json(doctor.findings()[int(which) - 1])
     stats = Stats()
     for event in events:
         if isinstance(event, Exchange):
@@ -54,7 +61,7 @@ def examples() -> list[tuple[str, str, str, str | None, str]]:
 
 def test_the_document_has_an_example_of_every_shape():
     kinds = {kind for _, kind, _, _, _ in examples()}
-    assert kinds == {"exchange", "connection", "notice", "stats"}
+    assert kinds == {"exchange", "connection", "notice", "stats", "finding"}
 
 
 @pytest.mark.parametrize("capture,kind,which,drop,shown", examples(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")

@@ -13,7 +13,7 @@ from kdissect.doctor.rule import Rule, Threshold
 from kdissect.doctor.trail import Trail, Window, plural, where
 from kdissect.events import Exchange
 
-FETCH, LIST_OFFSETS = 1, 2
+FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP = 1, 2, 8, 9, 11
 OFFSET_OUT_OF_RANGE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 1, 70, 71
 SECOND = 1_000_000_000
 
@@ -71,8 +71,7 @@ LONG_POLL = Rule(
     "A consumer's Fetch says how long the broker may hold it (MaxWaitMs) when there is less data than "
     "MinBytes. A response that came back empty after that wait is the broker doing as asked, not latency: "
     "these fetches are left out of the latency findings.",
-    "Nothing to do. If consumers need records sooner, lower fetch.max.wait.ms; if they fetch too often, "
-    "raise fetch.min.bytes.",
+    "Nothing to do. If consumers need records sooner, lower fetch.max.wait.ms; if they fetch too often, raise fetch.min.bytes.",
     (Threshold("threshold", 0.9, "fraction of MaxWaitMs", "an empty Fetch that took at least this part of its MaxWaitMs"),),
 )
 
@@ -114,9 +113,17 @@ class Consumers(Family):
         self.spin_trails: dict[str, Trail] = {}
         self.polls = Trail(self.scope)
         self.fetches = 0
+        self.groups: dict[str, str] = {}
+        """Client id -> the group it last joined, fetched or committed offsets for: whose lag it is."""
 
     def exchange(self, exchange: Exchange) -> None:
         key = exchange.api_key
+        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and exchange.client_id:
+            request = fields(exchange.request)
+            for named in (request, *each(request, "Groups")):  # OffsetFetch v8+ lists groups
+                if named is not None and isinstance(named.get("GroupId"), str):
+                    self.groups[exchange.client_id] = named.get("GroupId")
+            return
         if key == LIST_OFFSETS:
             if OFFSET_OUT_OF_RANGE in codes(exchange.response):
                 self.out_of_range.add(exchange)
@@ -161,7 +168,8 @@ class Consumers(Family):
             self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)
         else:
             seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
-        self.lag_trails.setdefault(key, Trail(self.scope)).add(exchange, None, topic, partition)
+        group = self.groups.get(exchange.client_id or "")
+        self.lag_trails.setdefault(key, Trail(self.scope)).add(exchange, group, topic, partition)
 
     def findings(self) -> Iterator[Finding]:
         for (client, topic, partition), lag in sorted(self.lags.items(), key=lambda item: -item[1].last):
@@ -183,9 +191,7 @@ class Consumers(Family):
             )
         for client, trail in sorted(self.spin_trails.items()):
             if trail:
-                yield EMPTY_SPIN.finding(
-                    f"{client}: up to {self.spins[client].peak} empty fetches a second", trail.evidence()
-                )
+                yield EMPTY_SPIN.finding(f"{client}: up to {self.spins[client].peak} empty fetches a second", trail.evidence())
         if self.polls:
             yield LONG_POLL.finding(
                 f"{plural(self.polls.count, 'Fetch', 'Fetches')} of {self.fetches} were long polls (empty after MaxWaitMs): not latency",

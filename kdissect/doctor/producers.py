@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kdissect.doctor.facts import broker, codes, each, fields, topic_of
+from kdissect.doctor.facts import broker, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Threshold

@@ -58,8 +58,7 @@ ABOVE = Rule(
     "Requests at versions the broker did not advertise on that connection.",
     "The broker's ApiVersions response lists, per API, the versions it accepts. A request above the maximum "
     "(or below the minimum) is one the broker may reject or, worse, misread.",
-    "Find why the client ignored the negotiation: a version pin, a client bug, a proxy in between that "
-    "changes the versions.",
+    "Find why the client ignored the negotiation: a version pin, a client bug, a proxy in between that changes the versions.",
     (Threshold("threshold", 1, "requests", "at least this many requests outside the advertised range"),),
 )
 CHURN = Rule(
@@ -217,5 +216,10 @@ class Protocol(Family):
 
 def _versions(versions: set[int]) -> str:
     ordered = sorted(versions)
-    return str(ordered[0]) if len(ordered) == 1 else f"{ordered[0]}-{ordered[-1]}" if ordered[-1] - ordered[0] + 1 == len(ordered) else ",".join(map(str, ordered))
-
+    return (
+        str(ordered[0])
+        if len(ordered) == 1
+        else f"{ordered[0]}-{ordered[-1]}"
+        if ordered[-1] - ordered[0] + 1 == len(ordered)
+        else ",".join(map(str, ordered))
+    )

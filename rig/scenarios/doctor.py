@@ -17,7 +17,7 @@ from rig.clients import FIXED_TS, kafka_python_name
 from rig.manifest import Manifest
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.common import attempt
-from rig.scenarios.kit import kafka_python_consumed, kafka_python_create_topics, kafka_python_produce, text_value
+from rig.scenarios.kit import confluent_produce, kafka_python_consumed, kafka_python_create_topics, kafka_python_produce, text_value
 
 TIMEOUTS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 6000}
 """Short group timeouts, so that removals and slow joins happen within seconds (tansu enforces them)."""
@@ -98,7 +98,7 @@ def member_removed(ctx: Ctx) -> None:
     kafka_python_produce(m, producer, topic, records("frozen", 4, 2), acks=1)
     a = kafka_python_member(ctx.bootstrap, group, "kdrig-frozen-a", topic)
     b = subprocess.Popen([sys.executable, "-c", MEMBER, ctx.bootstrap, group, "kdrig-frozen-b", topic, "28"])
-    m.op(client, "start member", group=group, member="b", pid_note="own process")
+    m.op(client, "start member", group=group, member="b", process="own")
     poll_all(m, {"a": a}, 8, group)
     kafka_python_produce(m, producer, topic, records("frozen", 4, 2, 4), acks=1)
     poll_all(m, {"a": a}, 2, group)
@@ -118,8 +118,8 @@ def member_removed(ctx: Ctx) -> None:
 
 @scenario(
     "doctor-lag",
-    "A kafka-python producer writes 20 records a second while a kafka-python consumer (assigned, committing for its "
-    "group, fetching at most 512 bytes a time) takes one record every half second: the high watermark runs away from the fetch offset and the lag grows",
+    "A kafka-python producer writes 50 records a second while a kafka-python consumer (assigned, committing for its "
+    "group) takes one record every half second: the high watermark runs away from the fetch offset and the lag grows",
     expect_apis={0, 1, 8},
 )
 def lag(ctx: Ctx) -> None:
@@ -137,16 +137,14 @@ def lag(ctx: Ctx) -> None:
         client_id="kdrig-lag-consumer",
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        max_partition_fetch_bytes=512,
     )
     consumer.assign([TopicPartition(topic, 0)])
     m.op(client, "slow consumer", group=group, seconds_per_record=0.5)
     sent = 0
     deadline = time.monotonic() + 16
     while time.monotonic() < deadline:
-        for _ in range(10):  # one batch per record, so that a 512-byte fetch holds a few
-            kafka_python_produce(m, producer, topic, records("lag", 1, 1, sent), acks=1)
-            sent += 1
+        kafka_python_produce(m, producer, topic, records("lag", 25, 1, sent), acks=1)
+        sent += 25
         for _tp, recs in sorted(consumer.poll(100, max_records=1).items()):
             for rec in recs:
                 kafka_python_consumed(m, rec, group=group)
@@ -181,3 +179,47 @@ def rebalance_storm(ctx: Ctx) -> None:
     attempt(m, client, "close", steady.close, group=group, member="steady")
     expect(m, "group.rebalance-storm", group=group, api="JoinGroup")
     expect(m, "group.member-id-required", group=group, api="JoinGroup")
+
+
+@scenario(
+    "doctor-missing-topic",
+    "A confluent-kafka producer (allow.auto.create.topics=false) sends one record to a topic that does not exist: "
+    "tansu answers UNKNOWN_TOPIC_OR_PARTITION and librdkafka asks for metadata again and again until "
+    "message.timeout.ms (4 s) fails the record",
+    expect_apis={3},
+)
+def missing_topic(ctx: Ctx) -> None:
+    conf = {
+        "bootstrap.servers": ctx.bootstrap,
+        "client.id": "kdrig-missing-producer",
+        "allow.auto.create.topics": False,
+        "message.timeout.ms": 4000,
+        "topic.metadata.refresh.fast.interval.ms": 10,
+        "retry.backoff.ms": 10,
+    }
+    confluent_produce(ctx.manifest, conf, "no-such-topic", records("missing", 1), acks=1)
+    expect(ctx.manifest, "producer.unknown-topic", topic="no-such-topic", client_id="kdrig-missing-producer", api="Metadata")
+
+
+@scenario(
+    "doctor-churn-tiny-batches",
+    "kafka-python makes a new producer for each of 40 records (connection churn), then one producer sends 150 "
+    "records one at a time with linger.ms 0, flushing after each (tiny batches)",
+    expect_apis={0, 3, 18},
+)
+def churn_tiny_batches(ctx: Ctx) -> None:
+    m = ctx.manifest
+    topic = "churny"
+    kafka_python_create_topics(m, ctx.bootstrap, {topic: 1})
+    from kafka import KafkaProducer
+
+    for i in range(40):
+        producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-churn", acks=1)
+        kafka_python_produce(m, producer, topic, records("churn", 1, 1, i), acks=1)
+        producer.close(5)
+    producer = KafkaProducer(bootstrap_servers=ctx.bootstrap, client_id="kdrig-tiny", acks=1, linger_ms=0)
+    for i in range(150):
+        kafka_python_produce(m, producer, topic, records("tiny", 1, 1, i), acks=1)
+    producer.close(5)
+    expect(m, "protocol.connection-churn", client_id="kdrig-churn")
+    expect(m, "producer.tiny-batches", client_id="kdrig-tiny", api="Produce")
