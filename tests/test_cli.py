@@ -190,7 +190,7 @@ def test_show_selects_by_exchange_correlation_id_and_packet():
 
 def test_stats_json_has_every_table():
     tables = {json.loads(line)["table"]: json.loads(line)["rows"] for line in kdissect("stats", CAPTURE, "--json").stdout.splitlines()}
-    assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances"}
+    assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances", "findings"}
     assert [g["group"] for g in tables["groups"]] == ["kdrig-kgroup"]
     assert [r["generation"] for r in tables["rebalances"]] == [0, 1, 2]
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
-from kdissect.doctor.rule import Rule, Threshold
-from kdissect.doctor.trail import Trail, plural
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, plural
 from kdissect.events import ConnectionEnd
 
 LOST = Rule(
@@ -46,8 +46,8 @@ MID_STREAM = Rule(
 class Capture(Family):
     RULES = (LOST, ONE_SIDED, MID_STREAM)
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
         self.lost = Trail(self.scope)
         self.lost_bytes = 0
         self.one_sided = Trail(self.scope)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
-from kdissect.doctor.rule import Rule, Threshold
-from kdissect.doctor.trail import Trail, Window, plural, where
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, Window, plural, where
 from kdissect.events import Exchange
 
 FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP = 1, 2, 8, 9, 11
@@ -103,8 +103,8 @@ def long_poll(exchange: Exchange, fraction: float) -> bool:
 class Consumers(Family):
     RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, LONG_POLL)
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
         self.lags: dict[tuple[str, str | None, int | None], Lag] = {}
         self.lag_trails: dict[tuple[str, str | None, int | None], Trail] = {}
         self.out_of_range = Trail(self.scope)

@@ -12,7 +12,8 @@ SEVERITIES: tuple[Severity, ...] = ("info", "warning", "error")
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """Where a finding shows on the wire. Lists hold the first few of each; `exchange_count` counts them all."""
+    """Where a finding shows on the wire. Lists hold the first few of each; `exchange_count` counts every
+    evidence exchange the display filter shows (the title counts them all)."""
 
     exchanges: tuple[int, ...] = ()
     """Exchange ids, as `read` numbers them and `show -e` opens them."""

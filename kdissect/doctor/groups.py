@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
-from kdissect.doctor.rule import Rule, Threshold
-from kdissect.doctor.trail import Trail, Window, plural, span
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, Window, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import error_name
 
@@ -98,8 +98,8 @@ MEMBER_APIS = (OFFSET_COMMIT, HEARTBEAT, SYNC_GROUP, JOIN_GROUP, TXN_OFFSET_COMM
 class Groups(Family):
     RULES = (REBALANCE_STORM, MEMBER_REMOVED, SLOW_JOIN, COMMIT_FAILED, FENCED, MEMBER_ID_HANDSHAKE)
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
         self.generations: dict[str, Window] = {}
         self.seen: set[tuple[str, int]] = set()
         self.storms: dict[str, Trail] = {}

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from kdissect.doctor.facts import broker, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
-from kdissect.doctor.rule import Rule, Threshold
+from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Histogram, Scope, Trail, span
 from kdissect.events import Exchange
 from kdissect.schema import API_NAMES
@@ -40,8 +40,8 @@ OUTLIERS = Rule(
 class Latency(Family):
     RULES = (OUTLIERS,)
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
         self.histograms: dict[tuple[int, str], Histogram] = {}
         self.slowest: dict[tuple[int, str], list[tuple[int, int, Exchange]]] = {}
 

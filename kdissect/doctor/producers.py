@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from kdissect.doctor.facts import broker, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
-from kdissect.doctor.rule import Rule, Threshold
-from kdissect.doctor.trail import Trail, plural
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, plural
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 
@@ -111,8 +111,8 @@ ABORTED = Rule(
 class Producers(Family):
     RULES = (THROTTLED, UNKNOWN_TOPIC, NOT_LEADER, DUPLICATE, TINY_BATCHES, TOO_LARGE, ACKS_ZERO, ABORTED)
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
         self.throttled = Trail(self.scope)
         self.throttled_by: dict[tuple[str, str], int] = {}
         self.unknown = Trail(self.scope)

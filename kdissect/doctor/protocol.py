@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from kdissect.doctor.facts import codes, each, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
-from kdissect.doctor.rule import Rule, Threshold
-from kdissect.doctor.trail import Trail, Window, plural
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, Window, plural
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import API_NAMES
 
@@ -112,8 +112,8 @@ def removed(api_key: int | None, version: int | None) -> bool:
 class Protocol(Family):
     RULES = (CLIENTS, REMOVED, UNSUPPORTED, ABOVE, CHURN, METADATA_STORM, UNANSWERED, SASL_FAILED)
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
         self.software: dict[int, str] = {}
         """Connection id -> the client software its ApiVersions request named."""
         self.clients: dict[str, dict] = {}
