@@ -98,6 +98,7 @@ def test_the_scenarios_cover_the_groups_and_consumers_findings() -> None:
         "producer.unknown-topic",
         "producer.tiny-batches",
         "protocol.connection-churn",
+        "consumer.never-commits",
     } <= covered
 
 
@@ -242,6 +243,10 @@ CRAFTED = {
     "consumer.empty-fetch-spin": [fetch(wait=0)] * 80,
     "protocol.metadata-storm": [(3, 12, {"Topics": []}, {}, 1)] * 130,
     "latency.outliers": [(3, 12, {"Topics": []}, {}, 1)] * 40 + [(3, 12, {"Topics": []}, {}, 400)],
+    "producer.long-transaction": [
+        (24, 3, {"V3AndBelowTransactionalId": "tx", "V3AndBelowTopics": [{"Name": "t", "Partitions": [0]}]}, {}, 70_000),
+        (26, 3, {"TransactionalId": "tx", "Committed": True}, {}, 1),
+    ],
 }
 
 

@@ -12,8 +12,9 @@ from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, plural, where
 from kdissect.events import Exchange
+from kdissect.records.values import RecordBatch
 
-FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP = 1, 2, 8, 9, 11
+FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, TXN_OFFSET_COMMIT = 1, 2, 8, 9, 11, 28
 OFFSET_OUT_OF_RANGE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 1, 70, 71
 SECOND = 1_000_000_000
 
@@ -74,6 +75,17 @@ LONG_POLL = Rule(
     "Nothing to do. If consumers need records sooner, lower fetch.max.wait.ms; if they fetch too often, raise fetch.min.bytes.",
     (Threshold("threshold", 0.9, "fraction of MaxWaitMs", "an empty Fetch that took at least this part of its MaxWaitMs"),),
 )
+NEVER_COMMITS = Rule(
+    "consumer.never-commits",
+    "warning",
+    "Group members that fetched records but never committed an offset.",
+    "A member of a consumer group that reads records and commits nothing leaves the group's committed "
+    "offsets where they were: when it restarts, or its partitions move to another member in a rebalance, "
+    "consumption starts again from the old offsets (or auto.offset.reset) and everything since is read twice.",
+    "Enable auto commit (enable.auto.commit, auto.commit.interval.ms) or commit after processing; with "
+    "librdkafka check enable.auto.offset.store. If offsets are kept outside Kafka on purpose, ignore this.",
+    (Threshold("threshold", 1, "records", "a member that fetched at least this many records and committed none"),),
+)
 
 
 @dataclass(slots=True)
@@ -101,7 +113,7 @@ def long_poll(exchange: Exchange, fraction: float) -> bool:
 
 
 class Consumers(Family):
-    RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, LONG_POLL)
+    RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, LONG_POLL, NEVER_COMMITS)
 
     def __init__(self, settings: Settings, scope: Scope) -> None:
         super().__init__(settings, scope)
@@ -115,9 +127,18 @@ class Consumers(Family):
         self.fetches = 0
         self.groups: dict[str, str] = {}
         """Client id -> the group it last joined, fetched or committed offsets for: whose lag it is."""
+        self.members: set[str] = set()
+        """Client ids that joined a group (JoinGroup): consumers that should commit."""
+        self.committers: set[str] = set()
+        self.fetched: dict[str, int] = {}
+        self.fetch_trails: dict[str, Trail] = {}
 
     def exchange(self, exchange: Exchange) -> None:
         key = exchange.api_key
+        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and exchange.client_id:
+            self.committers.add(exchange.client_id)
+        if key == JOIN_GROUP and exchange.client_id:
+            self.members.add(exchange.client_id)
         if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and exchange.client_id:
             request = fields(exchange.request)
             for named in (request, *each(request, "Groups")):  # OffsetFetch v8+ lists groups
@@ -151,6 +172,10 @@ class Consumers(Family):
                 self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
         body = getattr(exchange.response, "body", None)
         batches = sum(len(placed.records.batches) for placed in getattr(body, "records", ()))
+        if batches and exchange.client_id:
+            records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
+            self.fetched[exchange.client_id] = self.fetched.get(exchange.client_id, 0) + records
+            self.fetch_trails.setdefault(exchange.client_id, Trail(self.scope)).add(exchange, self.groups.get(exchange.client_id))
         if long_poll(exchange, self.threshold(LONG_POLL)):
             self.polls.add(exchange)
         elif not batches and exchange.latency is not None:
@@ -192,6 +217,13 @@ class Consumers(Family):
         for client, trail in sorted(self.spin_trails.items()):
             if trail:
                 yield EMPTY_SPIN.finding(f"{client}: up to {self.spins[client].peak} empty fetches a second", trail.evidence())
+        for client, records in sorted(self.fetched.items()):
+            trail = self.fetch_trails[client]
+            if client in self.members and client not in self.committers and records >= self.threshold(NEVER_COMMITS) and trail:
+                group = self.groups.get(client, "?")
+                yield NEVER_COMMITS.finding(
+                    f"{client} fetched {plural(records, 'record')} in group {group} and committed no offset", trail.evidence()
+                )
         if self.polls:
             yield LONG_POLL.finding(
                 f"{plural(self.polls.count, 'Fetch', 'Fetches')} of {self.fetches} were long polls (empty after MaxWaitMs): not latency",

@@ -9,11 +9,12 @@ from kdissect.doctor.facts import broker, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, plural
+from kdissect.doctor.trail import Scope, Trail, plural, span
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 
-PRODUCE, METADATA, END_TXN = 0, 3, 26
+PRODUCE, METADATA, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 0, 3, 24, 25, 26
+SECOND = 1_000_000_000
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE = 3, 6, 10, 18
 OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER = 45, 46
 KEEP_SEQUENCES = 100_000
@@ -106,10 +107,32 @@ ABORTED = Rule(
     "EndTxn, two instances sharing a transactional.id.",
     (Threshold("threshold", 1, "aborts", "at least this many EndTxn requests with Committed false"),),
 )
+LONG_TRANSACTION = Rule(
+    "producer.long-transaction",
+    "warning",
+    "Transactions that stayed open a long time.",
+    "A transaction is open from its first AddPartitionsToTxn or AddOffsetsToTxn to its EndTxn. While it is "
+    "open, read_committed consumers of its partitions cannot read past its first record (the last stable offset "
+    "stops there), so their lag grows for every producer on those partitions; past transaction.timeout.ms the "
+    "coordinator aborts it.",
+    "Commit more often (fewer records per transaction), check transaction.timeout.ms, and look for a producer "
+    "that hangs between its sends and commitTransaction.",
+    (Threshold("threshold", 60, "seconds", "a transaction open at least this long (or still open at the end of the capture)"),),
+)
+
+
+def transactional_ids(exchange: Exchange) -> list[str]:
+    """The transactional ids an AddPartitionsToTxn (any version) or AddOffsetsToTxn request opens or extends."""
+    request = fields(exchange.request)
+    if request is None:
+        return []
+    named = [request.get("TransactionalId"), request.get("V3AndBelowTransactionalId")]
+    named += [t.get("TransactionalId") for t in each(request, "Transactions")]
+    return [t for t in named if isinstance(t, str)]
 
 
 class Producers(Family):
-    RULES = (THROTTLED, UNKNOWN_TOPIC, NOT_LEADER, DUPLICATE, TINY_BATCHES, TOO_LARGE, ACKS_ZERO, ABORTED)
+    RULES = (THROTTLED, UNKNOWN_TOPIC, NOT_LEADER, DUPLICATE, TINY_BATCHES, TOO_LARGE, ACKS_ZERO, ABORTED, LONG_TRANSACTION)
 
     def __init__(self, settings: Settings, scope: Scope) -> None:
         super().__init__(settings, scope)
@@ -128,6 +151,11 @@ class Producers(Family):
         self.ends = [0, 0]
         """EndTxn requests: [committed, aborted]."""
         self.aborted = Trail(self.scope)
+        self.open: dict[str, Exchange] = {}
+        """Transactional id -> the exchange that opened its current transaction."""
+        self.long = Trail(self.scope)
+        self.longest = 0
+        self.last_ts = 0
 
     def exchange(self, exchange: Exchange) -> None:
         response = fields(exchange.response)
@@ -138,6 +166,10 @@ class Producers(Family):
                 who = (exchange.client_id or "?", broker(exchange))
                 self.throttled_by[who] = max(self.throttled_by.get(who, 0), throttle)
         key = exchange.api_key
+        self.last_ts = max(self.last_ts, exchange.ts)
+        if key in (ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN):
+            for transaction in transactional_ids(exchange):
+                self.open.setdefault(transaction, exchange)
         if key == METADATA:
             if self.unknown.count:
                 self.metadata_after += 1
@@ -149,6 +181,9 @@ class Producers(Family):
         elif key == END_TXN:
             request = fields(exchange.request)
             if request is not None:
+                opened = self.open.pop(request.get("TransactionalId"), None)
+                if opened is not None:
+                    self._transaction(opened, exchange.ts, exchange)
                 committed = bool(request.get("Committed"))
                 self.ends[not committed] += 1
                 if not committed:
@@ -182,6 +217,13 @@ class Producers(Family):
                     self._sequence(exchange, placed.topic, placed.partition, batch)
         if counts[0] >= self.threshold(TINY_BATCHES, "batches") and counts[1] <= self.threshold(TINY_BATCHES) * counts[0]:
             self.tiny.setdefault(exchange.client_id or "?", Trail(self.scope)).add(exchange)
+
+    def _transaction(self, opened: Exchange, end: int, closing: Exchange | None) -> None:
+        if end - opened.ts >= self.threshold(LONG_TRANSACTION) * SECOND:
+            self.longest = max(self.longest, end - opened.ts)
+            self.long.add(opened)
+            if closing is not None:
+                self.long.add(closing)
 
     def _sequence(self, exchange: Exchange, topic: str | None, partition: int | None, batch: RecordBatch) -> None:
         key = (batch.producer_id, batch.producer_epoch, batch.base_sequence, topic, partition)
@@ -222,6 +264,11 @@ class Producers(Family):
             yield TOO_LARGE.finding(f"{plural(self.too_large.count, 'batch', 'batches')} refused as too large", self.too_large.evidence())
         if self.acks_zero and self.acks_zero.count >= self.threshold(ACKS_ZERO):
             yield ACKS_ZERO.finding(f"{plural(self.acks_zero.count, 'Produce request')} with acks=0", self.acks_zero.evidence())
+        for opened in self.open.values():  # still open when the capture ended
+            self._transaction(opened, self.last_ts, None)
+        self.open.clear()
+        if self.long:
+            yield LONG_TRANSACTION.finding(f"transactions open up to {span(self.longest)}", self.long.evidence())
         committed, aborted = self.ends
         if aborted >= self.threshold(ABORTED):
             yield ABORTED.finding(

@@ -114,6 +114,7 @@ def member_removed(ctx: Ctx) -> None:
     expect(m, "group.member-removed", group=group, client_id="kdrig-frozen-b")
     expect(m, "group.commit-failed", group=group, client_id="kdrig-frozen-b", api="OffsetCommit")
     expect(m, "group.member-id-required", group=group, api="JoinGroup")
+    expect(m, "consumer.never-commits", group=group, client_id="kdrig-frozen-a", api="Fetch")  # A never commits
 
 
 @scenario(
