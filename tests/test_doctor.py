@@ -343,3 +343,38 @@ def test_stats_has_a_findings_section() -> None:
     assert "consumer.lag" in kdissect("stats", path).stdout
     tables = {o["table"]: o["rows"] for o in map(json.loads, kdissect("stats", path, "--json").stdout.splitlines())}
     assert [row["id"] for row in tables["findings"] if row["severity"] == "warning"] == ["consumer.lag"]
+
+
+# -- what is worth knowing: info findings on real captures ---------------------------------------------------------
+
+INFO = {
+    "producer.acks-zero": "produce-acks.pcap",
+    "producer.aborted-transactions": "produce-transactions.pcap",
+    "consumer.long-poll": "client-kafka-python.pcap",
+    "protocol.client": "client-kafka-python.pcap",
+}
+
+
+@pytest.mark.parametrize("finding,capture", sorted(INFO.items()))
+def test_info_findings_on_real_captures(finding: str, capture: str) -> None:
+    assert finding in ids(diagnose(packets_of(CAPTURES / capture))[0])
+
+
+def test_info_findings_say_what_they_saw() -> None:
+    findings = {f.id: f for f in diagnose(packets_of(CAPTURES / "produce-acks.pcap"))[0]}
+    assert findings["producer.acks-zero"].title == "2 Produce requests with acks=0"
+    assert "producer.acks-zero" not in ids(diagnose(packets_of(CAPTURES / "produce-idempotent.pcap"))[0])
+    findings = {f.id: f for f in diagnose(packets_of(CAPTURES / "produce-transactions.pcap"))[0]}
+    assert findings["producer.aborted-transactions"].title == "1 of 3 transactions aborted (33 %)"
+    clients = [f.title for f in diagnose(packets_of(CAPTURES / "client-kafka-python.pcap"))[0] if f.id == "protocol.client"]
+    assert clients == [
+        "kafka-python 3.0.12 (client ids kdrig-kp-consumer, kdrig-kp-producer, kdrig-setup): Produce v9, Fetch v12, "
+        "ListOffsets v9, Metadata v12, OffsetCommit v8, OffsetFetch v8, FindCoordinator v6, JoinGroup v7, Heartbeat v4, "
+        "LeaveGroup v5, SyncGroup v5, ApiVersions v4, CreateTopics v7"
+    ]
+
+
+def test_every_finding_is_proven_somewhere_in_this_file() -> None:
+    proven = {line["finding"] for path in SCENARIOS for line in expectations(path)} | set(CRAFTED) | set(INFO)
+    proven |= {"protocol.removed-in-kafka-4", "capture.lost-segments", "protocol.unanswered", "capture.one-sided", "capture.mid-stream"}
+    assert proven == set(RULES)
