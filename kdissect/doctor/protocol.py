@@ -187,8 +187,10 @@ class Protocol(Family):
                     self.unanswered.add(skipped)
 
     def ended(self, end: ConnectionEnd) -> None:
-        self.waiting.pop(end.connection.id, None)
-        self.advertised.pop(end.connection.id, None)
+        """What was kept per connection goes with it."""
+        for table in (self.waiting, self.advertised, self.software):
+            table.pop(end.connection.id, None)
+        self.started.discard(end.connection.id)
 
     def findings(self) -> Iterator[Finding]:
         for name, client in sorted(self.clients.items()):
