@@ -197,7 +197,8 @@ class Protocol(Family):
             trail = self.client_trails[name]
             if trail and client["exchanges"] >= self.threshold(CLIENTS):
                 apis = ", ".join(f"{API_NAMES.get(k, k)} v{_versions(v)}" for k, v in sorted(client["apis"].items()))
-                yield CLIENTS.finding(f"{name} (client ids {', '.join(sorted(client['ids']))}): {apis}", trail.evidence())
+                named = "" if name.startswith("client id ") else f" (client ids {', '.join(sorted(client['ids']))})"
+                yield CLIENTS.finding(f"{name}{named}: {apis}", trail.evidence())
         for name, trail in sorted(self.removed.items()):
             if trail and trail.count >= self.threshold(REMOVED):
                 versions = ", ".join(f"{API_NAMES.get(k, k)} v{v}" for k, v in sorted(self.removed_versions[name]))
