@@ -35,7 +35,7 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["", "read", "show", "stats", "live", "schema", "spark"])
+@pytest.mark.parametrize("command", ["", "read", "show", "stats", "doctor", "live", "schema", "spark"])
 def test_help_explains_every_command(command):
     done = kdissect(*([command] if command else []), "--help")
     assert done.returncode == 0
