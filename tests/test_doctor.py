@@ -99,6 +99,7 @@ def test_the_scenarios_cover_the_groups_and_consumers_findings() -> None:
         "producer.tiny-batches",
         "protocol.connection-churn",
         "consumer.never-commits",
+        "consumer.empty-fetch-spin",
     } <= covered
 
 

@@ -222,3 +222,31 @@ def churn_tiny_batches(ctx: Ctx) -> None:
     producer.close(5)
     expect(m, "protocol.connection-churn", client_id="kdrig-churn")
     expect(m, "producer.tiny-batches", client_id="kdrig-tiny", api="Produce")
+
+
+@scenario(
+    "doctor-empty-fetch-spin",
+    "A kafka-python consumer with fetch_max_wait_ms=0 assigned an empty partition polls in a tight loop for 0.3 s: "
+    "hundreds of empty fetches, thousands a second",
+    expect_apis={1},
+)
+def empty_fetch_spin(ctx: Ctx) -> None:
+    m, client = ctx.manifest, kafka_python_name()
+    topic = "idle"
+    kafka_python_create_topics(m, ctx.bootstrap, {topic: 1})
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=ctx.bootstrap,
+        client_id="kdrig-spinner",
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=0,
+        enable_auto_commit=False,
+    )
+    consumer.assign([TopicPartition(topic, 0)])
+    m.op(client, "spin", seconds=0.3, fetch_max_wait_ms=0)
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:
+        consumer.poll(0)
+    attempt(m, client, "close", consumer.close)
+    expect(m, "consumer.empty-fetch-spin", client_id="kdrig-spinner", api="Fetch")
