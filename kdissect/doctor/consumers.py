@@ -84,7 +84,10 @@ NEVER_COMMITS = Rule(
     "consumption starts again from the old offsets (or auto.offset.reset) and everything since is read twice.",
     "Enable auto commit (enable.auto.commit, auto.commit.interval.ms) or commit after processing; with "
     "librdkafka check enable.auto.offset.store. If offsets are kept outside Kafka on purpose, ignore this.",
-    (Threshold("threshold", 1, "records", "a member that fetched at least this many records and committed none"),),
+    (
+        Threshold("threshold", 1, "records", "a member that fetched at least this many records and committed none"),
+        Threshold("seconds", 10, "seconds", "and was seen that long after its first records (auto commit runs every 5 s by default)"),
+    ),
 )
 
 
@@ -131,10 +134,14 @@ class Consumers(Family):
         """Client ids that joined a group (JoinGroup): consumers that should commit."""
         self.committers: set[str] = set()
         self.fetched: dict[str, int] = {}
+        self.seen: dict[str, list[int]] = {}
+        """Client id -> [when its first records came, its latest exchange]."""
         self.fetch_trails: dict[str, Trail] = {}
 
     def exchange(self, exchange: Exchange) -> None:
         key = exchange.api_key
+        if exchange.client_id in self.seen:
+            self.seen[exchange.client_id][1] = exchange.ts
         if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and exchange.client_id:
             self.committers.add(exchange.client_id)
         if key == JOIN_GROUP and exchange.client_id:
@@ -175,6 +182,7 @@ class Consumers(Family):
         if batches and exchange.client_id:
             records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
             self.fetched[exchange.client_id] = self.fetched.get(exchange.client_id, 0) + records
+            self.seen.setdefault(exchange.client_id, [exchange.ts, exchange.ts])
             self.fetch_trails.setdefault(exchange.client_id, Trail(self.scope)).add(exchange, self.groups.get(exchange.client_id))
         if long_poll(exchange, self.threshold(LONG_POLL)):
             self.polls.add(exchange)
@@ -219,10 +227,20 @@ class Consumers(Family):
                 yield EMPTY_SPIN.finding(f"{client}: up to {self.spins[client].peak} empty fetches a second", trail.evidence())
         for client, records in sorted(self.fetched.items()):
             trail = self.fetch_trails[client]
-            if client in self.members and client not in self.committers and records >= self.threshold(NEVER_COMMITS) and trail:
+            first, last = self.seen[client]
+            long_enough = last - first >= self.threshold(NEVER_COMMITS, "seconds") * SECOND
+            if (
+                client in self.members
+                and client not in self.committers
+                and records >= self.threshold(NEVER_COMMITS)
+                and long_enough
+                and trail
+            ):
                 group = self.groups.get(client, "?")
                 yield NEVER_COMMITS.finding(
-                    f"{client} fetched {plural(records, 'record')} in group {group} and committed no offset", trail.evidence()
+                    f"{client} fetched {plural(records, 'record')} in group {group} and committed no offset in "
+                    f"{(last - first) / SECOND:.0f} s",
+                    trail.evidence(),
                 )
         if self.polls:
             yield LONG_POLL.finding(
