@@ -213,7 +213,12 @@ def fetch(error: int = 0, top: int = 0, high: int = 0, offset: int = 0, wait: in
     return (
         1,
         12,
-        {"MaxWaitMs": wait, "MinBytes": 1, "Topics": [{"Topic": "t", "Partitions": [{"Partition": 0, "FetchOffset": offset}]}]},
+        {
+            "ReplicaId": -1,
+            "MaxWaitMs": wait,
+            "MinBytes": 1,
+            "Topics": [{"Topic": "t", "Partitions": [{"Partition": 0, "FetchOffset": offset}]}],
+        },
         {"ErrorCode": top, "Responses": [{"Topic": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": error, "HighWatermark": high}]}]},
         1,
     )
@@ -274,6 +279,18 @@ def test_crafted_healthy_traffic_yields_nothing() -> None:
     ]
     calls += [(3, 12, {"Topics": []}, {}, 1)] * 40
     assert [f.id for f in diagnose(crafted(calls))[0] if f.severity != "info"] == []
+
+
+def test_a_followers_fetch_is_no_consumer() -> None:
+    """Replication from broker 0 (ReplicaId 0) far behind the leader is not consumer lag."""
+    key, version, request, response, wait = fetch(high=5000, offset=0)
+    consumer = [(key, version, request, response, wait), fetch(high=9000, offset=10)]
+    assert "consumer.lag" in ids(diagnose(crafted(consumer))[0])
+    replica = [
+        (key, version, {**request, "ReplicaId": 0}, response, wait),
+        (key, version, {**fetch(offset=10)[2], "ReplicaId": 0}, fetch(high=9000)[3], wait),
+    ]
+    assert "consumer.lag" not in ids(diagnose(crafted(replica))[0])
 
 
 def test_latency_outliers_leave_long_polls_out() -> None:

@@ -13,6 +13,7 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, plural, where
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
+from kdissect.schema.tree import Struct
 
 FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, TXN_OFFSET_COMMIT = 1, 2, 8, 9, 11, 28
 OFFSET_OUT_OF_RANGE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 1, 70, 71
@@ -115,6 +116,13 @@ def long_poll(exchange: Exchange, fraction: float) -> bool:
     return not any(placed.records.batches for placed in getattr(body, "records", ()))
 
 
+def follower(request: Struct) -> bool:
+    """Whether a Fetch comes from a broker replicating (ReplicaId, or v15's ReplicaState), not a consumer."""
+    state = request.get("ReplicaState")
+    replica = state.get("ReplicaId") if isinstance(state, Struct) else request.get("ReplicaId")
+    return isinstance(replica, int) and replica >= 0
+
+
 class Consumers(Family):
     RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, LONG_POLL, NEVER_COMMITS)
 
@@ -159,8 +167,8 @@ class Consumers(Family):
         if key != FETCH:
             return
         request, response = fields(exchange.request), fields(exchange.response)
-        if request is None or response is None or (request.get("ReplicaId") or -1) >= 0:
-            return  # a follower's fetch is replication, not a consumer
+        if request is None or response is None or follower(request):
+            return
         self.fetches += 1
         if response.get("ErrorCode") in (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH):
             self.sessions.add(exchange)
