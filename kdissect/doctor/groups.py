@@ -140,13 +140,8 @@ class Groups(Family):
             if refused:
                 for c in refused:
                     self.commit_codes[c] = self.commit_codes.get(c, 0) + 1
-                for topic in each(request, "Topics"):
-                    for partition in each(topic, "Partitions"):
-                        self.commits.add(exchange, group, topic_of(topic), partition.get("PartitionIndex"))
-                        break
-                    break
-                else:
-                    self.commits.add(exchange, group)
+                first = ((topic_of(t), p.get("PartitionIndex")) for t in each(request, "Topics") for p in each(t, "Partitions"))
+                self.commits.add(exchange, group, *next(first, (None, None)))
 
     def _member(self, exchange: Exchange, group: str, member: str, answer: list[int]) -> None:
         """A member's request: answered as gone, it had been removed since it was last answered well."""
@@ -205,7 +200,7 @@ class Groups(Family):
             )
         if self.commits and self.commits.count >= self.threshold(COMMIT_FAILED):
             yield COMMIT_FAILED.finding(
-                f"{plural(self.commits.count, 'offset commit')} refused: {_codes(self.commit_codes)}", self.commits.evidence()
+                f"{plural(self.commits.count, 'offset commit')} refused ({_codes(self.commit_codes)})", self.commits.evidence()
             )
         if self.fenced and self.fenced.count >= self.threshold(FENCED):
             yield FENCED.finding(f"{plural(self.fenced.count, 'heartbeat')} fenced: {_codes(self.fence_codes)}", self.fenced.evidence())
