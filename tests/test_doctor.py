@@ -100,6 +100,8 @@ def test_the_scenarios_cover_the_groups_and_consumers_findings() -> None:
         "protocol.connection-churn",
         "consumer.never-commits",
         "consumer.empty-fetch-spin",
+        "latency.outliers",
+        "producer.duplicate-send",
     } <= covered
 
 

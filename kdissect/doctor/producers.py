@@ -195,6 +195,8 @@ class Producers(Family):
             return
         if request.get("Acks") == 0:
             self.acks_zero.add(exchange)
+        repeated: set[tuple[str | None, int | None]] = set()
+        """Partitions whose batch was sent before, or refused for its sequence: one count each."""
         for topic in each(response, "Responses"):
             name = topic_of(topic)
             for partition in each(topic, "PartitionResponses"):
@@ -206,7 +208,7 @@ class Producers(Family):
                 elif code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE):
                     self.too_large.add(exchange, None, name, index)
                 elif code in (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER):
-                    self.duplicate.add(exchange, None, name, index)
+                    repeated.add((name, index))
         body = getattr(exchange.request, "body", None)
         counts = self.batches.setdefault(exchange.client_id or "?", [0, 0])
         for placed in getattr(body, "records", ()):
@@ -214,7 +216,10 @@ class Producers(Family):
                 counts[0] += 1
                 counts[1] += batch.record_count if isinstance(batch, RecordBatch) else 1
                 if isinstance(batch, RecordBatch) and batch.producer_id >= 0 and batch.base_sequence >= 0:
-                    self._sequence(exchange, placed.topic, placed.partition, batch)
+                    if self._again(exchange, placed.topic, placed.partition, batch):
+                        repeated.add((placed.topic, placed.partition))
+        for topic_name, index in repeated:
+            self.duplicate.add(exchange, None, topic_name, index)
         if counts[0] >= self.threshold(TINY_BATCHES, "batches") and counts[1] <= self.threshold(TINY_BATCHES) * counts[0]:
             self.tiny.setdefault(exchange.client_id or "?", Trail(self.scope)).add(exchange)
 
@@ -225,14 +230,15 @@ class Producers(Family):
             if closing is not None:
                 self.long.add(closing)
 
-    def _sequence(self, exchange: Exchange, topic: str | None, partition: int | None, batch: RecordBatch) -> None:
+    def _again(self, exchange: Exchange, topic: str | None, partition: int | None, batch: RecordBatch) -> bool:
+        """Whether an earlier Produce request carried this batch (same producer id, epoch, base sequence)."""
         key = (batch.producer_id, batch.producer_epoch, batch.base_sequence, topic, partition)
-        if key in self.sequences and self.sequences[key] != exchange.id:
-            self.duplicate.add(exchange, None, topic, partition)
-            return
+        if key in self.sequences:
+            return self.sequences[key] != exchange.id
         if len(self.sequences) >= KEEP_SEQUENCES:
             del self.sequences[next(iter(self.sequences))]
         self.sequences[key] = exchange.id
+        return False
 
     def findings(self) -> Iterator[Finding]:
         if self.throttled:

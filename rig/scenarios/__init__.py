@@ -32,6 +32,7 @@ class Scenario:
     interface: str = "lo"  # "any" gives Linux cooked (SLL2) frames
     nano: bool = False  # nanosecond pcap timestamps
     expect_apis: frozenset = field(default_factory=frozenset)  # api keys that must appear
+    relay: Optional[Callable[[int, int], float]] = None  # hold responses in rig/relay.py: (api key, nth) -> seconds
 
 
 REGISTRY: dict[str, Scenario] = {}

@@ -250,3 +250,40 @@ def empty_fetch_spin(ctx: Ctx) -> None:
         consumer.poll(0)
     attempt(m, client, "close", consumer.close)
     expect(m, "consumer.empty-fetch-spin", client_id="kdrig-spinner", api="Fetch")
+
+
+def slow_produce(api_key: int, n: int) -> float:
+    """The 5th Produce response held past the producer's request timeout, every 10th for 400 ms."""
+    if api_key != 0:
+        return 0.0
+    return 2.5 if n == 5 else 0.4 if n % 10 == 0 else 0.0
+
+
+@scenario(
+    "doctor-slow-broker",
+    "An idempotent kafka-python producer (acks=all, request_timeout_ms 1000) sends 60 records one at a time "
+    "through a relay that holds every 10th Produce response 400 ms and the 5th 2.5 s: latency outliers, and the "
+    "5th batch sent again with the same producer id, epoch and sequence",
+    expect_apis={0, 22},
+    relay=slow_produce,
+)
+def slow_broker(ctx: Ctx) -> None:
+    m = ctx.manifest
+    topic = "slowly"
+    kafka_python_create_topics(m, ctx.bootstrap, {topic: 1})
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=ctx.bootstrap,
+        client_id="kdrig-slow-producer",
+        acks="all",
+        enable_idempotence=True,
+        request_timeout_ms=1000,
+        retries=5,
+        linger_ms=0,
+    )
+    for i in range(60):
+        kafka_python_produce(m, producer, topic, records("slowly", 1, 1, i), acks="all", idempotent=True)
+    producer.close(5)
+    expect(m, "latency.outliers", api="Produce")
+    expect(m, "producer.duplicate-send", client_id="kdrig-slow-producer", topic=topic, api="Produce")
