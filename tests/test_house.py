@@ -41,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
     "commands": CORE_STAGES | {"dissector", "views", "pipeline", "filter", "doctor"},
     "cli": {"commands"},
+    "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
     "testing": CORE_STAGES | {"dissector"},
     "__init__": set(),

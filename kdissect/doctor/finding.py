@@ -1,4 +1,4 @@
-"""What the doctor tells: a finding, with the evidence a user can open with `kdissect show F -e N`."""
+"""What the doctor tells: a finding, with the evidence a user can open with `kdissect show F --exchange N`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class Evidence:
     evidence exchange the display filter shows (the title counts them all)."""
 
     exchanges: tuple[int, ...] = ()
-    """Exchange ids, as `read` numbers them and `show -e` opens them."""
+    """Exchange ids, as `read` numbers them and `show --exchange` opens them."""
     exchange_count: int = 0
     connections: tuple[int, ...] = ()
     client_ids: tuple[str, ...] = ()

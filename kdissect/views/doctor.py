@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kdissect.doctor.finding import SEVERITIES, Finding
-from kdissect.doctor.rule import Rule, Settings
+from kdissect.doctor.rule import Rule
 from kdissect.doctor.trail import where
 from kdissect.views.terminal import stamp
 
@@ -55,20 +55,16 @@ def print_findings(findings: Iterable[Finding], console: Console, capture: str =
             for line in evidence_lines(finding):
                 console.print(f"    {escape(line)}")
             if finding.evidence.exchanges and not brief:
-                console.print(f"    [dim]open one: kdissect show {escape(capture)} -e {finding.evidence.exchanges[0]}[/]")
+                console.print(f"    [dim]open one: kdissect show {escape(capture)} --exchange {finding.evidence.exchanges[0]}[/]")
         console.print()
 
 
-def print_rule(rule: Rule, settings: Settings, console: Console) -> None:
+def print_rule(rule: Rule, console: Console) -> None:
     console.print(f"[bold]{rule.id}[/] ({rule.severity}): {escape(rule.summary)}")
     console.print(escape(rule.explanation))
     console.print(f"[bold]advice[/] {escape(rule.advice)}")
-    for threshold in rule.thresholds:
-        value = settings(rule, threshold.name)
-        console.print(
-            f"[bold]--set {rule.id}.{threshold.name}=[/]{value:g} ({escape(threshold.unit)}; default {threshold.default:g}): "
-            f"{escape(threshold.meaning)}"
-        )
+    for t in rule.thresholds:
+        console.print(f"[bold]--set {rule.id}.{t.name}=N[/] ({escape(t.unit)}, default {t.default:g}): {escape(t.meaning)}")
 
 
 def print_rules(rules: Iterable[Rule], console: Console) -> None:
