@@ -181,7 +181,7 @@ class Protocol(Family):
         connection = exchange.connection.id
         if exchange.status == "unanswered":
             self.waiting.setdefault(connection, []).append(exchange)
-        elif exchange.status == "ok" and connection in self.waiting:
+        elif exchange.response is not None and exchange.request is not None and connection in self.waiting:
             for skipped in self.waiting.pop(connection):
                 if skipped.ts < exchange.ts:
                     self.unanswered.add(skipped)

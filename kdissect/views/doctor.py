@@ -40,31 +40,33 @@ def print_findings(findings: Iterable[Finding], console: Console, capture: str =
     """Worst first. `brief` leaves out the explanations and advice (the section of `stats`)."""
     findings = list(findings)
     if not findings:
-        console.print("No findings.")
+        console.print("No findings.", soft_wrap=False)
         return
     for severity in reversed(SEVERITIES):
         these = [f for f in findings if f.severity == severity]
         if not these:
             continue
-        console.print(f"[{STYLES[severity]}]{severity.upper()}[/] ({len(these)})")
+        console.print(f"[{STYLES[severity]}]{severity.upper()}[/] ({len(these)})", soft_wrap=False)
         for finding in these:
-            console.print(f"  [{STYLES[severity]}]{finding.id}[/]  {escape(finding.title)}")
+            console.print(f"  [{STYLES[severity]}]{finding.id}[/]  {escape(finding.title)}", soft_wrap=False)
             if not brief:
-                console.print(f"    {escape(finding.explanation)}", style="dim")
-                console.print(f"    [bold]advice[/] {escape(finding.advice)}")
+                console.print(f"    {escape(finding.explanation)}", style="dim", soft_wrap=False)
+                console.print(f"    [bold]advice[/] {escape(finding.advice)}", soft_wrap=False)
             for line in evidence_lines(finding):
-                console.print(f"    {escape(line)}")
+                console.print(f"    {escape(line)}", soft_wrap=False)
             if finding.evidence.exchanges and not brief:
-                console.print(f"    [dim]open one: kdissect show {escape(capture)} --exchange {finding.evidence.exchanges[0]}[/]")
+                opener = f"kdissect show {escape(capture)} --exchange {finding.evidence.exchanges[0]}"
+                console.print(f"    [dim]open one: {opener}[/]", soft_wrap=False)
         console.print()
 
 
 def print_rule(rule: Rule, console: Console) -> None:
-    console.print(f"[bold]{rule.id}[/] ({rule.severity}): {escape(rule.summary)}")
-    console.print(escape(rule.explanation))
-    console.print(f"[bold]advice[/] {escape(rule.advice)}")
+    console.print(f"[bold]{rule.id}[/] ({rule.severity}): {escape(rule.summary)}", soft_wrap=False)
+    console.print(escape(rule.explanation), soft_wrap=False)
+    console.print(f"[bold]advice[/] {escape(rule.advice)}", soft_wrap=False)
     for t in rule.thresholds:
-        console.print(f"[bold]--set {rule.id}.{t.name}=N[/] ({escape(t.unit)}, default {t.default:g}): {escape(t.meaning)}")
+        setting = f"[bold]--set {rule.id}.{t.name}=N[/] ({escape(t.unit)}, default {t.default:g})"
+        console.print(f"{setting}: {escape(t.meaning)}", soft_wrap=False)
 
 
 def print_rules(rules: Iterable[Rule], console: Console) -> None:
