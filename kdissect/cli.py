@@ -16,6 +16,7 @@ import typer
 
 from kdissect import __version__
 from kdissect.commands.browse import browse
+from kdissect.commands.doctor import doctor
 from kdissect.commands.live import live
 from kdissect.commands.options import ExitStatus, PipeClosed, UserError
 from kdissect.commands.read import read
@@ -81,7 +82,7 @@ class GroupedHelp(typer.core.TyperCommand):
                 formatter.write_dl(sections[panel])
 
 
-for command in (read, show, stats, records, browse, live, spark, schema):
+for command in (read, show, stats, doctor, records, browse, live, spark, schema):
     app.command(cls=GroupedHelp)(command)
 
 

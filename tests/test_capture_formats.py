@@ -650,7 +650,7 @@ def assert_ranges_read_as_the_whole(path: str, split_size: int) -> list[ranges.S
 @pytest.mark.parametrize("path", ALL, ids=os.path.basename)
 def test_ranges_read_alone_give_the_files_own_packets(path):
     settled = assert_ranges_read_as_the_whole(path, 4096)
-    if path in PROJECT:  # these are sound: every one is really cut, at each range that holds a record's start
+    if path in PROJECT:  # these are sound: every range holding a packet's start is cut (one inside a packet joins another)
         starts = {offset // 4096 for offset in true_offsets(path)} | {0}
         assert len(settled) == len(starts) > 1 and not any(s.whole for s in settled)
 

@@ -146,7 +146,10 @@ def test_produced_records_equal_the_manifest(path):
     if not expected:
         pytest.skip("this scenario produces nothing")
     decoded = produced(dissect(path)[0])
+    sent_to = {r["topic"] for r in decoded}
     for entry in expected:
+        if entry.get("error") and entry["topic"] not in sent_to:
+            continue  # a failed send whose topic no Produce request names never left the client (no such topic)
         key, value = decode_bytes(entry["key"]), decode_bytes(entry["value"])
         matches = [
             r

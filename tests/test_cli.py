@@ -35,7 +35,7 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["", "read", "show", "stats", "browse", "live", "schema", "spark"])
+@pytest.mark.parametrize("command", ["", "read", "show", "stats", "doctor", "browse", "live", "schema", "spark"])
 def test_help_explains_every_command(command):
     done = kdissect(*([command] if command else []), "--help")
     assert done.returncode == 0
@@ -200,7 +200,7 @@ def test_show_selects_by_exchange_correlation_id_and_packet():
 
 def test_stats_json_has_every_table():
     tables = {json.loads(line)["table"]: json.loads(line)["rows"] for line in kdissect("stats", CAPTURE, "--json").stdout.splitlines()}
-    assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances"}
+    assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances", "findings"}
     assert [g["group"] for g in tables["groups"]] == ["kdrig-kgroup"]
     assert [r["generation"] for r in tables["rebalances"]] == [0, 1, 2]
 

@@ -36,11 +36,13 @@ ALLOWED: dict[str, set[str]] = {
     # floor 5: the core that wires them, and the display filters over what it yields (never imported below)
     "dissector": CORE_STAGES,
     "filter": CORE_STAGES,
-    # floor 6 and up: what users see, the Spark job, the commands
-    "views": CORE_STAGES | {"dissector", "filter"},
+    # floor 6: the doctor, whose rules read the core's events and the decoded bodies
+    "doctor": CORE_STAGES,
+    # floor 7 and up: what users see, the Spark job, the commands
+    "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
     "browse": CORE_STAGES | {"dissector", "views", "filter"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor"},
     "cli": {"commands"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports

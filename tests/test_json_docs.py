@@ -5,7 +5,8 @@ Each example block is preceded by a marker naming where it comes from:
     <!-- example: CAPTURE SELECTOR [drop=PACKET] -->
 
 SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based), `record=N` (the N-th line of
-`kdissect records --json`), `stats=TABLE` or `api=KEY` (`kdissect schema --json`, whatever the capture); `drop=P`
+`kdissect records --json`), `finding=N` (the doctor's N-th finding, 1-based), `stats=TABLE` or `api=KEY`
+(`kdissect schema --json`, whatever the capture); `drop=P`
 removes packet P before dissecting (to show a gap). `python tests/test_json_docs.py` rewrites the examples.
 """
 
@@ -23,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
+from kdissect.doctor.engine import Doctor
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.views import json_lines
 from kdissect.views.record_stream import exchange_records
@@ -50,6 +52,11 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         return json_lines.streamed_record_json(streamed[int(which) - 1])
     if kind == "api":
         return next(row for row in schema_rows() if row["api_key"] == int(which))
+    if kind == "finding":
+        doctor = Doctor()
+        for event in events:
+            doctor.add(event)
+        return json_lines.finding_json(doctor.findings()[int(which) - 1])
     stats = Stats()
     for event in events:
         if isinstance(event, Exchange):
@@ -66,7 +73,7 @@ def examples() -> list[tuple[str, str, str, str | None, str]]:
 
 def test_the_document_has_an_example_of_every_shape():
     kinds = {kind for _, kind, _, _, _ in examples()}
-    assert kinds == {"exchange", "connection", "notice", "record", "stats", "api"}
+    assert kinds == {"exchange", "connection", "notice", "record", "stats", "api", "finding"}
 
 
 @pytest.mark.parametrize("capture,kind,which,drop,shown", examples(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")

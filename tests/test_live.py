@@ -313,6 +313,7 @@ def test_duration_stops_the_capture_and_text_output_ends_with_the_summary():
     # not a terminal: no screen updated in place, the final summary as `read` prints it
     assert f"live on lo  Ethernet, filter 'tcp port {port}'" in out
     assert "packets      " in out and "link: Ethernet" in out
+    assert "Findings (kdissect doctor --explain ID tells more)" in out  # the doctor's, as stats ends
     assert "\x1b[" not in out
 
 
@@ -446,6 +447,10 @@ def test_live_against_a_real_broker(tmp_path):
     connections = [o for o in lines if o["type"] == "connection"]
     notices = [o for o in lines if o["type"] == "notice"]
     assert exchanges and connections
+    # the doctor's findings close the stream: the client inventory, and nothing wrong with healthy traffic
+    findings = [o for o in lines if o["type"] == "finding"]
+    assert "protocol.client" in {f["id"] for f in findings}
+    assert not [f for f in findings if f["severity"] != "info"], findings
 
     # the records, decoded, in the Produce requests and in the Fetch responses: exactly those sent
     produced: list = []

@@ -5,8 +5,9 @@
 
 The loop is single-threaded: it waits on the capture socket and on a wake-up pipe for signals, reads what
 is ready, feeds the packets to the core in capture order and hands the events to the JSON writer or the
-view. SIGINT (Ctrl-C) and SIGTERM end the session like `--count`, `--packets` and `--duration` do: the core settles the
-open connections and the final summary is printed; exit status 0. A second Ctrl-C quits at once.
+view, and to the doctor. SIGINT (Ctrl-C) and SIGTERM end the session like `--count`, `--packets` and `--duration`
+do: the core settles the open connections and the final summary is printed with the doctor's findings (with
+--json, one finding object each); exit status 0. A second Ctrl-C quits at once.
 """
 
 from __future__ import annotations
@@ -186,9 +187,14 @@ class _Session:
                 self.live_view = LiveView(self.console, self.sink.summary, capture.interface, capture.linktype, capture.expression)
                 self.sink.view = self.live_view
         self.summary = self.sink.summary
+        from kdissect.doctor.engine import Doctor
+
+        self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None)
 
     def handle(self, event: Any) -> None:
-        """Route one event; once --count exchanges were shown, only what the summary needs of the rest."""
+        """Route one event: to the doctor, and to the view or the writer (as the filter says); once --count
+        exchanges were shown, only what the summary needs of the rest."""
+        self.doctor.add(event)
         if self.exchanges is not None and self.summary.shown >= self.exchanges and isinstance(event, self._exchange):
             return
         self.sink.add(event)
@@ -302,7 +308,12 @@ class _Session:
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters
         if self.pcap is not None:
             self.pcap.flush()
+        findings = self.doctor.findings()
         if self.writer is not None:
+            from kdissect.views.json_lines import finding_json
+
+            for finding in findings:
+                self.writer.write(finding_json(finding))
             if not self.quiet:
                 drops = f", {stats.kernel_drops} dropped by the kernel" if stats.kernel_drops else ""
                 shown = f" ({summary.shown} written)" if summary.shown != summary.exchanges else ""
@@ -331,4 +342,8 @@ class _Session:
             None,
         )
         view.closing(summary, counters, [capture.linktype], notes)
+        from kdissect.views.doctor import print_findings
+
+        self.console.print("[bold]Findings[/] (kdissect doctor --explain ID tells more)")
+        print_findings(findings, self.console, "FILE", brief=True)
         self.stream.flush()

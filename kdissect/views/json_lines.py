@@ -20,6 +20,7 @@ import orjson
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.diagnostic import Diagnostic
+from kdissect.doctor.finding import Finding
 from kdissect.events import (
     ConnectionEnd,
     ConnectionInfo,
@@ -443,6 +444,29 @@ def encode(obj: dict[str, Any]) -> bytes:
         except orjson.JSONEncodeError:
             pass
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=_tree) + "\n").encode()
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    e = finding.evidence
+    return {
+        "type": "finding",
+        "layout": LAYOUT,
+        "id": finding.id,
+        "severity": finding.severity,
+        "title": finding.title,
+        "explanation": finding.explanation,
+        "advice": finding.advice,
+        "evidence": {
+            "exchanges": list(e.exchanges),
+            "exchange_count": e.exchange_count,
+            "connections": list(e.connections),
+            "client_ids": list(e.client_ids),
+            "groups": list(e.groups),
+            "partitions": [{"topic": t, "partition": p} for t, p in e.partitions],
+            "first": None if e.first_ts is None else time_text(e.first_ts),
+            "last": None if e.last_ts is None else time_text(e.last_ts),
+        },
+    }
 
 
 class JsonLinesWriter:

@@ -42,11 +42,12 @@ class Scenario:
     nano: bool = False  # nanosecond pcap timestamps
     expect_apis: frozenset = field(default_factory=frozenset)  # api keys that must appear
     tls: Optional[TlsSpec] = None  # clients talk TLS to stunnel in front of the broker (rig/tls.py)
+    relay: Optional[Callable[[int, int], float]] = None  # hold responses in rig/relay.py: (api key, nth) -> seconds
 
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls")
+MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor")
 
 
 def scenario(name: str, title: str, **options) -> Callable:

@@ -1,0 +1,108 @@
+"""`kdissect doctor`: what is wrong in a capture, why it matters, and what to do (findings: kdissect/doctor/)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Annotated, Optional
+
+import typer
+
+from kdissect.commands.options import READS, Common, ExitStatus, UserError, takes
+from kdissect.commands.reading import Reading
+
+FAIL_ON = ("warning", "error")
+
+
+def _explain(value: str | None) -> None:
+    """--explain ID: answered as soon as it is read, with no capture to open (an eager option)."""
+    if value is None:
+        return
+    from kdissect.doctor.engine import RULES
+    from kdissect.views.console import make_console
+    from kdissect.views.doctor import print_rule
+
+    if value not in RULES:
+        raise UserError(f"--explain {value}: no such finding (kdissect doctor --rules lists them)")
+    print_rule(RULES[value], make_console(sys.stdout))
+    raise typer.Exit()
+
+
+def _rules(value: bool) -> None:
+    if not value:
+        return
+    from kdissect.doctor.engine import RULES
+    from kdissect.views.console import make_console
+    from kdissect.views.doctor import print_rules
+
+    print_rules(RULES.values(), make_console(sys.stdout))
+    raise typer.Exit()
+
+
+@takes(
+    *READS,
+    helps={
+        "filter": "Restrict the evidence to exchanges this display filter shows (repeatable; docs/filters.md); the rules "
+        "still see every exchange, and a finding with no evidence shown is left out.",
+        "json_out": "Write NDJSON, one object per finding (layout: docs/json.md).",
+        "count": "Stop after N exchanges the filters let through: findings on the start of the capture.",
+    },
+)
+def doctor(
+    common: Common,
+    settings: Annotated[
+        Optional[list[str]],
+        typer.Option("--set", metavar="ID.NAME=VALUE", help="Change a threshold, e.g. group.rebalance-storm.threshold=10 (repeatable)."),
+    ] = None,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option("--fail-on", metavar="SEVERITY", help="Exit with status 1 when a finding is at least this severe: warning or error."),
+    ] = None,
+    explain: Annotated[
+        Optional[str],
+        typer.Option(
+            "--explain",
+            metavar="ID",
+            is_eager=True,
+            callback=_explain,
+            help="Explain a finding: what it means, the advice, its thresholds and their defaults (no capture needed).",
+        ),
+    ] = None,
+    rules: Annotated[
+        bool, typer.Option("--rules", is_eager=True, callback=_rules, help="List every finding the doctor knows (no capture needed).")
+    ] = False,
+) -> None:
+    """Findings: rebalance storms, removed members, lag, refused commits, throttling, versions Kafka 4.0 removed,
+    latency outliers, what the capture lost... each with why it matters, what to check, and its evidence."""
+    from kdissect.doctor.engine import Doctor
+    from kdissect.doctor.finding import SEVERITIES
+    from kdissect.doctor.rule import SettingError
+    from kdissect.events import Exchange
+
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise UserError(f"--fail-on {fail_on}: say warning or error")
+    wanted = common.wanted
+    try:
+        doctor = Doctor(settings or (), wanted.matches if wanted.active else None)
+    except SettingError as exc:
+        raise UserError(str(exc)) from None
+    # the rules read every body, whatever the filter shows
+    with Reading(common, options=replace(common.options, keep=None)) as run:
+        for event in run.events():
+            doctor.add(event)
+            if isinstance(event, Exchange) and wanted.matches(event):
+                run.took()
+        findings = doctor.findings()
+        if common.json:
+            from kdissect.views.json_lines import JsonLinesWriter, finding_json
+
+            writer = JsonLinesWriter(run.stream)
+            for finding in findings:
+                writer.write(finding_json(finding))
+        else:
+            from kdissect.views.doctor import print_findings
+
+            print_findings(findings, run.console, common.capture)
+    run.finish()
+    if fail_on is not None and any(SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on) for f in findings):
+        raise ExitStatus(1)

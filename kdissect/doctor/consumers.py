@@ -1,0 +1,257 @@
+"""Consumers as Fetch shows them: lag from the high watermark, offsets out of range, fetch sessions, empty
+fetches in a tight loop, and long polls told apart from slow fetches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kdissect.doctor.facts import codes, each, fields, topic_of
+from kdissect.doctor.family import Family
+from kdissect.doctor.finding import Finding
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, Window, plural, where
+from kdissect.events import Exchange
+from kdissect.records.values import RecordBatch
+from kdissect.schema.tree import Struct
+
+FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, TXN_OFFSET_COMMIT = 1, 2, 8, 9, 11, 28
+OFFSET_OUT_OF_RANGE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 1, 70, 71
+SECOND = 1_000_000_000
+
+LAG = Rule(
+    "consumer.lag",
+    "warning",
+    "A consumer falls behind: the high watermark runs away from its fetch offset.",
+    "Every Fetch response tells the partition's high watermark (the end of the committed log); the request "
+    "tells where the consumer reads. The difference is the lag, measured on the wire without the group's "
+    "commits. Lag that grows over the capture means the consumer is slower than its producers: records get "
+    "older before they are processed, and retention may delete them first.",
+    "Find what limits the consumer: processing time per record (the gap between its fetches), too few "
+    "consumers for the partitions (add members, up to one per partition), fetch.max.bytes / "
+    "max.partition.fetch.bytes / max.poll.records too small for the rate.",
+    (Threshold("threshold", 100, "records", "lag at the last fetch at least this, and more than at the first"),),
+)
+OUT_OF_RANGE = Rule(
+    "consumer.offset-out-of-range",
+    "warning",
+    "Fetches or offset lookups answered OFFSET_OUT_OF_RANGE.",
+    "The consumer asked for an offset the log no longer (retention deleted it) or not yet (past the end, "
+    "after a truncation or a wrong seek) holds. The client then resets by auto.offset.reset: to the earliest "
+    "offset (records consumed again) or the latest (records skipped), silently.",
+    "Compare the fetch offset with the partition's log start and high watermark in the response; check "
+    "retention.ms / retention.bytes against the consumer's lag, seeks in the application, and auto.offset.reset.",
+    (Threshold("threshold", 1, "answers", "at least this many partitions answered OFFSET_OUT_OF_RANGE"),),
+)
+FETCH_SESSION = Rule(
+    "consumer.fetch-session-error",
+    "warning",
+    "Incremental fetch sessions (KIP-227) were lost or out of step.",
+    "A consumer keeps a fetch session so that each Fetch lists only partitions that changed. "
+    "FETCH_SESSION_ID_NOT_FOUND means the broker evicted the session (its cache, "
+    "max.incremental.fetch.session.cache.slots, is full); INVALID_FETCH_SESSION_EPOCH means a request was "
+    "lost or reordered. Either way the client starts a full fetch again: more bytes, more latency.",
+    "Raise max.incremental.fetch.session.cache.slots on the brokers when many consumers share them; look "
+    "for request timeouts and reconnects on the same connections.",
+    (Threshold("threshold", 1, "answers", "at least this many Fetch responses with a session error"),),
+)
+EMPTY_SPIN = Rule(
+    "consumer.empty-fetch-spin",
+    "warning",
+    "A consumer sends empty fetches in a tight loop.",
+    "A Fetch with a small MaxWaitMs (fetch.wait.max.ms / fetch.max.wait.ms) on an idle partition comes back "
+    "empty at once, and the client asks again: thousands of requests a second that carry nothing, cost the "
+    "broker CPU and the network packets, and hide the real traffic.",
+    "Raise fetch.wait.max.ms (librdkafka) or fetch.max.wait.ms (Java) to a few hundred ms, with fetch.min.bytes "
+    "at least 1, so that the broker holds the request until there is data.",
+    (Threshold("threshold", 50, "empty fetches per second", "more empty fetches than this within a second, from one client"),),
+)
+LONG_POLL = Rule(
+    "consumer.long-poll",
+    "info",
+    "Fetches that waited out their MaxWaitMs: long polls, not slow responses.",
+    "A consumer's Fetch says how long the broker may hold it (MaxWaitMs) when there is less data than "
+    "MinBytes. A response that came back empty after that wait is the broker doing as asked, not latency: "
+    "these fetches are left out of the latency findings.",
+    "Nothing to do. If consumers need records sooner, lower fetch.max.wait.ms; if they fetch too often, raise fetch.min.bytes.",
+    (Threshold("threshold", 0.9, "fraction of MaxWaitMs", "an empty Fetch that took at least this part of its MaxWaitMs"),),
+)
+NEVER_COMMITS = Rule(
+    "consumer.never-commits",
+    "warning",
+    "Group members that fetched records but never committed an offset.",
+    "A member of a consumer group that reads records and commits nothing leaves the group's committed "
+    "offsets where they were: when it restarts, or its partitions move to another member in a rebalance, "
+    "consumption starts again from the old offsets (or auto.offset.reset) and everything since is read twice.",
+    "Enable auto commit (enable.auto.commit, auto.commit.interval.ms) or commit after processing; with "
+    "librdkafka check enable.auto.offset.store. If offsets are kept outside Kafka on purpose, ignore this.",
+    (
+        Threshold("threshold", 1, "records", "a member that fetched at least this many records and committed none"),
+        Threshold("seconds", 10, "seconds", "and was seen that long after its first records (auto commit runs every 5 s by default)"),
+    ),
+)
+
+
+@dataclass(slots=True)
+class Lag:
+    """One consumer's lag on one partition: at its first fetch, its last, and the most."""
+
+    first: int
+    last: int
+    most: int
+    first_ts: int
+    last_ts: int
+
+
+def long_poll(exchange: Exchange, fraction: float) -> bool:
+    """Whether a Fetch came back without records after waiting most of its MaxWaitMs."""
+    request, response = fields(exchange.request), exchange.response
+    latency = exchange.latency
+    if request is None or response is None or latency is None:
+        return False
+    wait = request.get("MaxWaitMs")
+    if not isinstance(wait, int) or wait <= 0 or latency < fraction * wait * 1e6:
+        return False
+    body = getattr(response, "body", None)
+    return not any(placed.records.batches for placed in getattr(body, "records", ()))
+
+
+def follower(request: Struct) -> bool:
+    """Whether a Fetch comes from a broker replicating (ReplicaId, or v15's ReplicaState), not a consumer."""
+    state = request.get("ReplicaState")
+    replica = state.get("ReplicaId") if isinstance(state, Struct) else request.get("ReplicaId")
+    return isinstance(replica, int) and replica >= 0
+
+
+class Consumers(Family):
+    RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, LONG_POLL, NEVER_COMMITS)
+
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
+        self.lags: dict[tuple[str, str | None, int | None], Lag] = {}
+        self.lag_trails: dict[tuple[str, str | None, int | None], Trail] = {}
+        self.out_of_range = Trail(self.scope)
+        self.sessions = Trail(self.scope)
+        self.spins: dict[str, Window] = {}
+        self.spin_trails: dict[str, Trail] = {}
+        self.polls = Trail(self.scope)
+        self.fetches = 0
+        self.groups: dict[str, str] = {}
+        """Client id -> the group it last joined, fetched or committed offsets for: whose lag it is."""
+        self.members: set[str] = set()
+        """Client ids that joined a group (JoinGroup): consumers that should commit."""
+        self.committers: set[str] = set()
+        self.fetched: dict[str, int] = {}
+        self.seen: dict[str, list[int]] = {}
+        """Client id -> [when its first records came, its latest exchange]."""
+        self.fetch_trails: dict[str, Trail] = {}
+
+    def exchange(self, exchange: Exchange) -> None:
+        key = exchange.api_key
+        if exchange.client_id in self.seen:
+            self.seen[exchange.client_id][1] = exchange.ts
+        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and exchange.client_id:
+            self.committers.add(exchange.client_id)
+        if key == JOIN_GROUP and exchange.client_id:
+            self.members.add(exchange.client_id)
+        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and exchange.client_id:
+            request = fields(exchange.request)
+            for named in (request, *each(request, "Groups")):  # OffsetFetch v8+ lists groups
+                if named is not None and isinstance(named.get("GroupId"), str):
+                    self.groups[exchange.client_id] = named.get("GroupId")
+            return
+        if key == LIST_OFFSETS:
+            if OFFSET_OUT_OF_RANGE in codes(exchange.response):
+                self.out_of_range.add(exchange)
+            return
+        if key != FETCH:
+            return
+        request, response = fields(exchange.request), fields(exchange.response)
+        if request is None or response is None or follower(request):
+            return
+        self.fetches += 1
+        if response.get("ErrorCode") in (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH):
+            self.sessions.add(exchange)
+        client = exchange.client_id or f"connection {exchange.connection.id}"
+        offsets = {
+            (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
+            for topic in each(request, "Topics")
+            for partition in each(topic, "Partitions")
+        }
+        for topic in each(response, "Responses"):
+            name = topic_of(topic)
+            for partition in each(topic, "Partitions"):
+                index = partition.get("PartitionIndex")
+                if partition.get("ErrorCode") == OFFSET_OUT_OF_RANGE:
+                    self.out_of_range.add(exchange, None, name, index)
+                self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
+        body = getattr(exchange.response, "body", None)
+        batches = sum(len(placed.records.batches) for placed in getattr(body, "records", ()))
+        if batches and exchange.client_id:
+            records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
+            self.fetched[exchange.client_id] = self.fetched.get(exchange.client_id, 0) + records
+            self.seen.setdefault(exchange.client_id, [exchange.ts, exchange.ts])
+            self.fetch_trails.setdefault(exchange.client_id, Trail(self.scope)).add(exchange, self.groups.get(exchange.client_id))
+        if long_poll(exchange, self.threshold(LONG_POLL)):
+            self.polls.add(exchange)
+        elif not batches and exchange.latency is not None:
+            window = self.spins.setdefault(client, Window(SECOND))
+            if window.add(exchange.ts) > self.threshold(EMPTY_SPIN):
+                self.spin_trails.setdefault(client, Trail(self.scope)).add(exchange)
+
+    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, offset, high) -> None:
+        if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
+            return
+        lag = max(0, high - offset)
+        key = (client, topic, partition)
+        seen = self.lags.get(key)
+        if seen is None:
+            self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)
+        else:
+            seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
+        group = self.groups.get(exchange.client_id or "")
+        self.lag_trails.setdefault(key, Trail(self.scope)).add(exchange, group, topic, partition)
+
+    def findings(self) -> Iterator[Finding]:
+        for (client, topic, partition), lag in sorted(self.lags.items(), key=lambda item: -item[1].last):
+            trail = self.lag_trails[(client, topic, partition)]
+            if trail and lag.last >= self.threshold(LAG) and lag.last > lag.first:
+                yield LAG.finding(
+                    f"{client} on {where(topic, partition)}: lag grew from {lag.first} to {lag.last} records "
+                    f"(most {lag.most}) over {(lag.last_ts - lag.first_ts) / SECOND:.1f} s",
+                    trail.evidence(),
+                )
+        if self.out_of_range and self.out_of_range.count >= self.threshold(OUT_OF_RANGE):
+            yield OUT_OF_RANGE.finding(
+                f"{plural(self.out_of_range.count, 'exchange')} answered OFFSET_OUT_OF_RANGE: the consumer resets its position",
+                self.out_of_range.evidence(),
+            )
+        if self.sessions and self.sessions.count >= self.threshold(FETCH_SESSION):
+            yield FETCH_SESSION.finding(
+                f"{plural(self.sessions.count, 'Fetch', 'Fetches')} lost their session: full fetches follow", self.sessions.evidence()
+            )
+        for client, trail in sorted(self.spin_trails.items()):
+            if trail:
+                yield EMPTY_SPIN.finding(f"{client}: up to {self.spins[client].peak} empty fetches a second", trail.evidence())
+        for client, records in sorted(self.fetched.items()):
+            trail = self.fetch_trails[client]
+            first, last = self.seen[client]
+            long_enough = last - first >= self.threshold(NEVER_COMMITS, "seconds") * SECOND
+            if (
+                client in self.members
+                and client not in self.committers
+                and records >= self.threshold(NEVER_COMMITS)
+                and long_enough
+                and trail
+            ):
+                group = self.groups.get(client, "?")
+                yield NEVER_COMMITS.finding(
+                    f"{client} fetched {plural(records, 'record')} in group {group} and committed no offset in "
+                    f"{(last - first) / SECOND:.0f} s",
+                    trail.evidence(),
+                )
+        if self.polls:
+            yield LONG_POLL.finding(
+                f"{plural(self.polls.count, 'Fetch', 'Fetches')} of {self.fetches} were long polls (empty after MaxWaitMs): not latency",
+                self.polls.evidence(),
+            )

@@ -1,0 +1,228 @@
+"""Protocol and clients: who speaks which versions, what Kafka 4.0 will refuse, versions the broker did not
+offer, connection churn, metadata storms, requests left unanswered, failed authentication."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kdissect.doctor.facts import codes, each, fields
+from kdissect.doctor.family import Family
+from kdissect.doctor.finding import Finding
+from kdissect.doctor.rule import Rule, Settings, Threshold
+from kdissect.doctor.trail import Scope, Trail, Window, plural
+from kdissect.events import ConnectionEnd, Exchange
+from kdissect.schema import API_NAMES
+
+METADATA, SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 3, 17, 18, 36
+UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, UNSUPPORTED_VERSION, SASL_AUTHENTICATION_FAILED = 33, 34, 35, 58
+MINUTE = 60_000_000_000
+
+REMOVED_IN_4 = {0: 2, 1: 3, 2: 0, 8: 1, 9: 0, 19: 1, 20: 0, 23: 1, 29: 0, 30: 0, 31: 0, 32: 0, 34: 0, 35: 0, 38: 0, 39: 0, 40: 0, 41: 0}
+"""API key -> the highest version Apache Kafka 4.0 no longer accepts (KIP-896): the `deprecatedVersions` of
+Kafka 3.9's message specs, all from version 0."""
+
+CLIENTS = Rule(
+    "protocol.client",
+    "info",
+    "A client's software, client ids and the API versions it used.",
+    "ApiVersions v3 and later carry the client's software name and version (KIP-511); with the client ids "
+    "and the versions of each API it used, this is the inventory to check before upgrading brokers.",
+    "Nothing to do; compare with protocol.removed-in-kafka-4 before moving to Kafka 4.0.",
+    (Threshold("threshold", 1, "exchanges", "a client with at least this many exchanges"),),
+)
+REMOVED = Rule(
+    "protocol.removed-in-kafka-4",
+    "warning",
+    "A client uses API versions that Apache Kafka 4.0 removed (KIP-896).",
+    "Kafka 4.0 brokers refuse the oldest versions of many APIs (Produce v0-2, Fetch v0-3, ListOffsets v0, "
+    "OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, ...). A client that still sends them breaks when "
+    "the cluster is upgraded, even though it works today.",
+    "Upgrade the client library (Java 2.1+, librdkafka 1.x+, recent kafka-python, sarama, franz-go) or remove "
+    "its api_version / broker.version.fallback pin.",
+    (Threshold("threshold", 1, "requests", "at least this many requests at a removed version"),),
+)
+UNSUPPORTED = Rule(
+    "protocol.unsupported-version",
+    "error",
+    "Requests refused with UNSUPPORTED_VERSION.",
+    "The broker does not implement the request's version. Outside ApiVersions (where it is the normal "
+    "negotiation: the broker answers with the versions it has and the client retries) it means the client did "
+    "not negotiate, or is pinned to a version the broker dropped; the request fails.",
+    "Let the client negotiate versions (no api_version pin; librdkafka api.version.request=true), or upgrade "
+    "the broker or the client so that they share a version.",
+    (Threshold("threshold", 1, "requests", "at least this many requests refused"),),
+)
+ABOVE = Rule(
+    "protocol.above-advertised",
+    "warning",
+    "Requests at versions the broker did not advertise on that connection.",
+    "The broker's ApiVersions response lists, per API, the versions it accepts. A request above the maximum "
+    "(or below the minimum) is one the broker may reject or, worse, misread.",
+    "Find why the client ignored the negotiation: a version pin, a client bug, a proxy in between that changes the versions.",
+    (Threshold("threshold", 1, "requests", "at least this many requests outside the advertised range"),),
+)
+CHURN = Rule(
+    "protocol.connection-churn",
+    "warning",
+    "A client opens connections at a high rate.",
+    "Every new connection costs a TCP handshake, ApiVersions, often SASL/TLS and Metadata, and broker "
+    "memory; clients created per message or per request (instead of one long-lived client) or crashing "
+    "in a loop show up as churn.",
+    "Create one producer/consumer per process and reuse it; look at connections.max.idle.ms and at "
+    "reconnect.backoff.ms for clients that reconnect after errors.",
+    (Threshold("threshold", 30, "connections per minute", "more new connections than this within any 60 s, for one client id"),),
+)
+METADATA_STORM = Rule(
+    "protocol.metadata-storm",
+    "warning",
+    "A client asks for metadata at a high rate.",
+    "Clients refresh metadata when they find it stale (unknown topics, leader changes) or on a timer. Many "
+    "Metadata requests a minute mean a client that keeps failing: a missing topic, an unstable leader, a "
+    "bootstrap loop. On large clusters each response is big and loads the controller.",
+    "Look for the errors that trigger the refreshes (producer.unknown-topic, producer.not-leader); "
+    "metadata.max.age.ms and topic.metadata.refresh.interval.ms on the client.",
+    (Threshold("threshold", 120, "requests per minute", "more Metadata requests than this within any 60 s, for one client id"),),
+)
+UNANSWERED = Rule(
+    "protocol.unanswered",
+    "warning",
+    "Requests never answered while later requests on the same connection were.",
+    "A broker answers one connection's requests in order, so a request without a response before later ones "
+    "were answered lost its response: in the network, or in the capture (see capture.lost-segments). Requests "
+    "still waiting when a connection closed are not counted: that is a client closing during a long poll.",
+    "If the capture lost nothing, look at the client's request.timeout.ms and retries in the same window.",
+    (Threshold("threshold", 1, "requests", "at least this many requests skipped"),),
+)
+SASL_FAILED = Rule(
+    "protocol.sasl-failed",
+    "error",
+    "SASL authentication failed.",
+    "SaslHandshake or SaslAuthenticate answered with an error (a mechanism the broker does not enable, wrong "
+    "credentials, an expired token): the client cannot work and usually retries in a loop.",
+    "Check the client's sasl.mechanism against the broker's sasl.enabled.mechanisms, and the credentials; "
+    "the broker's authentication log tells which principal failed.",
+    (Threshold("threshold", 1, "exchanges", "at least this many failed authentications"),),
+)
+
+
+def removed(api_key: int | None, version: int | None) -> bool:
+    return api_key in REMOVED_IN_4 and version is not None and version <= REMOVED_IN_4[api_key]
+
+
+class Protocol(Family):
+    RULES = (CLIENTS, REMOVED, UNSUPPORTED, ABOVE, CHURN, METADATA_STORM, UNANSWERED, SASL_FAILED)
+
+    def __init__(self, settings: Settings, scope: Scope) -> None:
+        super().__init__(settings, scope)
+        self.software: dict[int, str] = {}
+        """Connection id -> the client software its ApiVersions request named."""
+        self.clients: dict[str, dict] = {}
+        self.client_trails: dict[str, Trail] = {}
+        self.removed: dict[str, Trail] = {}
+        self.removed_versions: dict[str, set[tuple[int, int]]] = {}
+        self.unsupported = Trail(self.scope)
+        self.advertised: dict[int, dict[int, tuple[int, int]]] = {}
+        self.above = Trail(self.scope)
+        self.started: set[int] = set()
+        self.churn: dict[str, Window] = {}
+        self.churn_trails: dict[str, Trail] = {}
+        self.metadata: dict[str, Window] = {}
+        self.metadata_trails: dict[str, Trail] = {}
+        self.waiting: dict[int, list[Exchange]] = {}
+        """Connection id -> its unanswered exchanges, until a later answer shows them skipped."""
+        self.unanswered = Trail(self.scope)
+        self.sasl = Trail(self.scope)
+
+    def exchange(self, exchange: Exchange) -> None:
+        key, version, connection = exchange.api_key, exchange.api_version, exchange.connection.id
+        if key is None or version is None:
+            return
+        request = fields(exchange.request)
+        if key == API_VERSIONS:
+            self._api_versions(exchange, request)
+        name = self.software.get(connection) or f"client id {exchange.client_id or '(none)'}"
+        client = self.clients.setdefault(name, {"ids": set(), "apis": {}, "exchanges": 0})
+        client["exchanges"] += 1
+        client["ids"].add(exchange.client_id or "(none)")
+        client["apis"].setdefault(key, set()).add(version)
+        self.client_trails.setdefault(name, Trail(self.scope)).add(exchange)
+        if removed(key, version):
+            self.removed.setdefault(name, Trail(self.scope)).add(exchange)
+            self.removed_versions.setdefault(name, set()).add((key, version))
+        answer = codes(exchange.response)
+        if UNSUPPORTED_VERSION in answer and key != API_VERSIONS:
+            self.unsupported.add(exchange)
+        if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and answer:
+            self.sasl.add(exchange)
+        bounds = self.advertised.get(connection, {}).get(key)
+        if bounds is not None and not bounds[0] <= version <= bounds[1]:
+            self.above.add(exchange)
+        who = exchange.client_id or "(none)"
+        if connection not in self.started:
+            self.started.add(connection)
+            if self.churn.setdefault(who, Window(MINUTE)).add(exchange.ts) > self.threshold(CHURN):
+                self.churn_trails.setdefault(who, Trail(self.scope)).add(exchange)
+        if key == METADATA and self.metadata.setdefault(who, Window(MINUTE)).add(exchange.ts) > self.threshold(METADATA_STORM):
+            self.metadata_trails.setdefault(who, Trail(self.scope)).add(exchange)
+        self._order(exchange)
+
+    def _api_versions(self, exchange: Exchange, request) -> None:
+        connection = exchange.connection.id
+        if request is not None and isinstance(request.get("ClientSoftwareName"), str):
+            self.software[connection] = f"{request.get('ClientSoftwareName')} {request.get('ClientSoftwareVersion') or ''}".strip()
+        response = fields(exchange.response)
+        if response is not None and response.get("ErrorCode") == 0:
+            self.advertised[connection] = {
+                entry.get("ApiKey"): (entry.get("MinVersion"), entry.get("MaxVersion")) for entry in each(response, "ApiKeys")
+            }
+
+    def _order(self, exchange: Exchange) -> None:
+        """Unanswered requests count once a later request of the same connection is answered."""
+        connection = exchange.connection.id
+        if exchange.status == "unanswered":
+            self.waiting.setdefault(connection, []).append(exchange)
+        elif exchange.response is not None and exchange.request is not None and connection in self.waiting:
+            for skipped in self.waiting.pop(connection):
+                if skipped.ts < exchange.ts:
+                    self.unanswered.add(skipped)
+
+    def ended(self, end: ConnectionEnd) -> None:
+        """What was kept per connection goes with it."""
+        for table in (self.waiting, self.advertised, self.software):
+            table.pop(end.connection.id, None)
+        self.started.discard(end.connection.id)
+
+    def findings(self) -> Iterator[Finding]:
+        for name, client in sorted(self.clients.items()):
+            trail = self.client_trails[name]
+            if trail and client["exchanges"] >= self.threshold(CLIENTS):
+                apis = ", ".join(f"{API_NAMES.get(k, k)} v{_versions(v)}" for k, v in sorted(client["apis"].items()))
+                named = "" if name.startswith("client id ") else f" (client ids {', '.join(sorted(client['ids']))})"
+                yield CLIENTS.finding(f"{name}{named}: {apis}", trail.evidence())
+        for name, trail in sorted(self.removed.items()):
+            if trail and trail.count >= self.threshold(REMOVED):
+                versions = ", ".join(f"{API_NAMES.get(k, k)} v{v}" for k, v in sorted(self.removed_versions[name]))
+                yield REMOVED.finding(f"{name} will stop working on Kafka 4.0: {versions}", trail.evidence())
+        simple = ((UNSUPPORTED, self.unsupported, "request"), (ABOVE, self.above, "request"), (UNANSWERED, self.unanswered, "request"))
+        for rule, trail, noun in simple:
+            if trail and trail.count >= self.threshold(rule):
+                yield rule.finding(f"{plural(trail.count, noun)}: {rule.summary[0].lower()}{rule.summary[1:]}", trail.evidence())
+        if self.sasl and self.sasl.count >= self.threshold(SASL_FAILED):
+            yield SASL_FAILED.finding(f"{plural(self.sasl.count, 'authentication')} failed", self.sasl.evidence())
+        for who, trail in sorted(self.churn_trails.items()):
+            if trail:
+                yield CHURN.finding(f"{who}: up to {self.churn[who].peak} new connections a minute", trail.evidence())
+        for who, trail in sorted(self.metadata_trails.items()):
+            if trail:
+                yield METADATA_STORM.finding(f"{who}: up to {self.metadata[who].peak} Metadata requests a minute", trail.evidence())
+
+
+def _versions(versions: set[int]) -> str:
+    ordered = sorted(versions)
+    return (
+        str(ordered[0])
+        if len(ordered) == 1
+        else f"{ordered[0]}-{ordered[-1]}"
+        if ordered[-1] - ordered[0] + 1 == len(ordered)
+        else ",".join(map(str, ordered))
+    )

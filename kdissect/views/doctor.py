@@ -1,0 +1,78 @@
+"""The doctor's report on a terminal: findings grouped by severity, each with its explanation, advice and
+evidence; `--explain ID` and the list of rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kdissect.doctor.finding import SEVERITIES, Finding
+from kdissect.doctor.rule import Rule
+from kdissect.doctor.trail import where
+from kdissect.views.terminal import stamp
+
+STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def evidence_lines(finding: Finding) -> list[str]:
+    e = finding.evidence
+    lines = []
+    if e.exchanges:
+        more = f" (of {e.exchange_count})" if e.exchange_count > len(e.exchanges) else ""
+        lines.append(f"exchanges {', '.join(map(str, e.exchanges))}{more}")
+    for label, items in (
+        ("connections", [str(c) for c in e.connections]),
+        ("client ids", list(e.client_ids)),
+        ("groups", list(e.groups)),
+        ("partitions", [where(t, p) for t, p in e.partitions]),
+    ):
+        if items:
+            lines.append(f"{label} {', '.join(items)}")
+    if e.first_ts is not None and e.last_ts is not None:
+        lines.append(f"from {stamp(e.first_ts)} to {stamp(e.last_ts)} UTC")
+    return lines
+
+
+def print_findings(findings: Iterable[Finding], console: Console, capture: str = "FILE", brief: bool = False) -> None:
+    """Worst first. `brief` leaves out the explanations and advice (the section of `stats`)."""
+    findings = list(findings)
+    if not findings:
+        console.print("No findings.", soft_wrap=False)
+        return
+    for severity in reversed(SEVERITIES):
+        these = [f for f in findings if f.severity == severity]
+        if not these:
+            continue
+        console.print(f"[{STYLES[severity]}]{severity.upper()}[/] ({len(these)})", soft_wrap=False)
+        for finding in these:
+            console.print(f"  [{STYLES[severity]}]{finding.id}[/]  {escape(finding.title)}", soft_wrap=False)
+            if not brief:
+                console.print(f"    {escape(finding.explanation)}", style="dim", soft_wrap=False)
+                console.print(f"    [bold]advice[/] {escape(finding.advice)}", soft_wrap=False)
+            for line in evidence_lines(finding):
+                console.print(f"    {escape(line)}", soft_wrap=False)
+            if finding.evidence.exchanges and not brief:
+                opener = f"kdissect show {escape(capture)} --exchange {finding.evidence.exchanges[0]}"
+                console.print(f"    [dim]open one: {opener}[/]", soft_wrap=False)
+        console.print()
+
+
+def print_rule(rule: Rule, console: Console) -> None:
+    console.print(f"[bold]{rule.id}[/] ({rule.severity}): {escape(rule.summary)}", soft_wrap=False)
+    console.print(escape(rule.explanation), soft_wrap=False)
+    console.print(f"[bold]advice[/] {escape(rule.advice)}", soft_wrap=False)
+    for t in rule.thresholds:
+        setting = f"[bold]--set {rule.id}.{t.name}=N[/] ({escape(t.unit)}, default {t.default:g})"
+        console.print(f"{setting}: {escape(t.meaning)}", soft_wrap=False)
+
+
+def print_rules(rules: Iterable[Rule], console: Console) -> None:
+    table = Table(title="Findings the doctor knows", title_justify="left", title_style="bold", header_style="bold")
+    for name in ("id", "severity", "what it looks for"):
+        table.add_column(name)
+    for rule in rules:
+        table.add_row(rule.id, rule.severity, rule.summary)
+    console.print(table)
