@@ -47,7 +47,7 @@ def show(
             from kdissect.views.console import make_console
             from kdissect.views.detail import DetailView
 
-            console, view = make_console(stream), DetailView(hexdump)
+            console, view = make_console(stream), DetailView(hexdump, common.options.show_secrets)
             emit = lambda ex: console.print(view.render(ex))
         for event in make_dissector(replace(common.options, spans=hexdump)).run(packets(source, common.quiet)):
             if not isinstance(event, Exchange) or not wanted.matches(event):

@@ -6,6 +6,7 @@ from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, new_body, unknown_api
+from kdissect.decode.redaction import redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Message, RequestHeader, new_message
@@ -64,6 +65,8 @@ class Decoder:
                 if found.topic_ids and direction == "response":
                     self.topic_names.update(found.topic_ids)
                 errors, records = tuple(found.errors), tuple(found.records)
+                if found.secrets and not self.show_secrets:
+                    redact(found.secrets)
                 topics, groups = tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
         body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
         return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)

@@ -12,7 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kdissect.decode.body import Body
-from kdissect.decode.redaction import Redacted
+from kdissect.decode.redaction import Redacted, carries_secrets
 from kdissect.events import Exchange, Message, RequestHeader
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
@@ -60,8 +60,9 @@ def scalar(name: str, value: Any) -> Text:
 
 
 class DetailView:
-    def __init__(self, hexdump: bool) -> None:
+    def __init__(self, hexdump: bool, show_secrets: bool = False) -> None:
         self.hexdump = hexdump
+        self.show_secrets = show_secrets
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
@@ -80,7 +81,8 @@ class DetailView:
                 continue
             tree.add(self._message(side, message))
             if self.hexdump:
-                dumps.append(self._dump(side, message))
+                unknown = not self.show_secrets and carries_secrets(exchange.api_key) and not _decoded(message)
+                dumps.append(self._dump(side, message, unknown))
         return Group(tree, *dumps)
 
     def _message(self, side: str, message: Message) -> Tree:
@@ -240,12 +242,14 @@ class DetailView:
             child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
 
     @staticmethod
-    def _dump(side: str, message: Message) -> RenderableType:
-        """The frame's bytes, 16 to a line, with redacted fields masked."""
+    def _dump(side: str, message: Message, secret_body: bool) -> RenderableType:
+        """The frame's bytes, 16 to a line, with redacted fields masked; with `secret_body`, all after the header."""
         data = message.frame.data
         masked: set[int] = set()
         body = message.body if isinstance(message.body, Body) else None
-        if body is not None and body.fields is not None:
+        if secret_body:
+            masked.update(range(message.header.length if message.header else 0, len(data)))
+        elif body is not None and body.fields is not None:
             for span in _secret_spans(body.fields):
                 if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
                     masked.update(range(message.header.length if message.header else 0, len(data)))
@@ -257,6 +261,16 @@ class DetailView:
             chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, min(at + 16, len(data)))]
             lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
         return Group(*lines)
+
+
+def _decoded(message: Message) -> bool:
+    """Whether the body was read whole, so that each secret's span in the frame is known."""
+    body = message.body
+    return (
+        isinstance(body, Body)
+        and body.fields is not None
+        and not any(d.code in ("body.malformed", "body.trailing-bytes") for d in message.diagnostics)
+    )
 
 
 def _secret_spans(struct: Struct) -> list[tuple[int, int] | None]:
