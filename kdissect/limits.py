@@ -32,6 +32,16 @@ class Limits:
     """Decompressed bytes of one record batch (or legacy wrapper message); a bomb stops here."""
     max_decompressed_exchange: int = 512 * MiB
     """Decompressed bytes across all batches of one request or response."""
+    max_records_batch: int = 100_000
+    """Records decoded into values per record batch (or compressed legacy wrapper); past it the rest are counted
+    from the batch's header and named by a `records.not-shown` diagnostic, never built."""
+    max_records_exchange: int = 200_000
+    """Records, legacy messages and batches built per request or response, across all its records fields; past it
+    batches are framed and counted only. With the JSON of each, about 1 KB apiece stays held while it is written."""
+    max_records_capture: int = 20_000_000
+    """The same across the whole capture (bounds the time a capture of tiny compressed records can take)."""
+    max_array_elements: int = 200_000
+    """Elements kept per array of a message body; the rest are read (so what follows still decodes) and counted."""
     max_nesting: int = 8
     """Depth of message sets nested in compressed wrapper messages."""
     max_fragment_bytes: int = 4 * MiB

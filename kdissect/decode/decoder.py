@@ -26,16 +26,32 @@ class Decoder:
     def __init__(self, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = CompiledBodies(self._records, spans)
+        self.bodies = CompiledBodies(self._records, spans, limits.max_array_elements, self._cut)
+        self._cuts: list[tuple[str, int]] = []
+        """Arrays of the body being decoded that had more elements than were kept."""
         self._budget: Budget | None = None
         self._found: list[tuple[int, RecordSet]] = []
+        self.records_left = self.limits.max_records_capture
+        """Records the rest of the capture may build (`Limits.max_records_capture`)."""
+        self._granted = 0
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
         self._teaching: dict[tuple[int, int], bool] = {}
 
+    def _cut(self, field: str, count: int) -> None:
+        self._cuts.append((field, count))
+
+    def _cut_diagnostics(self, start: int) -> list[Diagnostic]:
+        keep = self.limits.max_array_elements
+        told = f"elements, the first {keep} kept (max_array_elements)"
+        out = [Diagnostic("body.array-cut", f"{field}: {count} {told}", "warning", "frame", start) for field, count in self._cuts]
+        self._cuts = []
+        return out
+
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
         if self._budget is None:  # one per message, made when its first records field is met
-            self._budget = Budget(self.limits.max_decompressed_exchange)
+            self._budget = Budget(self.limits.max_decompressed_exchange, min(self.limits.max_records_exchange, self.records_left))
+            self._granted = self._budget.records
         records = decode_records(buf[start:end], limits=self.limits, budget=self._budget)
         if records.diagnostics:
             self._found.append((start, records))
@@ -52,6 +68,10 @@ class Decoder:
             return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
         self._budget = None
         fields, diagnostics = self.bodies.run(target, version, message.frame.data, header.length)
+        if self._budget is not None:
+            self.records_left -= self._granted - self._budget.records
+        if self._cuts:
+            diagnostics += self._cut_diagnostics(header.length)
         if self._found:
             diagnostics += self._records_diagnostics()
         errors = topics = groups = records = ()

@@ -26,7 +26,7 @@ def decode_records(data: bytes | bytearray | memoryview, *, limits: Limits = DEF
     allowance.
     """
     buf = data if type(data) is bytes else bytes(data)
-    ctx = Context(limits, budget if budget is not None else Budget(limits.max_decompressed_exchange))
+    ctx = Context(limits, budget if budget is not None else Budget(limits.max_decompressed_exchange, limits.max_records_exchange))
     batches: list[RecordBatch | LegacyMessage] = []
     truncated = 0
     try:
@@ -53,6 +53,9 @@ def _entries(buf: bytes, ctx: Context, batches: list) -> int:
             return 0
         if end > n:
             return _partial(pos, left, ctx, path)
+        if ctx.budget.records <= 0:
+            return _count_rest(buf, pos, index, ctx)
+        ctx.budget.records -= 1
         magic = buf[pos + 16]
         if magic == 2:
             if size < MIN_LENGTH:
@@ -70,6 +73,25 @@ def _entries(buf: bytes, ctx: Context, batches: list) -> int:
         pos = end
         index += 1
     return 0
+
+
+def _count_rest(buf: bytes, pos: int, index: int, ctx: Context) -> int:
+    """The record budget is spent: frame the remaining entries by their sizes, count them, build nothing."""
+    n, start, counted, tail = len(buf), pos, 0, 0
+    while pos < n:
+        if n - pos < _HEADER_UP_TO_MAGIC:
+            tail = n - pos
+            break
+        _, size = ENTRY.unpack_from(buf, pos)
+        if size < MIN_SIZE[0]:
+            break
+        if pos + 12 + size > n:
+            tail = n - pos
+            break
+        pos += 12 + size
+        counted += 1
+    ctx.not_shown("batches or messages", counted, index, "batch", start, f"batch[{index}]")
+    return tail
 
 
 def _partial(pos: int, left: int, ctx: Context, path: str) -> int:
