@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         command.main(args=argv, prog_name="kdissect", standalone_mode=False)
     except UserError as exc:
-        _fail(str(exc))
+        _fail(str(exc), getattr(exc, "exit_code", EXIT_USAGE))
     except KeyboardInterrupt:
         _exit(130)
     except (BrokenPipeError, PipeClosed):
@@ -85,15 +85,15 @@ def main(argv: list[str] | None = None) -> None:
     _exit(0)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
     print(f"kdissect: error: {message}", file=sys.stderr)
-    _exit(EXIT_USAGE)
+    _exit(code)
 
 
 def _exit(code: int | None) -> None:
     """Exit, quietly even when a reader such as `head` has closed the pipe."""
     try:
         sys.stdout.flush()
-    except (BrokenPipeError, ValueError):
+    except (OSError, ValueError):  # a closed pipe, or output that could not be written and was told already
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(code or 0)
