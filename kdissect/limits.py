@@ -24,10 +24,12 @@ class Limits:
     producer's acks=0 requests would wait, bodies and all, until `max_outstanding_requests`."""
     max_connections: int = 65536
     """Concurrent connections tracked; the least recently active one is evicted past it."""
-    max_buffered_bytes: int = 1024 * MiB
-    """Bytes held across all connections: frames being assembled, segments waiting for holes, undecided probes.
-    Each of these is bounded per stream; this bounds their sum. Past it the connections holding the most are
-    evicted until half of it is free."""
+    max_buffered_bytes: int = 256 * MiB
+    """Memory held across all connections: frames being assembled, segments waiting for holes, undecided probes,
+    requests waiting for responses, and each connection's own objects, priced in bytes with their overhead
+    (`kafka/connection.py`: about 4 KB a connection, 256 bytes a segment, 1 KB plus 8 times its frame a waiting
+    request). Each is bounded per stream; this bounds their sum. Past it the least recently active connections
+    are evicted, with one notice, until half of it is free."""
     max_decompressed_batch: int = 64 * MiB
     """Decompressed bytes of one record batch (or legacy wrapper message); a bomb stops here."""
     max_decompressed_exchange: int = 512 * MiB

@@ -37,6 +37,17 @@ HELD_NOTICES = 64
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
 
+# What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
+# (`Limits.max_buffered_bytes`) prices connections, segments and waiting requests with these.
+CONNECTION_COST = 4096
+"""A connection's own objects: its streams, framers, pairing and session, and its two flow-table entries."""
+SEGMENT_COST = 256
+"""A segment held out of order or in a probe: its tuple, its bytes object, its heap and dictionary entries."""
+REQUEST_COST = 1024
+"""A request waiting for its response, besides its decoded body (priced at `BODY_FACTOR` times its frame)."""
+BODY_FACTOR = 8
+"""A decoded body costs about this many times its frame: a struct and a list per element, a str per name."""
+
 
 class Probe:
     """Holds a direction's bytes while nobody knows yet whether it carries requests or responses."""
@@ -208,6 +219,7 @@ class Connection:
             return
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
+        self.shared.grown += REQUEST_COST + BODY_FACTOR * frame.size
         if pushed:
             self._settle(*pushed)
 
@@ -260,6 +272,23 @@ class Connection:
         for stream in self.streams:
             sink = stream.sink
             total += stream.pending_bytes + (len(sink.buf) if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
+        return total
+
+    def detach(self) -> None:
+        """The dissector forgets this closed connection: break the cycles through its streams' callbacks, so its
+        memory comes back at once rather than at the next full garbage collection (a SYN flood makes thousands)."""
+        self.streams = ()  # type: ignore[assignment]
+
+    def priced(self) -> int:
+        """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
+        request waiting for its response with its decoded body."""
+        total = CONNECTION_COST
+        for stream in self.streams:
+            sink = stream.sink
+            total += stream.pending_bytes + SEGMENT_COST * len(stream.pending)
+            total += len(sink.buf) if isinstance(sink, Framer) else sink.size + SEGMENT_COST * len(sink.items)  # type: ignore[union-attr]
+        for request, _ in self.pairing.outstanding:
+            total += REQUEST_COST + BODY_FACTOR * request.frame.size
         return total
 
     @property

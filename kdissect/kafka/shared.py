@@ -71,6 +71,9 @@ class Shared:
         self.keep = keep
         self.events: list[Event] = []
         self.counters = Counters()
+        self.grown = 0
+        """Memory the connections took on besides the capture's bytes (new connections, waiting requests), priced
+        as `Connection.priced` prices it: the dissector checks its global bound when this and the bytes read add up."""
 
     def new_session(self) -> Any:
         return self.decoder.new_session() if self.decoder is not None else None
