@@ -1,8 +1,9 @@
 """The `kdissect` command: the typer app wiring the commands of commands/, and the one place errors become
 exit codes.
 
-Errors the user can fix (a missing file, a bad option) end in one line on stderr and exit code 2; kdissect
-never shows a traceback for bad input.
+Errors the user can fix (a missing file, a bad option) end in one line on stderr and exit code 2; output that
+cannot be written (a full disk, an I/O error) in one line and exit code 1; kdissect never shows a traceback for
+bad input.
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ class Limits:
     max_records_exchange: int = 200_000
     """Records, legacy messages and batches built per request or response, across all its records fields; past it
     batches are framed and counted only. With the JSON of each, about 1 KB apiece stays held while it is written."""
-    max_records_capture: int = 20_000_000
-    """The same across the whole capture (bounds the time a capture of tiny compressed records can take)."""
+    max_records_capture: int = 1_000_000
+    """The same across the whole capture, besides one record per 8 bytes of frames decoded: a capture earns what
+    its traffic could really carry, so a few MB of tiny records compressed a thousandfold cannot take minutes."""
     max_array_elements: int = 200_000
     """Elements kept per array of a message body; the rest are read (so what follows still decodes) and counted."""
     max_nesting: int = 8

@@ -15,6 +15,10 @@ from kdissect.records.context import Budget
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
 
+FRAME_BYTES_PER_RECORD = 8
+"""A capture earns record budget with its frames: real records take more than 8 compressed bytes each, while a
+payload of tiny records compressed a thousandfold does not earn what it would cost to build."""
+
 
 class Decoder:
     """Implements the core's `CompiledBodies` protocol over the compiled schema decoders.
@@ -32,7 +36,8 @@ class Decoder:
         self._budget: Budget | None = None
         self._found: list[tuple[int, RecordSet]] = []
         self.records_left = self.limits.max_records_capture
-        """Records the rest of the capture may build (`Limits.max_records_capture`)."""
+        """Records the rest of the capture may build: `Limits.max_records_capture`, and one more per
+        `FRAME_BYTES_PER_RECORD` bytes of every frame decoded."""
         self._granted = 0
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
@@ -67,6 +72,7 @@ class Decoder:
             body, diagnostics = unknown_api(api_key, version, message.frame.data, header.length)
             return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
         self._budget = None
+        self.records_left += message.frame.size // FRAME_BYTES_PER_RECORD
         fields, diagnostics = self.bodies.run(target, version, message.frame.data, header.length)
         if self._budget is not None:
             self.records_left -= self._granted - self._budget.records
