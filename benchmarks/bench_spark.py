@@ -24,7 +24,6 @@ import heapq
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -32,28 +31,14 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "benchmarks", "data", "spark")
-BROKER_PORT = 9092
 SPLIT = 16 << 20
-
-
-def _copy(packets, k: int, broker: bytes, start: int, t0: int):
-    """The packets of one capture as copy `k`: client address 10.k.k.2-ish, broker `broker`, times moved."""
-    client = bytes([10, 100 + (k >> 16 & 0x3F), k >> 8 & 0xFF, k & 0xFF])
-    for p in packets:
-        data = bytearray(p.data)
-        if len(data) >= 38 and data[12:14] == b"\x08\x00" and data[14] >> 4 == 4:
-            sport = struct.unpack_from("!H", data, 34)[0]
-            if sport == BROKER_PORT:
-                data[26:30], data[30:34] = broker, client
-            else:
-                data[26:30], data[30:34] = client, broker
-        yield p._replace(ts=p.ts - start + t0, data=bytes(data))
 
 
 def generate(mb: int, files: int = 2) -> list[str]:
     """~`mb` MB of captures in `files` files under benchmarks/data/spark; reused when already there."""
     from kdissect.capture import open_capture
     from kdissect.capture.writer import PcapWriter
+    from kdissect.testing.craft import conversation_copy
 
     os.makedirs(DATA, exist_ok=True)
     names = [os.path.join(DATA, f"broker{j}-{mb}mb.pcap") for j in range(files)]
@@ -74,7 +59,7 @@ def generate(mb: int, files: int = 2) -> list[str]:
             writer = PcapWriter(f, 1, nanosecond=True)
             for k in range(copies):
                 start = t0 + k * 12_000_000_000
-                streams = [_copy(packets, j * copies + k, broker, packets[0].ts, start) for packets in sources]
+                streams = [conversation_copy(packets, j * copies + k, broker, packets[0].ts, start) for packets in sources]
                 writer.write_all(heapq.merge(*streams, key=lambda p: p.ts))
         os.replace(name + ".part", name)
     return names

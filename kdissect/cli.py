@@ -1,23 +1,25 @@
-"""The `kdissect` command: the typer app wiring the commands of commands/, and the one place errors become
-exit codes.
+"""The `kdissect` command: the typer app wiring the commands of commands/, its help, and the one place errors
+become exit codes.
 
-Errors the user can fix (a missing file, a bad option) end in one line on stderr and exit code 2; output that
-cannot be written (a full disk, an I/O error) in one line and exit code 1; kdissect never shows a traceback for
-bad input.
+Exit codes (README): 0 clean; 1 the capture is damaged (a diagnostic of severity error: a truncated file, a
+gap in a TCP stream) and the output says what is missing, or the output cannot be written (a full disk, an I/O
+error), in one line; 2 a mistake the user can fix (a missing file, a bad option), in one line on stderr, never a
+traceback; 130 interrupted by Ctrl-C after writing what was decoded.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from kdissect import __version__
 from kdissect.commands.live import live
-from kdissect.commands.options import PipeClosed, UserError
+from kdissect.commands.options import ExitStatus, PipeClosed, UserError
 from kdissect.commands.read import read
+from kdissect.commands.records import records
 from kdissect.commands.schema import schema
 from kdissect.commands.show import show
 from kdissect.commands.spark import spark
@@ -26,8 +28,7 @@ from kdissect.commands.stats import stats
 app = typer.Typer(
     name="kdissect",
     help="A Kafka wire-protocol dissector: captures in, Kafka requests and responses out.",
-    add_completion=False,
-    no_args_is_help=True,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -52,17 +53,51 @@ def _root(
     """A Kafka wire-protocol dissector: captures in, Kafka requests and responses out."""
 
 
-for command in (read, show, stats, live, spark, schema):
-    app.command()(command)
+PANELS = ("Arguments", "Input", "Filters", "Output", "Limits", "Options")
+"""The order of the help's sections; options.py names each shared option's section (its `rich_help_panel`)."""
+METAVARS = {"int": "N", "float": "N", "Path": "FILE", "str": "TEXT"}
+"""What a value is called in the help when its option does not say (instead of Python types like <list[str]>)."""
+
+
+class GroupedHelp(typer.core.TyperCommand):
+    """Plain-text help with the options in sections (input, filters, output, limits) and values named for people."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
+                kind = param.bare_type()
+                kind = kind[5:-1] if kind.startswith("list[") else kind  # a list that splits `a,b` says so in its own metavar
+                param.metavar = METAVARS.get(kind, kind.upper())
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))
+            else:
+                sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        for panel in sorted(sections, key=lambda p: PANELS.index(p) if p in PANELS else len(PANELS)):
+            with formatter.section(panel):
+                formatter.write_dl(sections[panel])
+
+
+for command in (read, show, stats, records, live, spark, schema):
+    app.command(cls=GroupedHelp)(command)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the app and turns every user-fixable failure into one line and exit code 2."""
     command = typer.main.get_command(app)
+    if not (sys.argv[1:] if argv is None else argv):
+        argv = ["--help"]  # bare `kdissect`: the help, as an answer rather than an error
     try:
-        command.main(args=argv, prog_name="kdissect", standalone_mode=False)
+        status = command.main(args=argv, prog_name="kdissect", standalone_mode=False)
     except UserError as exc:
         _fail(str(exc), getattr(exc, "exit_code", EXIT_USAGE))
+    except ExitStatus as exc:
+        if exc.message:
+            print(f"kdissect: {exc.message}", file=sys.stderr)
+        _exit(exc.code)
     except KeyboardInterrupt:
         _exit(130)
     except (BrokenPipeError, PipeClosed):
@@ -83,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
         path = getattr(context, "command_path", "kdissect") or "kdissect"
         hint = f" (see '{path} --help')" if type(exc).__name__ != "ClickException" else ""
         _fail(f"{exc.format_message()}{hint}")
-    _exit(0)
+    _exit(status if isinstance(status, int) else 0)  # typer returns 130 for a KeyboardInterrupt it caught
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:

@@ -50,12 +50,18 @@ def test_help_explains_every_command(command):
         (("read", str(ROOT / "README.md")), "not a pcap or pcapng capture"),
         (("read", str(ROOT / "captures")), "is a directory"),
         (("read", str(CAPTURE), "--bogus"), "No such option: --bogus"),
-        (("read",), "Missing argument"),
+        (("read",), "name one capture"),
+        (("read", str(CAPTURE), "-r", str(CAPTURE)), "name one capture"),
+        (("read", str(CAPTURE), "--port", "9092,http"), "give port numbers"),
+        (("read", str(CAPTURE), "-c", "0"), "--count"),
+        (("records", str(CAPTURE), "-f", "%q"), "unknown token %q"),
+        (("records", str(CAPTURE), "--direction", "sideways"), "choose produce or fetch"),
+        (("show", str(CAPTURE), "--exchange", "x"), "--exchange x: give numbers"),
         (("read", str(CAPTURE), "--api", "Nope"), "unknown API 'Nope'"),
         (("read", str(CAPTURE), "--version", "x-y"), "bad version"),
         (("read", str(CAPTURE), "--min-latency", "-1"), "--min-latency"),
         (("show", str(CAPTURE)), "say which exchanges to show"),
-        (("show", str(CAPTURE), "-e", "99999"), "no exchange in the capture matches"),
+        (("show", str(CAPTURE), "--exchange", "99999"), "no exchange in the capture matches"),
         (("bogus",), "No such command 'bogus'"),
         (("schema", "--source", "Fetch:99"), "give API[:VERSION"),
         (("read", str(CAPTURE), "--limit", "no_such_bound=3"), "give NAME=VALUE"),
@@ -87,7 +93,8 @@ def test_empty_and_truncated_captures(tmp_path):
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(CAPTURE.read_bytes()[:20000])
     done = kdissect("read", cut)
-    assert done.returncode == 0 and b"pcap.truncated" in done.stdout
+    assert done.returncode == 1 and b"pcap.truncated" in done.stdout  # decoded, with damage: exit status 1
+    assert done.stderr.decode().startswith("kdissect: warning: the capture is damaged (pcap.truncated")
 
 
 def test_read_text_shows_exchanges_flows_and_errors():
@@ -108,7 +115,7 @@ def test_read_json_streams_one_object_per_exchange_and_filters_apply():
     errors = [json.loads(line) for line in kdissect("read", CAPTURE, "--json", "--errors").stdout.splitlines()]
     assert errors and all(e["errors"] for e in errors)
     slow = [json.loads(line) for line in kdissect("read", CAPTURE, "--json", "--min-latency", "1000").stdout.splitlines()]
-    assert slow and all(e["latency_ms"] >= 1000 for e in slow)
+    assert slow and all(e["status"] == "unanswered" or e["latency_ms"] >= 1000 for e in slow)
     topic = [json.loads(line) for line in kdissect("read", PRODUCE, "--json", "--topic", "codecs", "--version", "10").stdout.splitlines()]
     assert topic and all("codecs" in e["topics"] and e["api_version"] == 10 for e in topic)
 
@@ -197,13 +204,13 @@ def test_a_full_disk_is_one_line_and_status_1():
 
 
 def test_show_selects_by_exchange_correlation_id_and_packet():
-    by_id = kdissect("show", CAPTURE, "-e", "17").stdout.decode()
+    by_id = kdissect("show", CAPTURE, "--exchange", "17").stdout.decode()
     assert by_id.startswith("Exchange 17  JoinGroup v7") and "Metadata (read by kdissect)" in by_id
     by_frame = kdissect("show", CAPTURE, "--frame", "78").stdout.decode()
     assert by_frame.startswith("Exchange 17 ")
-    by_correlation = kdissect("show", CAPTURE, "-c", "3", "--connection", "7").stdout.decode()
+    by_correlation = kdissect("show", CAPTURE, "--correlation-id", "3", "--connection", "7").stdout.decode()
     assert "Exchange 17 " in by_correlation
-    hexed = kdissect("show", CAPTURE, "-e", "17", "--hex").stdout.decode()
+    hexed = kdissect("show", CAPTURE, "--exchange", "17", "-x").stdout.decode()
     assert "@26-39 [0d 6b 64 72" in hexed and "Request frame bytes" in hexed
 
 

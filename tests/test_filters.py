@@ -487,7 +487,7 @@ def test_fixed_options_are_shorthands_of_the_language():
         ("--topic", 'topic in {"a\\"b"}'),
         ("--errors", "error or diagnostic"),
         ("--connection", "connection in {1, 2}"),
-        ("--min-latency", "latency_ms >= 1.5"),
+        ("--min-latency", "(latency_ms >= 1.5 or status == unanswered)"),
     ]
     compile_filter(parts)  # every one compiles
     for bad, says in ((dict(api="Nope"), "--api: unknown API 'Nope'"), (dict(version="7-3"), "--version: bad version '7-3'")):

@@ -39,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
     "commands": CORE_STAGES | {"dissector", "views", "pipeline", "filter"},
     "cli": {"commands"},
+    "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
     "testing": CORE_STAGES | {"dissector"},
     "__init__": set(),

@@ -4,7 +4,8 @@ Each example block is preceded by a marker naming where it comes from:
 
     <!-- example: CAPTURE SELECTOR [drop=PACKET] -->
 
-SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based) or `stats=TABLE`; `drop=P`
+SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based), `record=N` (the N-th line of
+`kdissect records --json`), `stats=TABLE` or `api=KEY` (`kdissect schema --json`, whatever the capture); `drop=P`
 removes packet P before dissecting (to show a gap). `python tests/test_json_docs.py` rewrites the examples.
 """
 
@@ -24,6 +25,8 @@ from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.views import json_lines
+from kdissect.views.record_stream import exchange_records
+from kdissect.views.schema_table import rows as schema_rows
 from kdissect.views.stats import Stats
 
 DOC = ROOT / "docs" / "json.md"
@@ -40,6 +43,11 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         return json_lines.connection_end_json(next(e for e in events if isinstance(e, ConnectionEnd) and e.connection.id == int(which)))
     if kind == "notice":
         return json_lines.notice_json([e for e in events if isinstance(e, Notice)][int(which) - 1])
+    if kind == "record":
+        streamed = [r for e in events if isinstance(e, Exchange) for r in exchange_records(e)]
+        return json_lines.streamed_record_json(streamed[int(which) - 1])
+    if kind == "api":
+        return next(row for row in schema_rows() if row["api_key"] == int(which))
     stats = Stats()
     for event in events:
         if isinstance(event, Exchange):
@@ -54,7 +62,7 @@ def examples() -> list[tuple[str, str, str, str | None, str]]:
 
 def test_the_document_has_an_example_of_every_shape():
     kinds = {kind for _, kind, _, _, _ in examples()}
-    assert kinds == {"exchange", "connection", "notice", "stats"}
+    assert kinds == {"exchange", "connection", "notice", "record", "stats", "api"}
 
 
 @pytest.mark.parametrize("capture,kind,which,drop,shown", examples(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")

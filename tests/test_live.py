@@ -278,10 +278,10 @@ def test_loopback_packets_are_seen_once_and_backends_agree():
 
 
 @needs_capture
-def test_count_stops_the_capture(tmp_path):
+def test_packets_stops_the_capture(tmp_path):
     server = listening_server()
     port = server.getsockname()[1]
-    proc = Proc(live_command("-i", "lo", "-p", str(port), "--count", "5", "-w", str(tmp_path / "five.pcap"), "--json"))
+    proc = Proc(live_command("-i", "lo", "-p", str(port), "--packets", "5", "-w", str(tmp_path / "five.pcap"), "--json"))
     try:
         proc.wait_for(f"kdissect: listening on lo, link type Ethernet, filter 'tcp port {port}'")
         tcp_exchange(server, messages=3)  # more than 5 packets

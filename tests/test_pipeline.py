@@ -274,7 +274,7 @@ def assert_same_as_cli(out: dict, paths: list[str], rename: dict[str, str] | Non
         assert Counter((tuple(sorted(r["topics"]))) for r in got["exchange"]) == want_topics, path
         want_records = Counter(r for e in exchanges for r in cli_records(e))
         got_records = Counter(
-            (r["direction"], r["partition"], r["offset"], r["timestamp"], r["key"], r["value"])
+            (r["direction"], r["partition"], r["record_offset"], r["timestamp"], r["key"], r["value"])
             + (tuple((h["key"], h["value"]) for h in r["headers"]),)
             for r in got["record"]
         )
@@ -291,11 +291,13 @@ def assert_same_as_cli(out: dict, paths: list[str], rename: dict[str, str] | Non
         by_source = defaultdict(list)
         for d in got["diagnostic"]:
             by_source[d["source"]].append(d)
-        of_exchanges = [(d["code"], d["message"], d["scope"], d["offset"]) for d in by_source["request"] + by_source["response"]]
+        of_exchanges = [(d["code"], d["message"], d["scope"], d["scope_offset"]) for d in by_source["request"] + by_source["response"]]
         assert Counter(of_exchanges) == exchange_diagnostics, path
-        of_streams = [(d["code"], d["message"], d["scope"], d["offset"], d["packet"]) for d in by_source["stream"] + by_source["packet"]]
+        of_streams = [
+            (d["code"], d["message"], d["scope"], d["scope_offset"], d["packet"]) for d in by_source["stream"] + by_source["packet"]
+        ]
         assert Counter(of_streams) == Counter(notices), path
-        assert Counter((d["code"], d["message"], d["offset"]) for d in by_source["file"]) == Counter(files), path
+        assert Counter((d["code"], d["message"], d["scope_offset"]) for d in by_source["file"]) == Counter(files), path
 
 
 def test_stages_without_spark_match_the_cli_on_every_capture():
@@ -406,22 +408,8 @@ def test_exchange_ids_are_the_first_packet_and_stream_offset():
 # the Spark job
 
 
-def _spark_missing() -> str | None:
-    try:
-        from kdissect.pipeline.session import SparkUnavailable, check_java, check_pyspark
-
-        check_pyspark()
-        check_java()
-    except SparkUnavailable as exc:
-        return str(exc)
-    return None
-
-
 @pytest.fixture(scope="module")
-def spark():
-    missing = _spark_missing()
-    if missing:
-        pytest.skip(f"Spark tests skipped: {missing}")
+def spark(spark_ready):
     from kdissect.pipeline.session import start
 
     session = start("local[2]")

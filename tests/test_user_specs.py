@@ -56,9 +56,10 @@ def kdissect(*args: Any) -> subprocess.CompletedProcess:
     )
 
 
-def exchanges(*args: Any) -> list[dict]:
+def exchanges(*args: Any, status: int = 0) -> list[dict]:
+    """`read --json`'s exchanges; `status` is the exit status the run must end with (1: the capture is damaged)."""
     done = kdissect("read", *args, "--json", "-q")
-    assert done.returncode == 0, done.stderr.decode()
+    assert done.returncode == status, done.stderr.decode()
     lines = done.stdout.decode().split("\n")[:-1]  # not splitlines(): a JSON string may hold U+2028 or U+0085 as it is
     return [e for e in map(json.loads, lines) if e["type"] == "exchange"]
 
@@ -241,7 +242,7 @@ def test_draft_apis_are_recognised_off_the_kafka_port_and_after_a_cut(drafts, tm
     for found in by_connection.values():
         for exchange, (api, request, response, _) in zip(found, rich):
             check_exchange(exchange, api, api.max_version, request, response)
-    without = exchanges(capture)  # the built-in tables alone: not Kafka on port 30001, no request found on 9092
+    without = exchanges(capture, status=1)  # the built-in tables alone: not Kafka on port 30001, no request found on 9092
     assert not any(e["status"] == "ok" or e["api_key"] in KEYS.values() for e in without)
 
 
@@ -364,7 +365,7 @@ def test_a_version_added_to_a_built_in_api_decodes_beside_the_built_in_ones(hear
         token = request.get("Token") if version == 5 else None
         if token:  # a user's field named like a credential is one: redacted unless --show-secrets
             assert exchange["request"]["body"]["Token"] == {"redacted": True, "size": len(token)}
-    without = exchanges(capture)
+    without = exchanges(capture, status=1)  # v5 read as v4: malformed bodies
     assert [(e["request"]["schema_version"], e["request"]["assumed_version"]) for e in without] == [(4, True), (4, False), (4, True)]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import sys
 import zlib
 from typing import BinaryIO, Iterator
 
@@ -101,6 +102,52 @@ class ZstdStream:
         return b"".join(parts)
 
 
+class Unread:
+    """A stream that cannot seek (a pipe, a socket, `tcpdump -w -`) made to start again once, after its first
+    bytes were read to learn its container; it counts the bytes read, for the progress display."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._kept = b""
+        self._replay: bytes | None = None
+        self._read = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if self._replay:
+            data, self._replay = self._replay[:n] if n >= 0 else self._replay, self._replay[n:] if n >= 0 else b""
+        else:
+            data = self._raw.read(n)
+            if self._replay is None:
+                self._kept += data
+        self._read += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if offset != 0 or whence != 0 or self._replay is not None:
+            raise OSError("a pipe can only start again once, from its beginning")
+        self._replay, self._kept, self._read = self._kept, b"", 0
+        return 0
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._read
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._raw.closed
+
+
 class CaptureFile:
     """A capture being read: its format, its packets, and what was odd about it.
 
@@ -123,6 +170,8 @@ class CaptureFile:
             raw.seek(first)
             stream, self.compression, errors, magic = raw, None, STREAM_ERRORS, prefix[:4]
         else:
+            if not raw.seekable():
+                raw = self._raw = Unread(raw)
             head = raw.read(4)
             raw.seek(0)
             stream, self.compression, errors = _decompressing(raw, head)
@@ -196,9 +245,18 @@ def _size_of(raw: BinaryIO) -> int:
         return 0
 
 
+STDIN = "-"
+"""The name that reads standard input (`tcpdump -w - | kdissect read -`)."""
+
+
 def open_capture(path: str | os.PathLike[str]) -> CaptureFile:
-    """Open a capture for streaming; CaptureError names what is wrong with a path that is not one."""
+    """Open a capture for streaming; CaptureError names what is wrong with a path that is not one. `-` is standard
+    input; a pipe or any stream that cannot seek is read as it comes, pcap or pcapng, compressed or not."""
     name = os.fspath(path)
+    if name == STDIN:
+        if sys.stdin.isatty():
+            raise CaptureError("standard input is a terminal, not a capture: pipe one in (tcpdump -U -w - | kdissect read -)")
+        return _open_stream(os.fdopen(os.dup(sys.stdin.fileno()), "rb"), "standard input")
     if os.path.isdir(name):
         raise CaptureError(f"{name}: is a directory, not a capture file")
     try:
@@ -207,6 +265,10 @@ def open_capture(path: str | os.PathLike[str]) -> CaptureFile:
         raise CaptureError(f"{name}: no such file") from None
     except OSError as exc:
         raise CaptureError(f"{name}: {exc.strerror or exc}") from None
+    return _open_stream(raw, name)
+
+
+def _open_stream(raw: BinaryIO, name: str) -> CaptureFile:
     try:
         return CaptureFile(raw, name)
     except CaptureError:

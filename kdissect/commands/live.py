@@ -1,19 +1,17 @@
 """`kdissect live`: sniff an interface and dissect Kafka as it happens.
 
-`live` takes `read`'s shared options (commands/options.py), plus the capture's own: `--interface`, `--bpf`,
-`--write`, `--count`, `--duration`, `--promisc`; cli.py registers it.
+`live` takes `read`'s shared options (commands/options.py) with `--count` (exchanges), plus the capture's own:
+`--interface`, `--bpf`, `--write`, `--packets`, `--duration`, `--promisc`; cli.py registers it.
 
 The loop is single-threaded: it waits on the capture socket and on a wake-up pipe for signals, reads what
 is ready, feeds the packets to the core in capture order and hands the events to the JSON writer or the
-view. SIGINT (Ctrl-C) and SIGTERM end the session like `--count` and `--duration` do: the core settles the
+view. SIGINT (Ctrl-C) and SIGTERM end the session like `--count`, `--packets` and `--duration` do: the core settles the
 open connections and the final summary is printed; exit status 0. A second Ctrl-C quits at once.
 """
 
 from __future__ import annotations
 
 import select
-import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect.commands.options import Common, PipeClosed, UserError, takes
+from kdissect.commands.signals import Stopper
 
 BATCH = 512
 """Packets read per turn of the loop before the view and the stop conditions get a look."""
@@ -34,10 +33,11 @@ TICK = 0.25
     "decoding",
     "filters",
     "output",
+    "count",
     "secrets",
     helps={
-        "port": "A Kafka broker port (repeatable; default 9092). The capture filter is TCP on these ports.",
-        "quiet": "No 'listening on' line and, with --json, no summary on standard error.",
+        "port": "Kafka broker ports (default 9092). The capture filter is TCP on these ports.",
+        "quiet": "The final summary only (no screen updated in place, no 'listening on' line); with --json, no summary on stderr.",
     },
 )
 def live(
@@ -45,18 +45,28 @@ def live(
     interface: Annotated[
         Optional[str],
         typer.Option(
-            "--interface", "-i", help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).", show_default=False
+            "--interface",
+            "-i",
+            metavar="IFACE",
+            help="The network interface to capture on (lo, eth0, ...; `any` for all on Linux).",
+            show_default=False,
         ),
     ] = None,
     bpf: Annotated[
         Optional[str],
         typer.Option(
-            "--bpf", help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094')."
+            "--bpf",
+            metavar="FILTER",
+            help="A capture filter in tcpdump's syntax, instead of TCP on the --port ports (e.g. 'tcp portrange 9092-9094').",
         ),
     ] = None,
     write: Annotated[Optional[Path], typer.Option("--write", "-w", help="Also save the captured packets to this pcap file.")] = None,
-    count: Annotated[Optional[int], typer.Option("--count", "-c", help="Stop after this many packets.", min=1)] = None,
-    duration: Annotated[Optional[float], typer.Option("--duration", "-d", help="Stop after this many seconds.", min=0)] = None,
+    packets: Annotated[
+        Optional[int], typer.Option("--packets", metavar="N", help="Stop after N packets.", rich_help_panel="Limits")
+    ] = None,
+    duration: Annotated[
+        Optional[float], typer.Option("--duration", metavar="SECONDS", help="Stop after this many seconds.", rich_help_panel="Limits")
+    ] = None,
     promisc: Annotated[
         bool, typer.Option("--promisc", help="Put the interface in promiscuous mode (to see traffic of other hosts on a mirror port).")
     ] = False,
@@ -66,9 +76,11 @@ def live(
     ] = False,
 ) -> None:
     """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
-    Ctrl-C, --count or --duration ends the session with the final summary."""
+    Ctrl-C, --count, --packets or --duration ends the session with the final summary."""
     from kdissect.capture.live import LiveError, capture_filter, interfaces, open_live
 
+    if (packets is not None and packets < 1) or (duration is not None and duration < 0):
+        raise UserError("--packets takes a number from 1 up, --duration seconds from 0 up")
     if not interface:
         known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
         raise UserError(f"say which interface to capture on: -i IFACE ({known})")
@@ -87,8 +99,8 @@ def live(
             raise UserError(str(exc)) from None
         try:
             with common.open_output() as stream:
-                session = _Session(capture, common.options, common.wanted, stream, common.json, all_events, pcap, common.quiet)
-                failure = session.run(count, duration)
+                session = _Session(capture, common, stream, all_events, pcap)
+                failure = session.run(packets, duration)
         except BrokenPipeError:
             raise PipeClosed from None
         finally:
@@ -101,69 +113,22 @@ def live(
         raise typer.Exit(1)
 
 
-class _Stopper:
-    """Turns SIGINT and SIGTERM into a request to stop, seen by the loop at once through a wake-up socket.
-
-    A second signal while stopping raises KeyboardInterrupt, so a stuck session can always be left."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.stopping: str | None = None
-        self._reader, self._writer = socket.socketpair()
-        self._reader.setblocking(False)
-        self._writer.setblocking(False)
-        self._saved: dict[int, Any] = {}
-        self._saved_fd: int | None = None
-
-    def fileno(self) -> int:
-        return self._reader.fileno()
-
-    def install(self) -> None:
-        try:
-            self._saved_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
-            for signum in self.SIGNALS:
-                self._saved[signum] = signal.signal(signum, self._handle)
-        except ValueError:  # not the main thread: signals stay as they were
-            self._saved_fd = None
-
-    def _handle(self, signum: int, _frame: Any) -> None:
-        if self.stopping is not None and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.stopping = signal.Signals(signum).name
-
-    def drain(self) -> None:
-        try:
-            while self._reader.recv(64):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
-
-    def restore(self) -> None:
-        for signum, handler in self._saved.items():
-            signal.signal(signum, handler)
-        self._saved.clear()
-        if self._saved_fd is not None:
-            signal.set_wakeup_fd(self._saved_fd)
-            self._saved_fd = None
-        self._reader.close()
-        self._writer.close()
-
-
 class _Session:
     """One live session: the capture, the core, and where the events go."""
 
-    def __init__(
-        self, capture: Any, options: Any, wanted: Any, stream: Any, json_out: bool, all_events: bool, pcap: Any, quiet: bool
-    ) -> None:
+    def __init__(self, capture: Any, common: Common, stream: Any, all_events: bool, pcap: Any) -> None:
         from kdissect.dissector import make_dissector
+        from kdissect.events import Exchange
         from kdissect.views import json_lines
         from kdissect.views.sink import EventSink
 
         self.capture = capture
         self.stream = stream
-        self.quiet = quiet
-        self.dissector = make_dissector(options)
+        self.quiet = common.quiet
+        self.exchanges = common.count
+        """Stop after this many exchanges shown (--count)."""
+        self._exchange = Exchange
+        self.dissector = make_dissector(common.options)
         self.writer = None
         self.pcap_writer = None
         self.pcap = pcap
@@ -173,22 +138,32 @@ class _Session:
             self.pcap_writer = PcapWriter(pcap, capture.linktype, nanosecond=True)
         self.live_view = None
         self.read_view = None
-        if json_out:
+        if common.json:
             self.writer = json_lines.JsonLinesWriter(stream, flush_each=True)
-            self.sink = EventSink(wanted, writer=self.writer, all_events=all_events)
+            self.sink = EventSink(common.wanted, writer=self.writer, all_events=all_events)
         else:
             from kdissect.views.console import make_console
             from kdissect.views.terminal import ReadView
 
             self.console = make_console(stream)
-            self.read_view = ReadView(self.console)
-            self.sink = EventSink(wanted, view=self.read_view)
-            if self.console.is_terminal:
+            self.read_view = ReadView(self.console, rows=not common.quiet)
+            self.sink = EventSink(common.wanted, view=self.read_view)
+            if self.console.is_terminal and not common.quiet:
                 from kdissect.views.live_view import LiveView
 
                 self.live_view = LiveView(self.console, self.sink.summary, capture.interface, capture.linktype, capture.expression)
                 self.sink.view = self.live_view
         self.summary = self.sink.summary
+
+    def handle(self, event: Any) -> None:
+        """Route one event; once --count exchanges were shown, only what the summary needs of the rest."""
+        if self.exchanges is not None and self.summary.shown >= self.exchanges and isinstance(event, self._exchange):
+            return
+        self.sink.add(event)
+
+    @property
+    def counted(self) -> bool:
+        return self.exchanges is not None and self.summary.shown >= self.exchanges
 
     def run(self, count: int | None, duration: float | None) -> str | None:
         """Capture until a stop; returns what went wrong when the capture itself failed, else None."""
@@ -202,13 +177,13 @@ class _Session:
                 file=sys.stderr,
                 flush=True,
             )
-        stopper = _Stopper()
+        stopper = Stopper()
         stopper.install()
         poller = select.poll()
         poller.register(capture.fileno(), select.POLLIN)
         poller.register(stopper.fileno(), select.POLLIN)
         deadline = None if duration is None else time.monotonic() + duration
-        feed, handle = self.dissector.feed, self.sink.add
+        feed, handle = self.dissector.feed, self.handle
         pcap_writer = self.pcap_writer
         stats = capture.stats
         failure = None
@@ -240,7 +215,7 @@ class _Session:
                 # read again at once while packets keep coming; otherwise wait for them
                 wait = 0.0 if len(packets) == limit else TICK
                 now = time.monotonic()
-                if count is not None and stats.packets >= count:
+                if (count is not None and stats.packets >= count) or self.counted:
                     break
                 if deadline is not None and now >= deadline:
                     timed_out = True
@@ -281,7 +256,7 @@ class _Session:
                 if self.pcap_writer is not None:
                     self.pcap_writer.write(packet)
                 for event in self.dissector.feed(packet):
-                    self.sink.add(event)
+                    self.handle(event)
             if len(packets) < limit:
                 return
 

@@ -27,6 +27,16 @@ class UserError(Exception):
     """A problem the user can fix; printed as one line."""
 
 
+class ExitStatus(Exception):
+    """The command has written what it could and ends with this status (cli.py: 1 damaged capture, 130 interrupted);
+    `message`, when there is one, is printed on standard error as one line."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message or f"exit status {code}")
+        self.code = code
+        self.message = message
+
+
 class PipeClosed(Exception):
     """The reader of our output went away (`| head`): stop quietly. Not an OSError, so typer lets it through."""
 
@@ -78,19 +88,70 @@ def _option(name: str, annotation: Any, default: Any = None) -> inspect.Paramete
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-CAPTURE = Annotated[Path, typer.Argument(help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4).", show_default=False)]
-"""The one positional argument of read, show and stats."""
-
 GROUPS: dict[str, list[inspect.Parameter]] = {
+    "capture": [
+        _option(
+            "capture",
+            Annotated[
+                Optional[str],
+                typer.Argument(
+                    metavar="CAPTURE",
+                    help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4); - reads standard input (tcpdump -w -).",
+                    show_default=False,
+                ),
+            ],
+        ),
+        _option(
+            "read_file",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--read-file",
+                    "-r",
+                    metavar="FILE",
+                    help="The capture, as tshark -r takes it (instead of CAPTURE).",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+    ],
+    "count": [
+        _option(
+            "count",
+            Annotated[
+                Optional[int],
+                typer.Option(
+                    "--count",
+                    "-c",
+                    metavar="N",
+                    help="Stop after N exchanges (those the filters let through).",
+                    rich_help_panel="Limits",
+                ),
+            ],
+        ),
+    ],
+    "detail": [
+        _option(
+            "detail",
+            Annotated[
+                bool,
+                typer.Option(
+                    "--detail", "-V", help="Every exchange in full, as a tree of every field (what show prints).", rich_help_panel="Output"
+                ),
+            ],
+            False,
+        ),
+    ],
     "input": [
         _option(
             "port",
             Annotated[
-                Optional[list[int]],
+                Optional[list[str]],
                 typer.Option(
                     "--port",
                     "-p",
-                    help="A Kafka broker port (repeatable; default 9092). Other ports are recognised by their traffic.",
+                    metavar="PORT,...",
+                    help="Kafka broker ports (default 9092). Other ports are recognised by their traffic.",
                     rich_help_panel="Input",
                 ),
             ],
@@ -111,6 +172,7 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                 Optional[list[Path]],
                 typer.Option(
                     "--spec-dir",
+                    metavar="DIR",
                     help="A folder of Kafka message specs (*.json) for APIs or versions kdissect does not know: drafts, "
                     "private APIs, newer versions (repeatable; docs/schema.md). `kdissect schema --check DIR` checks them.",
                     rich_help_panel="Input",
@@ -123,8 +185,9 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                 Optional[list[str]],
                 typer.Option(
                     "--key",
-                    help='NAME=KEY: the API key of a --spec-dir spec whose apiKey is missing or not a number ("TBD"); '
-                    "NAME is its name without Request/Response (repeatable).",
+                    metavar="NAME=KEY,...",
+                    help='The API key of a --spec-dir spec whose apiKey is missing or not a number ("TBD"); '
+                    "NAME is its name without Request/Response.",
                     rich_help_panel="Input",
                 ),
             ],
@@ -135,7 +198,8 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                 Optional[list[str]],
                 typer.Option(
                     "--limit",
-                    help="Change a resource bound, NAME=VALUE (repeatable; VALUE may end in KiB, MiB or GiB), e.g. "
+                    metavar="NAME=VALUE,...",
+                    help="Change resource bounds (VALUE may end in KiB, MiB or GiB), e.g. "
                     f"max_frame_size=1GiB. Bounds and defaults: {_limit_names()}.",
                     rich_help_panel="Limits",
                 ),
@@ -150,6 +214,7 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                 typer.Option(
                     "--filter",
                     "-Y",
+                    metavar="EXPR",
                     help="A display filter, e.g. 'api == Fetch and latency_ms > 100' (repeatable: all must hold; docs/filters.md). "
                     "The options below are shorthands that combine with it.",
                     rich_help_panel="Filters",
@@ -159,18 +224,21 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         _option(
             "api",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Option(
-                    "--api", help="Only these APIs: names or keys, comma-separated (Produce,Fetch or 0,1).", rich_help_panel="Filters"
+                    "--api", metavar="API,...", help="Only these APIs: names or keys (Produce,Fetch or 0,1).", rich_help_panel="Filters"
                 ),
             ],
         ),
         _option(
             "version",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Option(
-                    "--version", "-V", help="Only these API versions: N, N-M, or a comma-separated list.", rich_help_panel="Filters"
+                    "--version",
+                    metavar="N|N-M,...",
+                    help="Only these API versions: N or N-M, e.g. --api Fetch --version 12-13.",
+                    rich_help_panel="Filters",
                 ),
             ],
         ),
@@ -178,21 +246,25 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             "topic",
             Annotated[
                 Optional[list[str]],
-                typer.Option("--topic", help="Only exchanges naming this topic (repeatable).", rich_help_panel="Filters"),
+                typer.Option("--topic", metavar="TOPIC,...", help="Only exchanges naming one of these topics.", rich_help_panel="Filters"),
             ],
         ),
         _option(
             "client_id",
             Annotated[
                 Optional[list[str]],
-                typer.Option("--client-id", help="Only exchanges from this client id (repeatable).", rich_help_panel="Filters"),
+                typer.Option(
+                    "--client-id", metavar="CLIENT_ID,...", help="Only exchanges from one of these client ids.", rich_help_panel="Filters"
+                ),
             ],
         ),
         _option(
             "group",
             Annotated[
                 Optional[list[str]],
-                typer.Option("--group", help="Only exchanges naming this consumer group (repeatable).", rich_help_panel="Filters"),
+                typer.Option(
+                    "--group", metavar="GROUP,...", help="Only exchanges naming one of these consumer groups.", rich_help_panel="Filters"
+                ),
             ],
         ),
         _option(
@@ -203,10 +275,11 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         _option(
             "connection",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Option(
                     "--connection",
-                    help="Only these connections: ids as listed in the flows table, comma-separated.",
+                    metavar="ID,...",
+                    help="Only these connections: ids as the flows table lists them.",
                     rich_help_panel="Filters",
                 ),
             ],
@@ -215,7 +288,12 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             "min_latency",
             Annotated[
                 Optional[float],
-                typer.Option("--min-latency", help="Only exchanges at least this slow, in milliseconds.", min=0, rich_help_panel="Filters"),
+                typer.Option(
+                    "--min-latency",
+                    metavar="MS",
+                    help="Only exchanges at least this slow, in milliseconds, and those never answered.",
+                    rich_help_panel="Filters",
+                ),
             ],
         ),
     ],
@@ -234,7 +312,9 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             "output",
             Annotated[
                 Optional[Path],
-                typer.Option("--output", "-o", help="Write to this file instead of standard output.", rich_help_panel="Output"),
+                typer.Option(
+                    "--output", "-o", metavar="FILE", help="Write to this file instead of standard output.", rich_help_panel="Output"
+                ),
             ],
         ),
         _option(
@@ -244,7 +324,7 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                 typer.Option(
                     "--quiet",
                     "-q",
-                    help="Nothing on standard error but errors: no progress bar, no status lines.",
+                    help="The summary only, as tshark -q: no exchange rows (--json still writes its objects), no progress bar.",
                     rich_help_panel="Output",
                 ),
             ],
@@ -279,6 +359,8 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
     ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
+READS = ("capture", "input", "filters", "output", "count")
+"""The groups of every command that reads a capture file (read, show, stats, records)."""
 OPTIONS = {p.name: p for group in GROUPS.values() for p in group}
 
 
@@ -298,6 +380,13 @@ class Common:
     spec_dirs: tuple[Path, ...] = ()
     keys: tuple[str, ...] = ()
     """--spec-dir and --key as given: for a command that reads them itself (`takes(..., install=False)`)."""
+    capture: str | None = None
+    """The capture to read: a path, or "-" for standard input."""
+    count: int | None = None
+    """Stop after this many exchanges the filters let through."""
+    detail: bool = False
+    topics: tuple[str, ...] = ()
+    """--topic's topics: an exchange can name several, and `records` prints only these topics' records."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -320,6 +409,8 @@ def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = Tru
         @functools.wraps(command)
         def run(**values: Any) -> Any:
             given = {p.name: values.pop(p.name) for p in shared}
+            if "key" in given:
+                given["key"] = split_list(given["key"])
             if not install:
                 return command(make_common(given), **values)
             with specs_installed(given.get("spec_dir"), given.get("key")) as specs:  # before the filters: --api may name them
@@ -369,11 +460,15 @@ def specs_installed(folders: list[Path] | None, keys: list[str] | None) -> Itera
 def make_common(values: dict[str, Any], specs: Any = None) -> Common:
     from kdissect.dissector import DEFAULT_PORTS, Options
 
-    ports = values.get("port")
+    if values.get("count") is not None and values["count"] < 1:
+        raise UserError(f"--count {values['count']}: give a number of exchanges from 1 up")
+    if values.get("min_latency") is not None and values["min_latency"] < 0:
+        raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
+    ports = make_ports(values.get("port"))
     wanted = make_filter(values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
-        limits=make_limits(values.get("limit")),
+        limits=make_limits(split_list(values.get("limit"))),
         reorder=not values.get("no_reorder", False),
         decode=not values.get("headers_only", False),
         show_secrets=values.get("show_secrets", False),
@@ -388,7 +483,33 @@ def make_common(values: dict[str, Any], specs: Any = None) -> Common:
         specs,
         tuple(values.get("spec_dir") or ()),
         tuple(values.get("key") or ()),
+        make_capture(values) if "capture" in values else None,
+        values.get("count"),
+        values.get("detail", False),
+        tuple(split_list(values.get("topic")) or ()),
     )
+
+
+def make_capture(values: dict[str, Any]) -> str:
+    """The capture named by the CAPTURE argument or by -r, exactly one of them."""
+    given = [name for name in (values.get("capture"), values.get("read_file")) if name]
+    if len(given) != 1:
+        raise UserError("name one capture: kdissect read CAPTURE, or -r CAPTURE (- for standard input)")
+    return given[0]
+
+
+def split_list(values: list[str] | None) -> list[str] | None:
+    """A list option's values, each of which may itself be a comma-separated list: --topic a,b --topic c."""
+    if not values:
+        return None
+    return [item.strip() for value in values for item in value.split(",") if item.strip()] or None
+
+
+def make_ports(values: list[str] | None) -> list[int] | None:
+    ports = split_list(values)
+    if ports and not all(p.isdigit() and 0 < int(p) < 65536 for p in ports):
+        raise UserError(f"--port {','.join(ports)}: give port numbers from 1 to 65535")
+    return [int(p) for p in ports] if ports else None
 
 
 SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
@@ -396,14 +517,16 @@ SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connec
 
 def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
     """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`; a UserError (one line
-    with the column, a caret and what was meant) for a mistake."""
+    with the column, a caret and what was meant) for a mistake. A list option's values may each be `a,b`."""
     from kdissect.filter import FilterError, compile_filter
     from kdissect.filter import shorthands as fixed
 
+    given = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
+    given.update({name: ",".join(given[name]) for name in ("api", "version", "connection") if given.get(name)})
     expressions = expressions or []
     labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return compile_filter([*fixed(**shorthands), *zip(labels, expressions)])
+        return compile_filter([*fixed(**given), *zip(labels, expressions)])
     except FilterError as exc:
         raise UserError(str(exc)) from None
 
@@ -447,36 +570,3 @@ def open_output(path: Path | None) -> Iterator[Any]:
             stream.close()
         except OSError:
             pass  # a flush that failed is told above; what close adds is the same failure
-
-
-def open_source(path: Path) -> Any:
-    from kdissect.capture import CaptureError, open_capture
-
-    try:
-        return open_capture(path)
-    except CaptureError as exc:
-        raise UserError(str(exc)) from None
-
-
-def packets(capture: Any, quiet: bool) -> Iterator[Any]:
-    """The capture's packets, with a progress bar on stderr when it is a terminal."""
-    if quiet or not sys.stderr.isatty():
-        yield from capture.packets()
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    _done, total = capture.progress()
-    with Progress(
-        TextColumn("[bold]reading"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task("read", total=total or None)
-        for i, packet in enumerate(capture.packets()):
-            if not i & 0xFFF:
-                progress.update(task, completed=capture.progress()[0])
-            yield packet

@@ -6,15 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import CAPTURE, Common, UserError, open_source, packets, takes
+from kdissect.commands.options import READS, Common, UserError, takes
+from kdissect.commands.reading import Reading
 
 FORMATS = ("text", "json", "fields")
 
 
-@takes("input", "decoding", "filters", "output", "secrets")
+@takes(*READS, "decoding", "detail", "secrets")
 def read(
     common: Common,
-    capture: CAPTURE,
     all_events: Annotated[
         bool,
         typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
@@ -24,6 +24,7 @@ def read(
         typer.Option(
             "--format",
             "-T",
+            metavar="text|json|fields",
             help="text (the default), json (as --json) or fields (one line per exchange with the -e fields, tab-separated).",
             rich_help_panel="Output",
         ),
@@ -33,6 +34,7 @@ def read(
         typer.Option(
             "--field",
             "-e",
+            metavar="FIELD",
             help="With -T fields, a field to write (repeatable): api, latency_ms, request.Acks, count(topic), ... (docs/filters.md).",
             rich_help_panel="Output",
         ),
@@ -42,6 +44,7 @@ def read(
         typer.Option(
             "--field-option",
             "-E",
+            metavar="NAME=VALUE",
             help="With -T fields: separator=/t|/s|C (default tab), aggregator=C (between values of one field, default ','), "
             "header=y|n, quote=n|d|s (repeatable).",
             rich_help_panel="Output",
@@ -49,32 +52,34 @@ def read(
     ] = None,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
-    from kdissect.dissector import make_dissector
     from kdissect.views.sink import EventSink
 
     fields_view = _fields_view(
         output_format or ("fields" if field else "json" if common.json else "text"), common.json, field, field_option
     )
     json_out = common.json or output_format == "json"
-    with open_source(capture) as source, common.open_output() as stream:
-        dissector = make_dissector(common.options)
+    if common.detail and (fields_view is not None or json_out):
+        raise UserError("-V (the detail tree) goes with the text output, not with --json or -T fields")
+    with Reading(common, on_console=fields_view is None and not json_out) as run:
         if fields_view is not None:
-            sink = EventSink(common.wanted, view=fields_view(stream))
+            sink = EventSink(common.wanted, view=fields_view(run.stream))
         elif json_out:
             from kdissect.views.json_lines import JsonLinesWriter
 
-            sink = EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events)
+            sink = EventSink(common.wanted, writer=JsonLinesWriter(run.stream), all_events=all_events)
         else:
-            from kdissect.views.console import make_console
+            from kdissect.views.detail import DetailView
             from kdissect.views.terminal import ReadView
 
-            view = ReadView(make_console(stream))
-            view.title(str(capture), source.format, source.compression)
+            view = ReadView(run.console, rows=not common.quiet, detail=DetailView(False) if common.detail else None)
+            view.title(run.source.name, run.source.format, run.source.compression)
             sink = EventSink(common.wanted, view=view)
-        for event in dissector.run(packets(source, common.quiet)):
-            sink.add(event)
+        for event in run.events():
+            if sink.add(event):
+                run.took()
         if fields_view is None and not json_out:
-            view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
+            view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
+    run.finish()
 
 
 def _fields_view(chosen: str, json_flag: bool, names: list[str] | None, settings: list[str] | None):

@@ -17,12 +17,17 @@ def schema(
     json_out: Annotated[bool, typer.Option("--json", "-j", help="Write one JSON object per API key.")] = False,
     source: Annotated[
         Optional[str],
-        typer.Option("--source", help="Print the generated decoder of API[:VERSION[:request|response]], e.g. Fetch:13:response."),
+        typer.Option(
+            "--source",
+            metavar="API[:VERSION[:SIDE]]",
+            help="Print the generated decoder of API[:VERSION[:request|response]], e.g. Fetch:13:response.",
+        ),
     ] = None,
     check: Annotated[
         Optional[list[Path]],
         typer.Option(
             "--check",
+            metavar="DIR",
             help="Check the spec files of this folder (repeatable; with --key for their API keys): every problem on a line "
             "of its own, with file, line and field; exit status 2 if there is any.",
         ),

@@ -7,61 +7,94 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kdissect.commands.options import CAPTURE, Common, UserError, open_source, packets, takes
+from kdissect.commands.options import READS, Common, UserError, split_list, takes
+from kdissect.commands.reading import Reading
 
 
-@takes("input", "filters", "output", "secrets")
+@takes(
+    *READS,
+    "detail",
+    "secrets",
+    helps={
+        "detail": "Every field of each exchange (what show always prints; accepted for tshark's habit).",
+        "quiet": "No progress bar.",
+    },
+)
 def show(
     common: Common,
-    capture: CAPTURE,
     exchange: Annotated[
-        Optional[list[int]], typer.Option("--exchange", "-e", help="Exchange number as `read` lists it (repeatable).")
+        Optional[list[str]],
+        typer.Option("--exchange", metavar="N,...", help="Exchange numbers as `read` lists them (-e is read's field, as in tshark)."),
     ] = None,
     correlation_id: Annotated[
-        Optional[list[int]],
-        typer.Option("--correlation-id", "-c", help="Exchanges with this correlation id (repeatable; combine with --connection)."),
+        Optional[list[str]],
+        typer.Option("--correlation-id", metavar="ID,...", help="Exchanges with these correlation ids (combine with --connection)."),
     ] = None,
     frame: Annotated[
-        Optional[list[int]],
-        typer.Option("--frame", "-f", help="The exchange whose request or response spans this packet number (repeatable)."),
+        Optional[list[str]],
+        typer.Option("--frame", metavar="PACKET,...", help="The exchanges whose request or response spans these packet numbers."),
     ] = None,
-    hexdump: Annotated[bool, typer.Option("--hex", help="Show each field's offset and bytes, and each frame's hex dump.")] = False,
+    stable_id: Annotated[
+        Optional[list[str]],
+        typer.Option("--id", metavar="EXCHANGE_ID,...", help="Exchanges by the exchange_id of `kdissect spark`'s tables."),
+    ] = None,
+    hexdump: Annotated[
+        bool, typer.Option("--hex", "-x", help="Show each field's offset and bytes, and each frame's hex dump (tshark -x).")
+    ] = False,
 ) -> None:
     """Show exchanges in full: every field of request and response, record batches and records included."""
-    from kdissect.dissector import make_dissector
     from kdissect.events import Exchange
+    from kdissect.pipeline.rows import exchange_id
 
     wanted = common.wanted
-    ids, correlations, packet_numbers = set(exchange or ()), set(correlation_id or ()), set(frame or ())
-    if not (ids or correlations or packet_numbers or wanted.active):
-        raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, or a filter such as --api")
-    last = max(ids) if ids and not (correlations or packet_numbers) else None
+    ids, correlations, packet_numbers, stable = (
+        _numbers(exchange, "--exchange"),
+        _numbers(correlation_id, "--correlation-id"),
+        _numbers(frame, "--frame"),
+        _numbers(stable_id, "--id"),
+    )
+    chosen = ids or correlations or packet_numbers or stable
+    if not (chosen or wanted.active):
+        raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, --id X, or a filter such as --api")
+    last = max(ids) if ids and not (correlations or packet_numbers or stable) else None
     found = 0
-    with open_source(capture) as source, common.open_output() as stream:
+    with Reading(common, replace(common.options, spans=hexdump), on_console=not common.json) as run:
         if common.json:
             from kdissect.views.json_lines import JsonLinesWriter, exchange_json
 
-            writer = JsonLinesWriter(stream)
+            writer = JsonLinesWriter(run.stream)
             emit = lambda ex: writer.write(exchange_json(ex))
         else:
-            from kdissect.views.console import make_console
             from kdissect.views.detail import DetailView
 
-            console, view = make_console(stream), DetailView(hexdump, common.options.show_secrets)
-            emit = lambda ex: console.print(view.render(ex))
-        for event in make_dissector(replace(common.options, spans=hexdump)).run(packets(source, common.quiet)):
+            view = DetailView(hexdump, common.options.show_secrets)
+            wrap = run.console.is_terminal  # on a terminal long values wrap inside the tree; in a file lines stay whole
+            emit = lambda ex: run.console.print(view.render(ex), soft_wrap=not wrap)
+        for event in run.events():
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
-            if (ids or correlations or packet_numbers) and not (
-                event.id in ids or event.correlation_id in correlations or _spans_packet(event, packet_numbers)
+            if chosen and not (
+                event.id in ids
+                or event.correlation_id in correlations
+                or _spans_packet(event, packet_numbers)
+                or (stable and exchange_id(event) in stable)
             ):
                 continue
             emit(event)
             found += 1
+            run.took()
             if last is not None and event.id >= last and found >= len(ids):
-                break
-    if not found:
+                run.stop()
+    if not found and not run.interrupted:
         raise UserError("no exchange in the capture matches")
+    run.finish()
+
+
+def _numbers(values: list[str] | None, option: str) -> set[int]:
+    items = split_list(values) or []
+    if not all(item.isdigit() for item in items):
+        raise UserError(f"{option} {','.join(items)}: give numbers")
+    return {int(item) for item in items}
 
 
 def _spans_packet(exchange: Any, numbers: set[int]) -> bool:

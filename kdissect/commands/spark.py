@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Annotated, Any
@@ -12,7 +13,7 @@ from kdissect.commands.options import Common, UserError, takes
 from kdissect.pipeline.splits import DEFAULT_SPLIT
 
 
-@takes("port", "quiet", "filters", "spec_dir", "key")
+@takes("port", "filters", "quiet", "spec_dir", "key", helps={"quiet": "No progress lines on standard error."})
 def spark(
     common: Common,
     captures: Annotated[
@@ -21,12 +22,17 @@ def spark(
     ],
     out: Annotated[
         str,
-        typer.Option("--out", help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.", show_default=False),
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Directory or URI to write the tables under: exchanges/, records/, diagnostics/.",
+            show_default=False,
+        ),
     ],
     master: Annotated[
-        str, typer.Option("--master", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")
+        str, typer.Option("--master", metavar="URL", help="Spark master URL: local[*], local[N], spark://HOST:7077, yarn, k8s://...")
     ] = "local[*]",
-    fmt: Annotated[str, typer.Option("--format", help="Table format: parquet, orc or json.")] = "parquet",
+    fmt: Annotated[str, typer.Option("--format", metavar="parquet|orc|json", help="Table format.")] = "parquet",
 ) -> None:
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17.
@@ -56,8 +62,8 @@ def run_spark(
     The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
     """
     from kdissect.pipeline.inputs import InputError, expand, is_uri
-    from kdissect.pipeline.job import FORMATS, JobError, run
-    from kdissect.pipeline.session import SparkUnavailable, start
+    from kdissect.pipeline.job import FORMATS, JobError, check_local_out, run
+    from kdissect.pipeline.session import SparkUnavailable, check_master, start
     from kdissect.views.console import make_console
     from kdissect.views.spark_summary import print_summary
 
@@ -72,6 +78,12 @@ def run_spark(
         raise UserError("name at least one capture, glob or directory")
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    try:
+        check_master(master)
+        if "://" not in out:
+            check_local_out(os.path.abspath(out))
+    except (SparkUnavailable, JobError) as exc:
+        raise UserError(str(exc)) from None
     files = None
     if not any(is_uri(c) for c in captures):
         try:

@@ -2,37 +2,36 @@
 
 from __future__ import annotations
 
-from kdissect.commands.options import CAPTURE, Common, open_source, packets, takes
+from kdissect.commands.options import READS, Common, takes
+from kdissect.commands.reading import Reading
 
 
 @takes(
-    "input",
-    "filters",
-    "output",
+    *READS,
     helps={
         "json_out": "Write NDJSON, one object per table (apis, topics, clients, groups, rebalances).",
+        "quiet": "No progress bar (stats prints only totals anyway).",
     },
 )
-def stats(common: Common, capture: CAPTURE) -> None:
+def stats(common: Common) -> None:
     """Totals: per API and version (errors, latency percentiles), per topic and partition, per client id,
     and consumer groups with their rebalances and offset commits."""
-    from kdissect.dissector import make_dissector
     from kdissect.events import Exchange
     from kdissect.views.stats import Stats, print_stats
 
     totals = Stats()
     wanted = common.wanted
-    with open_source(capture) as source, common.open_output() as stream:
-        for event in make_dissector(common.options).run(packets(source, common.quiet)):
+    with Reading(common) as run:
+        for event in run.events():
             if isinstance(event, Exchange) and wanted.matches(event):
                 totals.add(event)
+                run.took()
         if common.json:
             from kdissect.views.json_lines import LAYOUT, JsonLinesWriter
 
-            writer = JsonLinesWriter(stream)
+            writer = JsonLinesWriter(run.stream)
             for name, rows in totals.tables():
                 writer.write({"type": "stats", "layout": LAYOUT, "table": name, "rows": rows})
         else:
-            from kdissect.views.console import make_console
-
-            print_stats(totals, make_console(stream))
+            print_stats(totals, run.console, [n for n in run.notes() if n.code.startswith("run.")])
+    run.finish()

@@ -82,5 +82,5 @@ def shorthands(
     if connection:
         out.append(("--connection", _member("connection", [str(i) for i in parse_ids(connection)])))
     if min_latency is not None:
-        out.append(("--min-latency", f"latency_ms >= {min_latency!r}"))
+        out.append(("--min-latency", f"(latency_ms >= {min_latency!r} or status == unanswered)"))  # never answered: the slowest
     return out

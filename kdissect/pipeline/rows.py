@@ -90,7 +90,7 @@ def _endpoints(connection: ConnectionInfo | None) -> dict[str, Any]:
 
 def _diagnostic(d: Diagnostic) -> dict[str, Any]:
     """The columns every diagnostic has, in tables.DIAGNOSTIC's order."""
-    return {"code": d.code, "severity": d.severity, "message": d.message, "scope": d.scope, "offset": d.offset, "path": d.path}
+    return {"code": d.code, "severity": d.severity, "message": d.message, "scope": d.scope, "scope_offset": d.offset, "path": d.path}
 
 
 def _bodies(exchange: Exchange) -> list[tuple[str, Body]]:
@@ -221,7 +221,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                         yield {
                             **common,
                             "ordinal": ordinal,
-                            "offset": r.offset,
+                            "record_offset": r.offset,
                             "timestamp": r.timestamp,
                             "time": r.timestamp * 1000 if r.timestamp >= 0 else None,
                             "timestamp_type": batch.timestamp_type,
@@ -244,7 +244,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                         yield {
                             **common,
                             "ordinal": ordinal,
-                            "offset": m.offset,
+                            "record_offset": m.offset,
                             "timestamp": ts,
                             "time": ts * 1000 if ts is not None and ts >= 0 else None,
                             "timestamp_type": m.timestamp_type,

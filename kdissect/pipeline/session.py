@@ -64,6 +64,37 @@ def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+MASTERS = re.compile(
+    r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://[^/\s]+|yarn|k8s://\S+",
+)
+"""The master URLs Spark 4 accepts (Mesos is gone)."""
+CONNECT_TIMEOUT = 5.0
+
+
+def check_master(master: str) -> None:
+    """SparkUnavailable for a master URL Spark would reject, or a standalone master nobody answers at, before
+    Spark spends seconds starting (and a minute retrying an address that does not answer)."""
+    if not MASTERS.fullmatch(master):
+        raise SparkUnavailable(
+            f"--master {master}: not a Spark master URL (local, local[N], local[*], spark://HOST:PORT, yarn, k8s://https://HOST:PORT)"
+        )
+    if not master.startswith("spark://"):
+        return
+    import socket
+
+    failures = []
+    for address in master[len("spark://") :].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkUnavailable(f"--master {master}: give spark://HOST:PORT (the standalone master's port, often 7077)")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+            return
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or exc}")
+    raise SparkUnavailable(f"--master {master}: no Spark master answers ({'; '.join(failures)})")
+
+
 def package_zip() -> str:
     """The kdissect package as a zip for `addPyFile`, so executors run the driver's code."""
     import kdissect
@@ -122,11 +153,17 @@ def start(master: str | None = "local[*]", extra: dict[str, str] | None = None):
     )
     builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_logging()}")
     builder = builder.config("spark.ui.showConsoleProgress", "false")  # the command prints its own progress
+    # timestamps as Parquet TIMESTAMP (UTC-adjusted, microseconds), not INT96, so pandas and DuckDB see UTC times
+    builder = builder.config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS").config("spark.sql.session.timeZone", "UTC")
     if master is not None and is_local(master):
         builder = builder.config("spark.ui.enabled", "false")
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # py4j's errors carry the whole Java trace: the first line says what went wrong
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise SparkUnavailable(f"Spark did not start (--master {master}): {lines[-1] if lines else type(exc).__name__}") from None
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local(spark.sparkContext.master):
         spark.sparkContext.addPyFile(package_zip())

@@ -1,6 +1,7 @@
 """The tables' columns, defined once as Arrow types (the Spark schemas are derived from them).
 
-docs/pipeline.md documents each column; keep the two in step.
+docs/pipeline.md documents each column; keep the two in step. No column is named with a word SQL engines reserve
+(`offset` is one, in DuckDB and Spark SQL alike): a query never has to quote a name.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ DIAGNOSTIC = [
     ("severity", pa.string()),
     ("message", pa.string()),
     ("scope", pa.string()),
-    ("offset", pa.int64()),
+    ("scope_offset", pa.int64()),
     ("path", pa.string()),
 ]
 EXCHANGE_DIAGNOSTIC = pa.struct([("side", pa.string()), *DIAGNOSTIC])
@@ -74,7 +75,7 @@ RECORDS = pa.schema(
         ("partition", pa.int32()),
         ("field", pa.string()),
         ("ordinal", pa.int32()),
-        ("offset", pa.int64()),
+        ("record_offset", pa.int64()),
         ("timestamp", pa.int64()),
         ("time", TIME),
         ("timestamp_type", pa.string()),

@@ -136,6 +136,12 @@ class RecordSet:
             else:
                 yield from _leaves(batch)
 
+    def data_records(self) -> Iterator[Record | LegacyMessage]:
+        """The records a consumer sees: control records (transaction markers) left out."""
+        for record in self.records():
+            if not (isinstance(record, Record) and record.control is not None):
+                yield record
+
 
 def _leaves(message: LegacyMessage) -> Iterator[LegacyMessage]:
     if message.codec == "none":

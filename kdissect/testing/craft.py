@@ -398,3 +398,21 @@ def response(correlation_id: int, body: bytes = b"", header_version: int = 0, ta
     if header_version >= 1:
         header += tagged_fields(tagged)
     return struct.pack("!i", len(header) + len(body)) + header + body
+
+
+# -- copies of real conversations ------------------------------------------------------------------------------
+
+
+def conversation_copy(packets: Sequence[Packet], k: int, broker: bytes, start: int, t0: int, broker_port: int = 9092):
+    """The Ethernet/IPv4 packets of a capture as its copy `k`: client address 10.(100+k>>16).(k>>8).k, broker
+    `broker`, times moved from `start` to `t0`; many copies make a large capture of distinct connections."""
+    client = bytes([10, 100 + (k >> 16 & 0x3F), k >> 8 & 0xFF, k & 0xFF])
+    for p in packets:
+        data = bytearray(p.data)
+        if len(data) >= 38 and data[12:14] == b"\x08\x00" and data[14] >> 4 == 4:
+            sport = struct.unpack_from("!H", data, 34)[0]
+            if sport == broker_port:
+                data[26:30], data[30:34] = broker, client
+            else:
+                data[26:30], data[30:34] = client, broker
+        yield p._replace(ts=p.ts - start + t0, data=bytes(data))

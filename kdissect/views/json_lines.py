@@ -234,6 +234,27 @@ def exchange_json(exchange: Exchange) -> dict[str, Any]:
     }
 
 
+def streamed_record_json(item: Any) -> dict[str, Any]:
+    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`)."""
+    record, exchange = item.record, item.exchange
+    timestamp = -1 if record.timestamp is None else record.timestamp
+    return {
+        "type": "record",
+        "layout": LAYOUT,
+        "exchange": exchange.id,
+        "direction": item.direction,
+        "client_id": exchange.client_id,
+        "topic": item.topic,
+        "partition": item.partition,
+        "offset": record.offset,
+        "timestamp": timestamp,
+        "time": format_timestamp(timestamp),
+        "key": encode_bytes(record.key),
+        "value": encode_bytes(record.value),
+        "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
+    }
+
+
 def notice_json(notice: Notice) -> dict[str, Any]:
     return {
         "type": "notice",

@@ -20,7 +20,10 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.events import Exchange
 from kdissect.views.summary import Flow, Summary
-from kdissect.views.terminal import COLUMNS, ReadView, _cell, exchange_row, size
+from kdissect.views.terminal import ReadView, exchange_row, header_row, row_columns, size
+
+MIN_ROWS = 5
+"""Lines the latest exchanges keep at least: flows are left out of the screen before these are."""
 
 
 def elapsed(seconds: float) -> str:
@@ -76,7 +79,9 @@ class LiveView:
 
     def exchange(self, exchange: Exchange) -> None:
         """An exchange that passed the filters: it becomes the newest row."""
-        self._rows.append(exchange_row(exchange))
+        row = exchange_row(exchange, row_columns(self.console.width))
+        row.no_wrap, row.overflow = True, "ellipsis"
+        self._rows.append(row)
         self._active[exchange.connection.id] = exchange.id
 
     def update(self, packets: int, wire_bytes: int, drops: int, force: bool = False) -> None:
@@ -89,20 +94,13 @@ class LiveView:
         self._live.update(self.render(), refresh=True)
 
     def render(self) -> RenderableType:
+        """The screen: as many of the busiest flows as leave room for a few rows, the errors, the latest rows."""
         packets, wire_bytes, drops = self._status
         summary = self.summary
-        parts: list[RenderableType] = [self._status_line(packets, wire_bytes, drops)]
-        flows = self._latest_flows()
-        if flows.flows:
-            table = ReadView._flows(flows)  # type: ignore[arg-type]
-            hidden = len(summary.flows) - len(flows.flows)
-            if hidden > 0:
-                table.caption = f"{hidden} more"
-            parts.append(table)
-        errors_height = 0
+        status = self._status_line(packets, wire_bytes, drops)
+        status.no_wrap, status.overflow = True, "ellipsis"
         errors_table = None
         if summary.errors:
-            errors_height = min(len(summary.errors), self.max_errors) + 5
             if len(summary.errors) > self.max_errors:
                 worst = Summary()
                 worst.errors = dict(sorted(summary.errors.items(), key=lambda item: -item[1].count)[: self.max_errors])
@@ -110,14 +108,22 @@ class LiveView:
                 errors_table.caption = f"{len(summary.errors) - self.max_errors} more"
             else:
                 errors_table = ReadView._errors(summary)
-        # what is left of the screen goes to the latest exchanges
-        used = 1 + (len(flows.flows) + 6 if flows.flows else 0) + errors_height + 3
-        room = max(3, self.console.size.height - used)
-        rows = list(self._rows)[-room:]
+        # from the most flows down to none, until the latest exchanges keep at least MIN_ROWS lines
+        height = self.console.size.height
+        fixed = 1 + 3 + (1 + self._height(errors_table) if errors_table is not None else 0)
+        for count in range(min(self.max_flows, len(summary.flows)), -1, -1):
+            flows_table = self._flows_table(count) if count else None
+            used = fixed + (self._height(flows_table) if flows_table is not None else 0)
+            if height - used >= MIN_ROWS or count == 0:
+                break
+        rows = list(self._rows)[-max(1, height - used) :]
+        parts: list[RenderableType] = [status]
+        if flows_table is not None:
+            parts.append(flows_table)
         parts.append(Text(""))
         if rows:
             parts.append(Text("Latest exchanges", style="bold"))
-            parts.append(Text(" ".join(_cell(t, w, a) for t, w, a in COLUMNS), style="bold"))
+            parts.append(header_row(row_columns(self.console.width)))
             parts.extend(rows)
         else:
             parts.append(Text("waiting for Kafka exchanges…", style="dim"))
@@ -125,6 +131,18 @@ class LiveView:
             parts.append(Text(""))
             parts.append(errors_table)
         return Group(*parts)
+
+    def _flows_table(self, count: int) -> RenderableType:
+        """The `count` most recently active flows, one line each."""
+        flows = self._latest_flows(count)
+        table = ReadView._flows(flows, self.console.width, compact=True)  # type: ignore[arg-type]
+        hidden = len(self.summary.flows) - len(flows.flows)
+        if hidden > 0:
+            table.caption = f"{hidden} more" + (f"; {table.caption}" if table.caption else "")
+        return table
+
+    def _height(self, renderable: RenderableType) -> int:
+        return len(self.console.render_lines(renderable, self.console.options, pad=False))
 
     def _status_line(self, packets: int, wire_bytes: int, drops: int) -> Text:
         summary = self.summary
@@ -146,9 +164,9 @@ class LiveView:
         text.append("  Ctrl-C to stop", style="dim")
         return text
 
-    def _latest_flows(self) -> _Flows:
+    def _latest_flows(self, count: int) -> _Flows:
         flows = self.summary.flows
-        if len(flows) <= self.max_flows:
+        if len(flows) <= count:
             return _Flows(flows)
-        recent = sorted(flows, key=lambda i: (self._active.get(i, 0), i), reverse=True)[: self.max_flows]
+        recent = sorted(flows, key=lambda i: (self._active.get(i, 0), i), reverse=True)[:count]
         return _Flows({i: flows[i] for i in recent})

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from kdissect.schema import APIS
 from kdissect.schema.user_specs import UserSpecs
+from kdissect.views.json_lines import LAYOUT
 
 
 def ranges(versions: tuple[int, ...]) -> str:
@@ -27,6 +28,8 @@ def rows() -> list[dict]:
         older = [v for v in api.versions if api.requests[0].source != "trunk" or v not in api.requests[0].valid]
         out.append(
             {
+                "type": "api",
+                "layout": LAYOUT,
                 "api_key": key,
                 "name": api.name,
                 "versions": ranges(api.versions),

@@ -23,20 +23,22 @@ class EventSink:
         self.all_events = all_events
         self.summary = Summary()
 
-    def add(self, event: Event) -> None:
+    def add(self, event: Event) -> bool:
+        """Route one event; True when it is an exchange the filter let through."""
         if isinstance(event, Exchange):
             shown = self.wanted.matches(event)
             self.summary.add(event, shown)
             if not shown:
-                return
+                return False
             if self.writer is not None:
                 self.writer.write(json_lines.exchange_json(event))
             else:
                 self.view.exchange(event)
-            return
+            return True
         self.summary.add(event)
         if self.writer is not None and self.all_events:
             if isinstance(event, Notice):
                 self.writer.write(json_lines.notice_json(event))
             elif isinstance(event, ConnectionEnd):
                 self.writer.write(json_lines.connection_end_json(event))
+        return False

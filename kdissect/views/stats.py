@@ -9,18 +9,19 @@ REBALANCE_IN_PROGRESS.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from kdissect.decode.body import Body
+from kdissect.diagnostic import Diagnostic
 from kdissect.events import Exchange
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
-from kdissect.views.terminal import duration, size, stamp
+from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp
 
 PRODUCE, FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT = 0, 1, 8, 11, 12, 13, 14, 28
 REBALANCE_IN_PROGRESS = 27
@@ -117,7 +118,7 @@ class Stats:
                 continue
             for placed in body.records:
                 counts = self.topics[(placed.topic, placed.partition)]
-                counts[f"{kind}_records"] += sum(1 for _ in placed.records.records())
+                counts[f"{kind}_records"] += sum(1 for _ in placed.records.data_records())  # transaction markers are no data
                 counts[f"{kind}_bytes"] += placed.records.size
 
     def _group(self, exchange: Exchange) -> None:
@@ -243,13 +244,24 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else duration(int(value * 1e6))
 
 
-def print_stats(stats: Stats, console: Console) -> None:
-    tables = dict(stats.tables())
-    table = Table(title="APIs", title_justify="left", title_style="bold", header_style="bold")
-    for name in ("API", "version", "count", "errors", "p50", "p95", "p99", "max", "not ok"):
-        table.add_column(name, justify="left" if name in ("API", "errors", "not ok") else "right")
-    for row in tables["apis"]:
-        table.add_row(
+TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str, ...]]]
+"""(table, title, columns, the cells of a row at a width) for each table `print_stats` draws."""
+LAYOUTS: list[TableLayout] = [
+    (
+        "apis",
+        "APIs",
+        [
+            TableColumn("API"),
+            TableColumn("version", "right"),
+            TableColumn("count", "right"),
+            TableColumn("errors", wrap=True, keep=1),
+            TableColumn("p50", "right", keep=5),
+            TableColumn("p95", "right", keep=6),
+            TableColumn("p99", "right", keep=2),
+            TableColumn("max", "right", keep=4),
+            TableColumn("not ok", wrap=True, keep=3),
+        ],
+        lambda row, width: (
             row["api_name"] or "?",
             "" if row["api_version"] is None else str(row["api_version"]),
             str(row["count"]),
@@ -259,61 +271,101 @@ def print_stats(stats: Stats, console: Console) -> None:
             _ms(row["p99_ms"]),
             _ms(row["max_ms"]),
             ", ".join(f"{s}×{c}" for s, c in row["statuses"].items() if s != "ok"),
-        )
-    console.print(table)
-    if tables["topics"]:
-        table = Table(title="Topics", title_justify="left", title_style="bold", header_style="bold")
-        for name in ("topic", "partition", "produced records", "produced bytes", "fetched records", "fetched bytes"):
-            table.add_column(name, justify="left" if name == "topic" else "right")
-        for row in tables["topics"]:
-            table.add_row(
-                str(row["topic"]),
-                str(row["partition"]),
-                str(row["produced_records"]),
-                size(row["produced_bytes"]),
-                str(row["fetched_records"]),
-                size(row["fetched_bytes"]),
-            )
-        console.print(table)
-    table = Table(title="Clients", title_justify="left", title_style="bold", header_style="bold")
-    for name in ("client id", "exchanges", "bytes", "errors", "p50", "p99", "APIs"):
-        table.add_column(name, justify="left" if name in ("client id", "APIs") else "right")
-    for row in tables["clients"]:
-        table.add_row(
-            row["client_id"],
+        ),
+    ),
+    (
+        "topics",
+        "Topics",
+        [
+            TableColumn("topic", wrap=True),
+            TableColumn("partition", "right"),
+            TableColumn("produced records", "right"),
+            TableColumn("produced bytes", "right", keep=1),
+            TableColumn("fetched records", "right"),
+            TableColumn("fetched bytes", "right", keep=1),
+        ],
+        lambda row, width: (
+            str(row["topic"]),
+            str(row["partition"]),
+            str(row["produced_records"]),
+            size(row["produced_bytes"]),
+            str(row["fetched_records"]),
+            size(row["fetched_bytes"]),
+        ),
+    ),
+    (
+        "clients",
+        "Clients",
+        [
+            TableColumn("client id"),
+            TableColumn("exchanges", "right"),
+            TableColumn("bytes", "right", keep=2),
+            TableColumn("errors", "right"),
+            TableColumn("p50", "right", keep=3),
+            TableColumn("p99", "right", keep=1),
+            TableColumn("APIs", wrap=True, keep=4),
+        ],
+        lambda row, width: (
+            elide(row["client_id"], max(20, width // 6), "middle"),  # one line each: ids lose their middle
             str(row["exchanges"]),
             size(row["bytes"]),
             str(row["errors"]),
             _ms(row["p50_ms"]),
             _ms(row["p99_ms"]),
             ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])),
-        )
-    console.print(table)
-    if tables["groups"]:
-        table = Table(title="Consumer groups", title_justify="left", title_style="bold", header_style="bold")
-        for name in ("group", "members", "generations", "rebalances", "offset commits"):
-            table.add_column(name, justify="left" if name in ("group", "generations") else "right")
-        for row in tables["groups"]:
-            table.add_row(
-                row["group"],
-                str(row["members"]),
-                ", ".join(map(str, row["generations"])),
-                str(row["rebalances"]),
-                str(row["offset_commits"]),
-            )
-        console.print(table)
-    if tables["rebalances"]:
-        table = Table(title="Rebalances", title_justify="left", title_style="bold", header_style="bold")
-        for name in ("group", "generation", "started (UTC)", "duration", "members", "protocol", "reasons"):
-            table.add_column(name, justify="right" if name in ("generation", "duration", "members") else "left")
-        for row in tables["rebalances"]:
-            table.add_row(
-                row["group"],
-                "-" if row["generation"] is None else str(row["generation"]),
-                row["start"],
-                _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"),
-                str(row["members"]),
-                row["protocol"] or "-",
-                "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()),
-            )
-        console.print(table)
+        ),
+    ),
+    (
+        "groups",
+        "Consumer groups",
+        [
+            TableColumn("group", wrap=True),
+            TableColumn("members", "right"),
+            TableColumn("generations", wrap=True),
+            TableColumn("rebalances", "right"),
+            TableColumn("offset commits", "right", keep=1),
+        ],
+        lambda row, width: (
+            row["group"],
+            str(row["members"]),
+            ", ".join(map(str, row["generations"])),
+            str(row["rebalances"]),
+            str(row["offset_commits"]),
+        ),
+    ),
+    (
+        "rebalances",
+        "Rebalances",
+        [
+            TableColumn("group", wrap=True),
+            TableColumn("generation", "right"),
+            TableColumn("started (UTC)", wrap=True),
+            TableColumn("duration", wrap=True),
+            TableColumn("members", "right", keep=1),
+            TableColumn("protocol", keep=2),
+            TableColumn("reasons", wrap=True),
+        ],
+        lambda row, width: (
+            row["group"],
+            "-" if row["generation"] is None else str(row["generation"]),
+            row["start"],
+            _ms(row["duration_ms"]) + ("" if row["completed"] else " (incomplete)"),
+            str(row["members"]),
+            row["protocol"] or "-",
+            "; ".join(f"{r}" + (f" ×{n}" if n > 1 else "") for r, n in row["reasons"].items()),
+        ),
+    ),
+]
+ALWAYS = ("apis", "clients")
+"""Tables drawn even when empty; the others only when the capture has something for them."""
+
+
+def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) -> None:  # type: ignore[assignment]
+    """The tables, each fitted to the console's width; `notes` say why the totals are partial, if they are."""
+    tables = dict(stats.tables())
+    width = console.width
+    for name, title, columns, cells in LAYOUTS:
+        if tables[name] or name in ALWAYS:
+            console.print(fitted_table(title, columns, [cells(row, width) for row in tables[name]], width))
+    for note in notes:
+        console.print(f"{note.code}: {note.message}", style="magenta", highlight=False)

@@ -1,0 +1,175 @@
+"""One pass over a capture file for read, show, stats and records: packets into the core with a progress display
+that never mixes with the output, a stop at Ctrl-C or after --count exchanges, and the exit status the run earns
+(0 clean, 1 the capture is damaged, 130 interrupted: README's "Exit codes")."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing, contextmanager
+from typing import Any
+
+from kdissect.commands.options import Common, ExitStatus, UserError
+from kdissect.commands.signals import Stopper
+
+PROGRESS_EVERY = 0x1000
+"""Packets between two updates of the progress display (a mask: 4096)."""
+
+
+def open_source(name: str) -> Any:
+    from kdissect.capture import CaptureError, open_capture
+
+    try:
+        return open_capture(name)
+    except CaptureError as exc:
+        raise UserError(str(exc)) from None
+
+
+class Reading:
+    """A command's run over `common.capture`: `with Reading(common) as run:` opens the capture and the output,
+    `run.events()` yields the core's events, `run.took()` counts an exchange the command showed; once the output is
+    complete, `run.finish()` raises the `ExitStatus` the run earned, if it is not 0.
+
+    Ctrl-C (or SIGTERM) stops the reading between two packets and the command still writes what it has, marked
+    partial (`notes()`); a second Ctrl-C quits at once. Dissecting stops there too: the core is not finished,
+    so requests in flight are not reported as unanswered.
+    """
+
+    def __init__(self, common: Common, options: Any = None, on_console: bool = True) -> None:
+        self.common = common
+        self.options = options or common.options
+        self.on_console = on_console
+        """The command prints through `console` (rich), so a progress bar can share the terminal with it."""
+        self.stopper = Stopper()
+        self.stopped_by: str | None = None
+        """"count" when --count was reached, "done" when the command has all it wanted."""
+        self.shown = 0
+        self.damage: Counter[str] = Counter()
+        """Diagnostics of severity error, by code: what makes the exit status 1."""
+        self._console: Any = None
+        self._stack = ExitStack()
+
+    def __enter__(self) -> Reading:
+        from kdissect.dissector import make_dissector
+
+        with ExitStack() as stack:
+            self.source = stack.enter_context(open_source(self.common.capture or "-"))
+            self.stream = stack.enter_context(self.common.open_output())
+            self.stopper.install()
+            stack.callback(self.stopper.restore)
+            self._stack = stack.pop_all()
+        self.dissector = make_dissector(self.options)
+        return self
+
+    def __exit__(self, *exc: object) -> bool | None:
+        return self._stack.__exit__(*exc)
+
+    @property
+    def console(self) -> Any:
+        """The rich console on the output (made once, so the progress display and the rows share it)."""
+        if self._console is None:
+            from kdissect.views.console import make_console
+
+            self._console = make_console(self.stream)
+        return self._console
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stopper.stopping is not None
+
+    def took(self) -> None:
+        """The command showed one more exchange; at --count the reading stops."""
+        self.shown += 1
+        if self.common.count is not None and self.shown >= self.common.count:
+            self.stopped_by = "count"
+
+    def stop(self) -> None:
+        """The command has everything it wanted: stop reading, quietly."""
+        self.stopped_by = self.stopped_by or "done"
+
+    def events(self) -> Iterator[Any]:
+        """The core's events, packet by packet, until the capture ends or the run is stopped."""
+        from kdissect.events import Exchange, Notice
+
+        with closing(self._dissected()) as events:
+            for event in events:
+                kind = type(event)
+                if kind is Exchange:
+                    for d in event.diagnostics:
+                        if d.severity == "error":
+                            self.damage[d.code] += 1
+                elif kind is Notice and event.diagnostic.severity == "error":
+                    self.damage[event.diagnostic.code] += 1
+                yield event
+                if self.stopped_by or self.stopper.stopping:
+                    return
+
+    def _dissected(self) -> Iterator[Any]:
+        stopper, feed, counters = self.stopper, self.dissector.feed, self.dissector.counters
+        with self._progress() as advance:
+            for packet in self.source.packets():
+                yield from feed(packet)
+                if stopper.stopping:
+                    return
+                if not counters.packets % PROGRESS_EVERY:
+                    advance()
+        yield from self.dissector.finish()
+
+    def notes(self) -> list[Any]:
+        """What the closing view says about the capture file, and why the output stops early if it does."""
+        from kdissect.diagnostic import Diagnostic
+
+        notes = self.source.diagnostics()
+        packets = self.dissector.counters.packets
+        if self.interrupted:
+            notes.append(
+                Diagnostic(
+                    "run.interrupted",
+                    f"interrupted ({self.stopper.stopping}) after packet {packets}: the output is partial",
+                    "warning",
+                )
+            )
+        elif self.stopped_by == "count":
+            notes.append(
+                Diagnostic("run.count", f"stopped after {self.shown} exchanges (--count), at packet {packets}", "note"),
+            )
+        return notes
+
+    def finish(self) -> None:
+        """Raise the run's exit status when it is not 0: interrupted, or the capture is damaged."""
+        if self.interrupted:
+            raise ExitStatus(self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial")
+        for d in self.source.diagnostics():
+            if d.severity == "error":
+                self.damage[d.code] += 1
+        if self.damage:
+            found = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in self.damage.most_common())
+            raise ExitStatus(1, f"warning: the capture is damaged ({found}): what was lost is missing from the output")
+
+    @contextmanager
+    def _progress(self) -> Iterator[Callable[[], None]]:
+        """A progress bar while reading: on the output's own console when the output is the terminal (rich prints
+        the rows above it and redraws it below), else on standard error when that is a terminal; cleared at the end."""
+        console = self._progress_console()
+        if console is None:
+            yield lambda: None
+            return
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        done, total = self.source.progress()
+        columns = (BarColumn(), DownloadColumn(), TimeRemainingColumn()) if total else (DownloadColumn(), TimeElapsedColumn())
+        with Progress(TextColumn("[bold]reading"), *columns, console=console, transient=True) as progress:
+            task = progress.add_task("read", total=total or None, completed=done)
+            yield lambda: progress.update(task, completed=self.source.progress()[0])
+
+    def _progress_console(self) -> Any:
+        if self.common.quiet:
+            return None
+        if self.common.output is None and sys.stdout.isatty():
+            return self.console if self.on_console else None
+        if sys.stderr.isatty():
+            from rich.console import Console
+
+            return Console(stderr=True)
+        return None

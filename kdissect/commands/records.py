@@ -1,0 +1,76 @@
+"""`kdissect records`: every produced and fetched record, one per line, as kcat prints them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from kdissect.commands.options import READS, Common, UserError, takes
+from kdissect.commands.reading import Reading
+
+
+@takes(
+    *READS,
+    helps={
+        "json_out": "Write NDJSON, one object per record (docs/json.md).",
+        "quiet": "No progress bar.",
+        "count": "Stop after N records.",
+    },
+)
+def records(
+    common: Common,
+    fmt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="Each record's line, as kcat -f: %t topic, %p partition, %o offset, %k key, %s value, %h headers, "
+            "%T timestamp (ms), %K/%S key/value length, %Z time (UTC), %d direction, %e exchange; \\n \\t escapes. "
+            "Keys and values are written as sent.",
+            rich_help_panel="Output",
+        ),
+    ] = None,
+    direction: Annotated[
+        Optional[str],
+        typer.Option("--direction", metavar="produce|fetch", help="Only records produced, or only records fetched."),
+    ] = None,
+) -> None:
+    """Every record produced and fetched, one per line (topic, partition, offset, time, key, value, headers):
+    what exactly a producer sent and a consumer got. Transaction markers are left out."""
+    from kdissect.events import Exchange
+    from kdissect.views.record_stream import DIRECTIONS, FormatError, RecordLines, exchange_records
+
+    if direction is not None and direction not in DIRECTIONS:
+        raise UserError(f"--direction {direction}: choose produce or fetch")
+    if fmt is not None and common.json:
+        raise UserError("choose one of --format and --json")
+    directions = frozenset([direction] if direction else DIRECTIONS)
+    topics = set(common.topics)
+    wanted = common.wanted
+    with Reading(common, on_console=False) as run:
+        if common.json:
+            from kdissect.views.json_lines import JsonLinesWriter, streamed_record_json
+
+            writer = JsonLinesWriter(run.stream)
+            write = lambda item: writer.write(streamed_record_json(item))
+        else:
+            try:
+                lines = RecordLines(run.stream, fmt)
+            except FormatError as exc:
+                raise UserError(str(exc)) from None
+            write = lines.write
+        for event in run.events():
+            if not isinstance(event, Exchange) or not wanted.matches(event):
+                continue
+            for item in exchange_records(event, directions):
+                if topics and item.topic not in topics:
+                    continue
+                write(item)
+                run.took()
+                if run.stopped_by:
+                    break
+        if not common.json:
+            lines.flush()
+    run.finish()

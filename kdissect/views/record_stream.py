@@ -1,0 +1,174 @@
+"""`kdissect records`: every produced and fetched record, one per line, as kcat prints what it consumes.
+
+A line is made from a format string in kcat's spirit (`-f`): %t topic, %p partition, %o offset, %k key, %K key
+length, %s value, %S value length, %T timestamp (ms since the epoch), %h headers (k=v,k=v), plus kdissect's own
+%Z the timestamp in ISO-8601 UTC, %d direction (produce or fetch) and %e the exchange number `read` lists; %%
+is a percent sign; \\n, \\t, \\r and \\\\ are escapes. Keys and values are written as sent, byte for byte (-1
+lengths and empty text for nulls, as kcat). Without -f, a line for people: times in UTC, text in quotes,
+binary in hex, nulls as null.
+
+Control records (transaction markers) carry no data: they are left out, as a consumer never sees them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import IO, Any
+
+from kdissect.decode.body import Body
+from kdissect.events import Exchange
+from kdissect.records.values import LegacyMessage, Record, format_timestamp
+
+DIRECTIONS = ("produce", "fetch")
+
+HUMAN = "%Z %d %t [%p] @%o  key %k  value %s%h\\n"
+"""The line printed without -f."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedRecord:
+    """One record of an exchange, with where it was going: produced to, or fetched from, a topic's partition."""
+
+    exchange: Exchange
+    direction: str
+    topic: str | None
+    partition: int | None
+    record: Record | LegacyMessage
+
+
+def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(DIRECTIONS)) -> Iterator[StreamedRecord]:
+    """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's.
+
+    A produced record's offset is the one the broker assigned (its response's BaseOffset plus the record's place
+    in the request), as a producer's delivery report tells it; -1 when the capture holds no such answer (acks=0,
+    an error, a lost response)."""
+    for direction, message in (("produce", exchange.request), ("fetch", exchange.response)):
+        if direction not in directions or message is None or not isinstance(message.body, Body):
+            continue
+        assigned = _assigned_offsets(exchange) if direction == "produce" else {}
+        for placed in message.body.records:
+            base = assigned.get(placed.path, -1) if direction == "produce" else None
+            first = None
+            for record in placed.records.data_records():
+                if base is not None:
+                    first = record.offset if first is None else first
+                    record = replace(record, offset=base + record.offset - first if base >= 0 else -1)
+                yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record)
+
+
+def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
+    """The base offset the broker gave each records field of a Produce request, by the field's path."""
+    response = exchange.response.body if exchange.response is not None else None
+    if not isinstance(response, Body) or response.fields is None or not isinstance(exchange.request.body, Body):  # type: ignore[union-attr]
+        return {}
+    bases = {}
+    for topic in response.fields.get("Responses") or ():
+        name = topic.get("Name") or topic.get("TopicId")
+        for partition in topic.get("PartitionResponses") or ():
+            base = partition.get("BaseOffset")
+            if partition.get("ErrorCode") == 0 and isinstance(base, int) and base >= 0:
+                bases[(name, partition.get("Index"))] = base
+    paths = {}
+    for i, topic in enumerate(exchange.request.body.fields.get("TopicData") or ()):  # type: ignore[union-attr]
+        name = topic.get("Name") or topic.get("TopicId")
+        for j, partition in enumerate(topic.get("PartitionData") or ()):
+            base = bases.get((name, partition.get("Index")))
+            if base is not None:
+                paths[f"TopicData[{i}].PartitionData[{j}].Records"] = base
+    return paths
+
+
+class FormatError(ValueError):
+    """A format string with an unknown %-token; the message is one line for the user."""
+
+
+def _raw(data: bytes | None) -> bytes:
+    return b"" if data is None else data
+
+
+def _shown(data: bytes | None) -> bytes:
+    """For people: null, "text" (JSON-quoted), or 0x… for bytes that are not text."""
+    if data is None:
+        return b"null"
+    try:
+        return json.dumps(data.decode("utf-8"), ensure_ascii=False).encode()
+    except UnicodeDecodeError:
+        return b"0x" + data.hex().encode()
+
+
+def _length(data: bytes | None) -> bytes:
+    return b"-1" if data is None else str(len(data)).encode()
+
+
+def _timestamp(record: Record | LegacyMessage) -> int:
+    return -1 if record.timestamp is None else record.timestamp
+
+
+def _text(value: Any) -> bytes:
+    return str(value).encode("utf-8", "backslashreplace")
+
+
+def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], bytes]:
+    """The format string as a function from a record to its line's bytes; `human` quotes keys and values."""
+    value = _shown if human else _raw
+    headers = (
+        (lambda r: b"".join(b"  " + _text(k) + b"=" + _shown(v) for k, v in r.record.headers))
+        if human
+        else (lambda r: b",".join(_text(k) + b"=" + _raw(v) for k, v in r.record.headers))
+    )
+    tokens: dict[str, Callable[[StreamedRecord], bytes]] = {
+        "t": lambda r: _text(r.topic if r.topic is not None else "?"),
+        "p": lambda r: _text(r.partition if r.partition is not None else "?"),
+        "o": lambda r: _text(r.record.offset),
+        "k": lambda r: value(r.record.key),
+        "K": lambda r: _length(r.record.key),
+        "s": lambda r: value(r.record.value),
+        "S": lambda r: _length(r.record.value),
+        "T": lambda r: _text(_timestamp(r.record)),
+        "Z": lambda r: _text(format_timestamp(_timestamp(r.record))),
+        "h": headers,
+        "d": lambda r: r.direction.encode(),
+        "e": lambda r: _text(r.exchange.id),
+    }
+    escapes = {"n": b"\n", "t": b"\t", "r": b"\r", "\\": b"\\"}
+    parts: list[bytes | Callable[[StreamedRecord], bytes]] = []
+    i = 0
+    while i < len(fmt):
+        char = fmt[i]
+        following = fmt[i + 1] if i + 1 < len(fmt) else ""
+        if char == "%":
+            if following == "%":
+                parts.append(b"%")
+            elif following in tokens:
+                parts.append(tokens[following])
+            else:
+                raise FormatError(f"-f {fmt!r}: unknown token %{following} (known: {' '.join('%' + t for t in tokens)} and %%)")
+            i += 2
+        elif char == "\\" and following in escapes:
+            parts.append(escapes[following])
+            i += 2
+        else:
+            parts.append(char.encode())
+            i += 1
+
+    def line(record: StreamedRecord) -> bytes:
+        return b"".join(part if isinstance(part, bytes) else part(record) for part in parts)
+
+    return line
+
+
+class RecordLines:
+    """Writes records as lines of bytes on a text stream's binary buffer (keys and values exactly as sent)."""
+
+    def __init__(self, stream: IO[str], fmt: str | None) -> None:
+        self._line = compile_format(HUMAN, human=True) if fmt is None else compile_format(fmt)
+        stream.flush()
+        self._out = stream.buffer  # type: ignore[attr-defined]
+
+    def write(self, record: StreamedRecord) -> None:
+        self._out.write(self._line(record))
+
+    def flush(self) -> None:
+        self._out.flush()
