@@ -193,7 +193,15 @@ def test_a_full_disk_is_one_line_and_status_1():
         assert done.stderr.decode().splitlines() == ["kdissect: error: cannot write /dev/full: No space left on device"]
     with open("/dev/full", "wb") as full:
         done = subprocess.run(
-            [sys.executable, "-c", "import sys; from kdissect.cli import main; main(sys.argv[1:])", "show", str(CAPTURE), "-e", "1"],
+            [
+                sys.executable,
+                "-c",
+                "import sys; from kdissect.cli import main; main(sys.argv[1:])",
+                "show",
+                str(CAPTURE),
+                "--exchange",
+                "1",
+            ],
             stdout=full,
             stderr=subprocess.PIPE,
             timeout=300,

@@ -115,11 +115,13 @@ def run(*args: str) -> str:
     from kdissect.cli import main
 
     printed = io.StringIO()
+    status = 0
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         try:
             main(list(args))
-        except SystemExit:
-            pass
+        except SystemExit as exit:
+            status = exit.code or 0
+    assert status in (0, 1), (args, printed.getvalue())  # 1: the capture is damaged, as some of its frames are
     return printed.getvalue()
 
 
@@ -131,7 +133,7 @@ def capture(tmp_path_factory) -> str:
 
 
 def commands(capture: str) -> list[tuple[str, ...]]:
-    every = ("-Y", "frame.size > 0 or not error")
+    every = ("-Y", "id >= 1")
     out = [
         ("read", capture),
         ("read", capture, "--all-events"),
@@ -143,14 +145,16 @@ def commands(capture: str) -> list[tuple[str, ...]]:
         ("stats", capture),
         ("stats", capture, "--json"),
     ]
-    for exchange in range(1, 20):
-        out += [("show", capture, "-e", str(exchange), "--hex"), ("show", capture, "-e", str(exchange), "--json")]
+    count = run("read", capture, "--json").count('"type":"exchange"')
+    assert count == 14
+    for exchange in range(1, count + 1):
+        out += [("show", capture, "--exchange", str(exchange), "--hex"), ("show", capture, "--exchange", str(exchange), "--json")]
     return out + [("show", capture, *every, "--hex")]
 
 
 def test_the_capture_holds_every_secret_and_show_secrets_reveals_them(capture):
     """The search below can fail: with --show-secrets the same commands print every secret."""
-    shown = "".join(run(*command, "--show-secrets") for command in commands(capture))
+    shown = "".join(run(*command, "--show-secrets") for command in commands(capture) if command[0] != "stats")  # stats shows none
     assert leaks(shown) == sorted(SECRETS)
 
 
