@@ -47,6 +47,7 @@ def test_a_batch_past_its_record_budget_is_counted_not_built(codec):
     assert len(batch.records) == 1000 and batch.record_count == 5000
     assert [m.split(" counted")[0] for m in _not_shown(rs)] == ["4000 records"]
     assert [r.offset for r in batch.records] == list(range(1000))
+    assert rs.not_shown == 4000 and sum(1 for _ in rs.records()) + rs.not_shown == 5000  # totals still add up
     assert not any(d.code == "batch.record-count-mismatch" for d in rs.diagnostics)
 
 
@@ -75,6 +76,7 @@ def test_the_exchange_budget_spans_batches_and_fields():
     assert [len(b.records) for b in first.batches] == [500, 500, 497]  # each batch costs one besides its records
     second = decode_records(blob, limits=limits, budget=budget)
     assert second.batches == () and _not_shown(second)[0].startswith("3 batches or messages counted")
+    assert second.not_shown == 1500  # by their headers' counts
 
 
 def test_legacy_wrappers_count_their_inner_messages():

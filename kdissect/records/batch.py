@@ -73,7 +73,7 @@ def decode_batch(buf: bytes, pos: int, end: int, path: str, ctx: Context) -> Rec
         records = decode_v2_records(data, 0, len(data), base_offset, base_ts, append_ts, "record", path, ctx, cut=over, limit=allowed)
     ctx.budget.records -= len(records)
     if len(records) == allowed and count > allowed:
-        ctx.not_shown("records", count - allowed, allowed, "batch", pos, path)
+        ctx.skipped("records", count - allowed, count - allowed, allowed, "batch", pos, path)
     elif len(records) != count and not over:
         ctx.report(
             "batch.record-count-mismatch",

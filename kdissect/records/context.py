@@ -23,12 +23,14 @@ class Budget:
 
 
 class Context:
-    __slots__ = ("limits", "budget", "diagnostics")
+    __slots__ = ("limits", "budget", "diagnostics", "not_shown")
 
     def __init__(self, limits: Limits, budget: Budget):
         self.limits = limits
         self.budget = budget
         self.diagnostics: list[Diagnostic] = []
+        self.not_shown = 0
+        """Records counted, not built (`RecordSet.not_shown`)."""
 
     def report(self, code: str, message: str, severity: Severity, scope: Scope, offset: int | None, path: str) -> None:
         self.diagnostics.append(Diagnostic(code, message, severity, scope, offset, path))
@@ -37,9 +39,10 @@ class Context:
         """Records one batch or wrapper may still build."""
         return max(0, min(self.limits.max_records_batch, self.budget.records))
 
-    def not_shown(self, kind: str, count: int, shown: int, scope: Scope, offset: int, path: str) -> None:
-        """Say that `count` records (or batches, or messages) were counted but not built."""
+    def skipped(self, kind: str, count: int, records: int, shown: int, scope: Scope, offset: int, path: str) -> None:
+        """Say that `count` records (or batches, or messages, holding `records` records) were counted, not built."""
         limits = self.limits
+        self.not_shown += records
         self.report(
             "records.not-shown",
             f"{count} {kind} counted, not decoded, after {shown}: past the record budget (max_records_batch "

@@ -8,13 +8,17 @@ so that is normal); a size below any message's is corruption, and nothing after 
 
 from __future__ import annotations
 
+import struct
+
 from kdissect.limits import DEFAULT_LIMITS, Limits
-from kdissect.records.batch import MIN_LENGTH, decode_batch
+from kdissect.records.batch import HEADER_SIZE, MIN_LENGTH, decode_batch
 from kdissect.records.context import Budget, Context
 from kdissect.records.message_set import ENTRY, MIN_SIZE, decode_message
 from kdissect.records.values import LegacyMessage, RecordBatch, RecordSet
 
 _HEADER_UP_TO_MAGIC = 17
+RECORD_COUNT = struct.Struct(">i")
+"""A v2 batch's record count, the last field of its header."""
 
 
 def decode_records(data: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LIMITS, budget: Budget | None = None) -> RecordSet:
@@ -33,7 +37,7 @@ def decode_records(data: bytes | bytearray | memoryview, *, limits: Limits = DEF
         truncated = _entries(buf, ctx, batches)
     except Exception as e:  # a bug must cost one field, not the whole capture
         ctx.report("records.internal-error", f"{type(e).__name__}: {e}", "error", "batch", None, f"batch[{len(batches)}]")
-    return RecordSet(tuple(batches), tuple(ctx.diagnostics), len(buf), truncated)
+    return RecordSet(tuple(batches), tuple(ctx.diagnostics), len(buf), truncated, ctx.not_shown)
 
 
 def _entries(buf: bytes, ctx: Context, batches: list) -> int:
@@ -77,7 +81,7 @@ def _entries(buf: bytes, ctx: Context, batches: list) -> int:
 
 def _count_rest(buf: bytes, pos: int, index: int, ctx: Context) -> int:
     """The record budget is spent: frame the remaining entries by their sizes, count them, build nothing."""
-    n, start, counted, tail = len(buf), pos, 0, 0
+    n, start, counted, records, tail = len(buf), pos, 0, 0, 0
     while pos < n:
         if n - pos < _HEADER_UP_TO_MAGIC:
             tail = n - pos
@@ -88,9 +92,10 @@ def _count_rest(buf: bytes, pos: int, index: int, ctx: Context) -> int:
         if pos + 12 + size > n:
             tail = n - pos
             break
+        records += RECORD_COUNT.unpack_from(buf, pos + HEADER_SIZE - 4)[0] if buf[pos + 16] == 2 and size >= MIN_LENGTH else 1
         pos += 12 + size
         counted += 1
-    ctx.not_shown("batches or messages", counted, index, "batch", start, f"batch[{index}]")
+    ctx.skipped("batches or messages", counted, records, index, "batch", start, f"batch[{index}]")
     return tail
 
 

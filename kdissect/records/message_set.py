@@ -150,7 +150,7 @@ def decode_inner_set(
         last_offset = offset
         pos = end
     if counted:
-        ctx.not_shown("messages", counted, allowed, "record", entries[-1][1] if entries else 0, path)
+        ctx.skipped("messages", counted, counted, allowed, "record", entries[-1][1] if entries else 0, path)
     ctx.budget.records -= len(entries)
     shift = wrapper_offset - last_offset if wrapper_magic > 0 else 0
     return [
