@@ -24,10 +24,10 @@ class Limits:
     producer's acks=0 requests would wait, bodies and all, until `max_outstanding_requests`."""
     max_connections: int = 65536
     """Concurrent connections tracked; the least recently active one is evicted past it."""
-    max_buffered_bytes: int = 256 * MiB
+    max_buffered_bytes: int = 192 * MiB
     """Memory held across all connections: frames being assembled, segments waiting for holes, undecided probes,
     requests waiting for responses, and each connection's own objects, priced in bytes with their overhead
-    (`kafka/connection.py`: about 4 KB a connection, 256 bytes a segment, 1 KB plus 8 times its frame a waiting
+    (`kafka/connection.py`: about 5 KB a connection, 256 bytes a segment, 1 KB plus 8 times its frame a waiting
     request). Each is bounded per stream; this bounds their sum. Past it the least recently active connections
     are evicted, with one notice, until half of it is free."""
     max_decompressed_batch: int = 64 * MiB

@@ -39,7 +39,7 @@ MIN_RESPONSE = 4
 
 # What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
 # (`Limits.max_buffered_bytes`) prices connections, segments and waiting requests with these.
-CONNECTION_COST = 4096
+CONNECTION_COST = 5120
 """A connection's own objects: its streams, framers, pairing and session, and its two flow-table entries."""
 SEGMENT_COST = 256
 """A segment held out of order or in a probe: its tuple, its bytes object, its heap and dictionary entries."""
