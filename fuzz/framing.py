@@ -1,9 +1,10 @@
 """Layer 3, framing and pairing: fuzzed TCP conversations through the core without a body decoder.
 
-Exercises size prefixes, resync after gaps and garbage (`kafka/detect.py`), request and response headers,
-pairing by correlation id, acks=0 Produce, unknown-port detection and the connection bound. Contract: no
-exception; on each connection frames come out in stream order without overlapping; no frame exceeds the size
-bound; buffers stay under their bounds after every packet.
+Exercises size prefixes, frames held open across holes and handed on with the bytes after them, resync after
+gaps and garbage (`kafka/detect.py`), request and response headers, pairing by correlation id, acks=0 Produce,
+unknown-port detection and the connection bound. Contract: no exception; on each connection frames come out in
+stream order without overlapping; what a frame holds after a hole lies inside it, in order; no frame exceeds
+the size bound; buffers stay under their bounds after every packet.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ def check_order(events: list) -> None:
             frame = message.frame
             if not 0 <= len(frame.data) <= frame.size or frame.size > LIMITS.max_frame_size:
                 raise Broken(f"a frame of {len(frame.data)} bytes claiming {frame.size}")
+            at = len(frame.data)
+            for start, piece in frame.rest:  # what the capture holds after a hole: in order, inside the frame
+                if start <= at or not piece or start + len(piece) > frame.size:
+                    raise Broken(f"a frame of {frame.size} bytes holds {len(piece)} bytes at {start} after {at}")
+                at = start + len(piece)
             frames.setdefault((event.connection.id, side), []).append(frame)
     for (connection, side), found in frames.items():
         end = 0

@@ -1,9 +1,11 @@
 """Layer 2, TCP reassembly: one direction's segments in any order, lost, repeated, overlapping, with sequence
-jumps, wrap-around, acknowledgements, SYN/FIN/RST and snapshot-length cuts.
+jumps, wrap-around, acknowledgements, SYN/FIN/RST and snapshot-length cuts, and acknowledged holes held open
+for a patience window chosen by the input.
 
 The input is a list of 7-byte operations over a true byte stream. Contract: the reassembler never raises;
 every byte it delivers is the true byte at that offset (when no segment carried different bytes); what it
-delivers and the gaps it names tile the stream without overlap; the bytes it holds stay under its bound.
+delivers and the gaps it names tile the stream without overlap; late bytes it offers the sink lie inside
+gaps it named; the bytes it holds stay under its bound.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import struct
 from fuzz.common import Broken, instrumented, main
 
 with instrumented():
-    from kdissect.net.reassembly import Reassembler
+    from kdissect.net.reassembly import Patience, Reassembler
     from kdissect.net.tcp import FIN, RST, SYN
 
 MAX_BUFFER = 4096
@@ -28,6 +30,7 @@ class Sink:
         self.offset = 0
         self.origin: int | None = None
         self.chunks: list[tuple[int, bytes]] = []
+        self.gaps: list[tuple[int, int]] = []
 
     def start(self, mid_stream: bool) -> None:
         pass
@@ -39,7 +42,14 @@ class Sink:
     def gap(self, length: int, ts: int) -> None:
         if length <= 0:
             raise Broken(f"a gap of {length} bytes")
+        self.gaps.append((self.offset, self.offset + length))
         self.offset += length
+
+    def fill(self, offset: int, data: bytes) -> int:
+        """Late bytes: they must belong to a named gap; every other one is taken, as an open frame would."""
+        if not data or not any(lo <= offset and offset + len(data) <= hi for lo, hi in self.gaps):
+            raise Broken(f"{len(data)} late bytes at {offset} offered outside every gap")
+        return len(data) if offset % 2 else 0
 
 
 def one_input(data: bytes) -> None:
@@ -47,8 +57,9 @@ def one_input(data: bytes) -> None:
         return
     isn = int.from_bytes(data[:4], "big")
     reorder = bool(data[4] & 1)
+    patience = Patience((data[4] >> 1 & 7) * OP.size, MAX_BUFFER >> (data[4] >> 4 & 3), 1 << 30)
     sink = Sink()
-    stream = Reassembler(sink, lambda d, ts, i: None, MAX_BUFFER, reorder)
+    stream = Reassembler(sink, lambda d, ts, i: None, MAX_BUFFER, reorder, patience)
     flipped = False
     first_true: int | None = None
     cursor = 0

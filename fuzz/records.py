@@ -1,7 +1,9 @@
 """Layer 5, records: any bytes as a `records` field (v2 batches, v0/v1 message sets, every codec).
 
-Contract: `decode_records` never raises and never reports `records.internal-error`; every diagnostic has an
-offset and a path; decompression stays under both caps; every value renders as JSON.
+Each input is decoded whole, and again with a hole cut in it (zeros where the capture would have lost bytes, and
+the decoder told where), as a records field of a frame with a lost segment is. Contract: `decode_records` never
+raises and never reports `records.internal-error`; every diagnostic has an offset and a path; no batch decoded
+after a hole overlaps it; decompression stays under both caps; every value renders as JSON.
 """
 
 from __future__ import annotations
@@ -23,8 +25,19 @@ def _decompressed(entry) -> int:
 
 
 def one_input(data: bytes) -> None:
+    check(data, ())
+    if len(data) > 32:
+        start = data[-1] * len(data) // 256
+        end = min(len(data), start + 1 + data[-2] * len(data) // 512)
+        check(data[:start] + bytes(end - start) + data[end:], ((start, end),))
+
+
+def check(data: bytes, holes: tuple[tuple[int, int], ...]) -> None:
     budget = Budget(LIMITS.max_decompressed_exchange)
-    records = decode_records(data, limits=LIMITS, budget=budget)
+    records = decode_records(data, limits=LIMITS, budget=budget, holes=holes)
+    for entry in records.batches:
+        if any(lo < entry.span[1] and entry.span[0] < hi for lo, hi in holes):
+            raise Broken(f"a batch at {entry.span} overlaps a hole at {holes}")
     check_diagnostics(records.diagnostics, "records")
     for d in records.diagnostics:
         if d.offset is None or not d.path:

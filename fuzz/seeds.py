@@ -28,6 +28,7 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.records.codecs import GZIP
+from kdissect.testing import damage
 from kdissect.testing import record_encoder as records_encode
 from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
 
@@ -77,6 +78,13 @@ def capture_seeds() -> Iterator[bytes]:
             data = _pcap(connection, linktype)
             yield data[:MAX_SEED]
     linktype, packets = _read(ROOT / "captures" / "kcat-debian-librdkafka.pcap")
+    whole = _pcap(packets, linktype)
+    third = 24 + sum(16 + len(p.data) for p in packets[:3])
+    yield whole[: third + 8] + (0x7FFFFFF0).to_bytes(4, "little") + whole[third + 12 :]  # a corrupt record header: resync
+    yield whole[:third] + whole[third + 8 :]  # half a record header cut out: resync
+    for position in range(6, min(len(packets), 30), 6):  # a segment dropped or captured late: salvage and patience
+        yield _pcap(damage.drop(packets, position), linktype)
+        yield _pcap(damage.delay(packets, position, 4), linktype)
     plain = _pcap(packets, linktype, nanosecond=True, big_endian=True)
     yield plain
     yield gzip.compress(plain)
@@ -91,12 +99,14 @@ def capture_seeds() -> Iterator[bytes]:
     yield out.getvalue()
 
 
-def _ops_from_connection(packets: list[Packet]) -> bytes:
-    """A real connection in the framing harness's language: header byte, then (side, gap, length, payload) operations."""
+def _ops_from_connection(packets: list[Packet], lost: int | None = None) -> bytes:
+    """A real connection in the framing harness's language: header byte, then (side, gap, length, payload) operations.
+    The segment at position `lost`, if given, becomes a hole (all of it but its length modulo 16)."""
     decoder = SegmentDecoder(1 << 20)
     out = bytearray(b"\x02")
     client = None
-    for packet in packets:
+    gap = 0
+    for position, packet in enumerate(packets):
         segment = decoder.decode(packet)
         if segment is None or not segment.payload:
             continue
@@ -104,9 +114,15 @@ def _ops_from_connection(packets: list[Packet]) -> bytes:
             client = (segment.src, segment.sport)
         side = 0 if (segment.src, segment.sport) == client else 1
         payload = segment.payload
+        if position == lost:
+            gap = min(len(payload) // 16, 255)
+            payload = payload[: len(payload) - gap * 16]
+            if not payload:
+                continue
         for at in range(0, len(payload), 4095):
             chunk = payload[at : at + 4095]
-            out += bytes((side, 0)) + len(chunk).to_bytes(2, "big") + chunk
+            out += bytes((side | (16 if gap else 0), gap)) + len(chunk).to_bytes(2, "big") + chunk
+            gap = 0
         if len(out) > MAX_SEED:
             break
     return bytes(out)
@@ -117,6 +133,9 @@ def framing_seeds() -> Iterator[bytes]:
         _, packets = _read(path)
         for connection in _connections(packets):
             yield _ops_from_connection(connection)
+            data = damage.data_segments(connection)
+            if len(data) > 4:  # a segment lost inside the connection: a hole, often inside a frame
+                yield _ops_from_connection(connection, data[len(data) // 2].position)
 
 
 def reassembly_seeds() -> Iterator[bytes]:

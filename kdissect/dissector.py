@@ -72,6 +72,8 @@ class Dissector:
                 connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
                 if connection.ending or connection.ignored:
                     self._end(connection, ts)
+            elif payload and not connection.ignored:
+                self._after_close(connection, len(payload), ts, index)
             events = self._shared.events
             if events:
                 self._shared.events = []
@@ -88,6 +90,8 @@ class Dissector:
                     self._close(connection, "reused", ts)
                 connection, direction = self._open((src, sport), (dst, dport), ts), 0
             elif connection.closed:
+                if payload and not connection.ignored:
+                    self._after_close(connection, len(payload), ts, index)
                 return self._take()
         connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
         if connection.ending or connection.ignored:
@@ -98,6 +102,11 @@ class Dissector:
         """Close a connection its own packets have ended; an ignored one is over for us too (its packets dropped)."""
         if connection.finished or connection.ignored:
             self._close(connection, "reset" if any(s.reset for s in connection.streams) else "fin", ts)
+
+    def _after_close(self, connection: Connection, length: int, ts: int, index: int) -> None:
+        """Data for a connection already over: captured too late to be used, or sent after a reset. Told, not used."""
+        message = f"{length} bytes came after the connection ended (captured late, or sent after a reset); not decoded"
+        self._shared.emit(Notice(Diagnostic("tcp.after-close", message, "warning", "packet"), connection.info, ts, index))
 
     def _take(self) -> list[Event]:
         events = self._shared.events

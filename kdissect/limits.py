@@ -16,6 +16,14 @@ class Limits:
     """A size prefix above this is a diagnostic on its stream, never an allocation."""
     max_stream_buffer: int = 16 * MiB
     """Out-of-order bytes held per stream direction while waiting for a hole to fill; past it, a gap."""
+    max_late_packets: int = 1024
+    """A hole the peer has acknowledged past is held open for this many packets (of the whole capture) before it
+    is declared lost, in case its segment was only captured late (SPAN ports, multi-queue NICs); so are responses
+    whose packets acknowledge request bytes not yet seen."""
+    max_late_bytes: int = 4 * MiB
+    """... or until this many bytes of the stream wait behind it;"""
+    max_late_ms: int = 10_000
+    """... or for this much capture time."""
     max_outstanding_requests: int = 4096
     """Requests per connection waiting for a response; the oldest is reported unanswered past it."""
     max_outstanding_acks_zero: int = 64

@@ -163,15 +163,35 @@ def test_pcap_cut_inside_packet_data() -> None:
     assert diagnostics[0].offset == start
 
 
-def test_pcap_absurd_record_length_stops_reading() -> None:
+def test_pcap_absurd_record_length_costs_that_record() -> None:
     original = sample()
     data = bytearray(pcap_bytes(original, LINKTYPE_ETHERNET))
     at = 24 + 16 + len(original[0].data)
     struct.pack_into("<I", data, at + 8, 0x7FFFFFF0)
     packets, diagnostics = read(bytes(data))
-    assert len(packets) == 1
-    assert codes(diagnostics) == ["pcap.corrupt-record"]
-    assert diagnostics[0].offset == at
+    assert [p.data for p in packets] == [p.data for p in original[:1] + original[2:]]
+    assert codes(diagnostics) == ["pcap.resync"]
+    assert diagnostics[0].offset == at and f"{16 + len(original[1].data)} bytes skipped" in diagnostics[0].message
+
+
+def test_pcap_record_header_cut_short_costs_that_record() -> None:
+    """Eight bytes of a record header missing from the file: what is read there is no header, and the reader
+    finds the next one."""
+    original = sample()
+    data = pcap_bytes(original, LINKTYPE_ETHERNET)
+    at = 24 + 16 + len(original[0].data)
+    packets, diagnostics = read(data[:at] + data[at + 8 :])
+    assert [p.data for p in packets] == [p.data for p in original[:1] + original[2:]]
+    assert codes(diagnostics) == ["pcap.resync"] and diagnostics[0].offset == at
+
+
+def test_pcap_corrupt_header_with_nothing_plausible_after_it_ends_the_read() -> None:
+    original = sample()
+    data = bytearray(pcap_bytes(original, LINKTYPE_ETHERNET))
+    at = 24 + 16 + len(original[0].data)
+    struct.pack_into("<I", data, at + 8, 0x7FFFFFF0)
+    packets, diagnostics = read(bytes(data[: at + 40]))
+    assert len(packets) == 1 and codes(diagnostics) == ["pcap.corrupt-record"] and diagnostics[0].offset == at
 
 
 def test_pcap_header_cut_short_is_a_capture_error() -> None:

@@ -10,6 +10,7 @@ the same JSON: skipping bodies must change nothing of what is shown.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime, timezone
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,7 @@ from kdissect.schema import is_flexible
 from kdissect.testing.body_encoder import Encoder, build, encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.views.json_lines import decode_bytes, exchange_json
+from kdissect.views.summary import UNDECODED, Summary
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = sorted((ROOT / "captures").glob("*.pcap"))
@@ -417,6 +419,33 @@ def test_bodies_of_rejected_exchanges_are_not_decoded():
         ], (e.id, e.api_key)
     assert any(e.api_key == JOIN_GROUP and e.request.body is not None for e in exchanges)  # a teaching request, kept
     assert any(e.api_key == FETCH and e.request.body is None for e in exchanges)
+
+
+@pytest.mark.parametrize("expression", ["api == Heartbeat", "api == Fetch and topic == kgrp", "status != ok", "status == malformed"])
+def test_the_totals_under_a_filter_tell_each_status_or_that_it_is_not_known(expression):
+    """A hidden exchange is counted with its unfiltered status, or as not decoded when its response body was
+    skipped; never as ok when it was an error."""
+    wanted = compile_filter([("-Y", expression)])
+    undecoded = 0
+    for path in CAPTURES:
+        everything, _ = unfiltered(path)
+        summary = Summary()
+        with open_capture(path) as source:
+            events = make_dissector(Options(ports=PORTS, keep=wanted.keep)).run(source.packets())
+            seen = [e for e in events if isinstance(e, Exchange)]
+        assert [e.id for e in seen] == [e.id for e in everything], path.name
+        want: Counter[str] = Counter()
+        for e, truth in zip(seen, everything):
+            shown = wanted.matches(e)
+            summary.add(e, shown)
+            skipped = not shown and e.response is not None and e.response.body is None and e.status != "malformed"
+            counted = UNDECODED if skipped else e.status
+            assert counted == UNDECODED or counted == truth.status, (path.name, e.id)
+            assert counted != UNDECODED or truth.status in ("ok", "error", "malformed"), (path.name, e.id)
+            want[counted] += 1
+        assert summary.statuses == want, path.name
+        undecoded += want[UNDECODED]
+    assert undecoded > 0 if expression.startswith("api") else undecoded == 0
 
 
 def test_headers_only_leaves_body_fields_empty_without_failing():

@@ -100,16 +100,45 @@ def test_size_prefix_split_across_segments() -> None:
     assert [f.data for f in r.frames] == [a[4:], b[4:]]
 
 
-def test_gap_inside_a_frame_costs_only_that_frame() -> None:
+def test_gap_inside_a_frame_costs_only_the_missing_bytes() -> None:
     a, b, c = requests(1, 2, 3, body=100)
     r = Recorder()
     r.data(a + b[:30])
     r.framer.gap(50, 0)
     r.data(b[80:] + c)
     assert r.summary() == [(0, len(a) - 4, len(a) - 4), (len(a), len(b) - 4, 26), (len(a) + len(b), len(c) - 4, len(c) - 4)]
-    assert r.frames[1].lost == len(b) - 30
+    assert r.frames[1].lost == 50
+    assert r.frames[1].rest == ((76, b[80:]),) and r.frames[1].holes() == ((26, 76),)
+    assert r.frames[1].filled() == b[4:30] + bytes(50) + b[80:]
     assert r.frames[2].data == c[4:]
     assert r.reports == []
+
+
+def test_several_holes_in_one_frame_and_a_lost_tail() -> None:
+    (b,) = requests(2, body=300)
+    r = Recorder()
+    r.data(b[:40])
+    r.framer.gap(10, 0)
+    r.data(b[50:100])
+    r.framer.gap(20, 0)
+    r.data(b[120:200])
+    r.framer.finish()
+    [frame] = r.frames
+    assert frame.data == b[4:40] and frame.rest == ((46, b[50:100]), (116, b[120:200]))
+    assert frame.holes() == ((36, 46), (96, 116), (196, len(b) - 4)) and frame.lost == 10 + 20 + len(b) - 200
+
+
+def test_late_bytes_fill_a_hole_while_the_frame_is_open() -> None:
+    a, b = requests(1, 2, body=200)
+    r = Recorder()
+    r.data(b[:40])
+    r.framer.gap(30, 0)
+    r.data(b[70:150])
+    assert r.framer.fill(50, b[50:60]) == 10  # part of the hole
+    assert r.framer.fill(30, b[30:80]) == 10 + 10  # what is still missing of it; the rest is held already
+    r.data(b[150:] + a)
+    assert [f.data for f in r.frames] == [b[4:], a[4:]] and r.frames[0].rest == ()
+    assert r.framer.fill(40, b[40:70]) == 0  # the frame is gone: too late
 
 
 def test_gap_ending_exactly_at_a_frame_boundary() -> None:
@@ -587,7 +616,7 @@ def test_response_gap_across_a_boundary_resyncs_on_an_outstanding_id() -> None:
     parts = conv.send(SERVER, responses, sizes=250)  # 250..500 holds the end of 1 and the start of 2
     packets += parts[:1] + parts[2:] + [conv.ack(CLIENT)]
     evs = run(packets)
-    assert statuses(evs) == [("ok", 1), ("unanswered", 2), ("ok", 3)]
+    assert statuses(evs) == [("malformed", 1), ("unanswered", 2), ("ok", 3)]  # the first response lost its end
     first = next(e for e in evs if isinstance(e, Exchange))
     assert (first.response.frame.lost, [d.code for d in first.diagnostics]) == (304 - 246, ["frame.incomplete"])
     assert notices(evs) == ["tcp.gap", "frame.skipped"]

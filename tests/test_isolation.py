@@ -43,13 +43,12 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Endpoint, Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import SYN
+from kdissect.testing import damage
 from kdissect.views.json_lines import exchange_json
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 NAMES = ("consumer-group-confluent", "legacy-magic1-kafka-python", "large-values-mtu1500")
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-
-Key = tuple[str, str, Any, Any]
 
 
 def _strip(value: Any) -> Any:
@@ -61,21 +60,11 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def _key(exchange: Exchange) -> Key:
-    c = exchange.connection
-    return (
-        str(c.client),
-        str(c.broker),
-        exchange.request.frame.offset if exchange.request else None,
-        exchange.response.frame.offset if exchange.response else None,
-    )
-
-
-def decode(packets: list[Packet]) -> dict[Key, Any]:
+def decode(packets: list[Packet]) -> dict[damage.Key, Any]:
     out = {}
     for event in make_dissector(Options()).run(packets):
         if isinstance(event, Exchange):
-            out[_key(event)] = _strip(exchange_json(event))
+            out[damage.exchange_key(event)] = _strip(exchange_json(event))
     return out
 
 
@@ -86,14 +75,14 @@ class Baseline:
         with open_capture(CAPTURES / f"{name}.pcap") as capture:
             self.packets = list(capture.packets())
             self.linktype = capture.linktypes()[0]
-        self.exchanges: dict[Key, Any] = {}
-        self.frames: dict[Key, list[tuple[int, int, int, int]]] = {}
+        self.exchanges: dict[damage.Key, Any] = {}
+        self.frames: dict[damage.Key, list[tuple[int, int, int, int]]] = {}
         """Exchange -> its frames as (direction 0 request / 1 response, start, end, last packet index)."""
         events = list(make_dissector(Options()).run(self.packets))
         for event in events:
             if not isinstance(event, Exchange):
                 continue
-            key = _key(event)
+            key = damage.exchange_key(event)
             assert key not in self.exchanges
             self.exchanges[key] = _strip(exchange_json(event))
             self.frames[key] = [
@@ -134,7 +123,7 @@ class Baseline:
                 out.append((dst, src, 1, start, start + len(segment.payload)))
         return out
 
-    def touched_by_loss(self, index: int) -> set[Key]:
+    def touched_by_loss(self, index: int) -> set[damage.Key]:
         """Exchanges a lost packet may cost: its frames, and the frames up to the resync point after it."""
         carried = self.ranges[index]
         if carried is None:
@@ -157,7 +146,7 @@ def baseline(name: str) -> Baseline:
     return Baseline(name)
 
 
-def assert_untouched_identical(base: Baseline, got: dict[Key, Any], touched: set[Key]) -> None:
+def assert_untouched_identical(base: Baseline, got: dict[damage.Key, Any], touched: set[damage.Key]) -> None:
     for key, expected in base.exchanges.items():
         if key in touched:
             continue

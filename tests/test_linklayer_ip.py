@@ -403,9 +403,10 @@ def test_snaplen_cut_payload_becomes_a_gap_at_the_right_offset(addresses) -> Non
     ex = exchanges(evs)
     assert [(e.correlation_id, e.status, e.request.frame.lost) for e in ex] == [
         (1, "unanswered", 0),
-        (2, "unanswered", len(second) - 300),  # bytes after a gap inside a frame are not kept
+        (2, "unanswered", 1100 + len(second) - 1400 - 300),  # the bytes the second segment holds after the cut are kept
         (3, "unanswered", 0),
     ]
+    assert ex[1].request.frame.rest == ((1400 - 4, second[1400:1700]),)
 
 
 def test_snaplen_cut_inside_tcp_options_keeps_the_missing_count_right() -> None:

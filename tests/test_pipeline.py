@@ -436,6 +436,23 @@ def test_missing_pyspark_is_named_with_the_fix(monkeypatch):
         check_pyspark()
 
 
+@pytest.mark.parametrize("missing", ["pyspark", "pyarrow"])
+def test_the_spark_command_without_its_extra_names_it(monkeypatch, tmp_path, capsys, missing):
+    """As a user meets it: the command, not only the check, says what to install."""
+    import sys
+
+    from kdissect.cli import main
+
+    for name in [m for m in sys.modules if m.split(".")[0] == missing or m.startswith("kdissect.pipeline")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(SystemExit) as exit:
+        main(["spark", str(PROJECT[0]), "--out", str(tmp_path / "out"), "-q"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert f"({missing} is not installed): pip install 'kdissect[spark]'" in err and "internal error" not in err
+
+
 def test_a_bad_format_fails_before_spark_starts(tmp_path):
     from kdissect.cli import UserError
     from kdissect.commands.spark import run_spark

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdissect.dissector import Dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
-from kdissect.net.reassembly import Reassembler
+from kdissect.net.reassembly import NO_PATIENCE, Patience, Reassembler
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER
@@ -28,6 +29,7 @@ class Sink:
         self.items: list[tuple[str, object]] = []
         self.started: bool | None = None
         self.indexes: list[int] = []
+        self.filled: list[tuple[int, bytes]] = []
 
     def start(self, mid_stream: bool) -> None:
         assert self.started is None, "start() called twice"
@@ -48,18 +50,24 @@ class Sink:
         else:
             self.items.append(("gap", length))
 
+    def fill(self, offset: int, data: bytes) -> int:
+        """Late bytes for a declared gap: recorded, not used (a framer uses them while their frame is open)."""
+        self.filled.append((offset, data))
+        return 0
+
     def delivered(self) -> bytes:
         """The stream with every gap as '?' bytes, for comparing positions."""
         return b"".join(v if kind == "data" else b"?" * v for kind, v in self.items)
 
 
 class Stream:
-    """One direction under test: a reassembler, its sink, and the diagnostics it reported."""
+    """One direction under test: a reassembler, its sink, and the diagnostics it reported. Packet numbers and
+    timestamps count the calls."""
 
-    def __init__(self, isn: int | None = 1000, max_buffer: int = 1 << 20, reorder: bool = True) -> None:
+    def __init__(self, isn: int | None = 1000, max_buffer: int = 1 << 20, reorder: bool = True, patience: Patience = NO_PATIENCE) -> None:
         self.sink = Sink()
         self.reports: list[tuple[str, int, int]] = []
-        self.r = Reassembler(self.sink, lambda d, ts, index: self.reports.append((d.code, d.offset, index)), max_buffer, reorder)
+        self.r = Reassembler(self.sink, lambda d, ts, index: self.reports.append((d.code, d.offset, index)), max_buffer, reorder, patience)
         self.isn = isn
         self.index = 0
         if isn is not None:
@@ -349,10 +357,13 @@ def test_reordering_off_makes_every_hole_a_gap_at_once() -> None:
     s = Stream(reorder=False)
     s.at(0, b"a" * 10)
     s.at(20, b"c" * 10)
-    s.at(10, b"b" * 10)  # arrives late: already given up
-    assert s.reports == [("tcp.gap", 10, 3)]
+    s.at(10, b"b" * 10)  # arrives late: already given up, offered to the sink, and told
+    assert s.reports == [("tcp.gap", 10, 3), ("tcp.late-segment", 10, 4)]
     assert s.sink.items == [("data", b"a" * 10), ("gap", 10), ("data", b"c" * 10)]
-    assert s.r.retransmitted == 10
+    assert s.sink.filled == [(10, b"b" * 10)]
+    assert s.r.retransmitted == 0 and s.r.gap_bytes == 10  # the sink could not use them
+    s.at(10, b"b" * 10)  # a second copy is a retransmission again
+    assert s.r.retransmitted == 10 and len(s.reports) == 2
 
 
 def test_snaplen_cut_segment_held_out_of_order() -> None:
@@ -546,7 +557,38 @@ def test_gap_notices_carry_the_connection_and_the_stream_offset() -> None:
     # the ACK on the response's packet is taken before its payload: the request, cut by the gap, is handed on
     # first, so the response still finds it
     exchange = next(e for e in evs if isinstance(e, Exchange) and e.correlation_id == 9)
-    assert (exchange.status, exchange.request.frame.lost) == ("ok", len(big) - 2000)  # all after the gap is skipped
+    assert (exchange.status, exchange.request.frame.lost) == ("malformed", 1000)  # only the lost segment is missing
+    assert exchange.request.frame.rest == ((2996, big[3000:]),)
     assert evs.index(gaps[0]) < evs.index(exchange)
     [end] = ends(evs)
     assert (end.gaps, end.gap_bytes, end.out_of_order) == (1, 1000, 3)
+
+
+# -- patience: acknowledged holes held open for late segments ----------------------------------------------------
+
+
+def test_an_acknowledged_hole_waits_for_its_late_segment() -> None:
+    s = Stream(patience=Patience(5, 1 << 20, 1 << 40))
+    s.at(0, b"a" * 10)
+    s.at(20, b"c" * 10)
+    s.ack(30)  # the peer got it all: the hole was sent
+    s.at(30, b"d" * 10)
+    s.ack(40)
+    s.at(10, b"b" * 10)  # four packets late, within the window
+    assert s.reports == [] and s.r.gaps == 0
+    assert s.sink.items == [("data", b"a" * 10 + b"b" * 10 + b"c" * 10 + b"d" * 10)]
+
+
+@pytest.mark.parametrize("bound", ["packets", "bytes", "time"])
+def test_an_acknowledged_hole_is_declared_lost_past_each_bound(bound: str) -> None:
+    patience = {"packets": Patience(3, 1 << 20, 1 << 40), "bytes": Patience(100, 25, 1 << 40), "time": Patience(100, 1 << 20, 2)}[bound]
+    s = Stream(patience=patience)
+    s.at(0, b"a" * 10)
+    s.at(20, b"c" * 10)
+    s.ack(30)  # packet 4: the window opens
+    for i in range(3, 7):
+        s.at(10 * i, bytes([i]) * 10)  # packets 5 to 8
+    assert [code for code, _, _ in s.reports] == ["tcp.gap"]
+    assert s.reports[0][1] == 10 and s.reports[0][2] == {"packets": 8, "bytes": 6, "time": 7}[bound]
+    s.at(10, b"b" * 10)
+    assert s.reports[-1][0] == "tcp.late-segment" and s.sink.filled == [(10, b"b" * 10)]

@@ -1,4 +1,9 @@
-"""Classic pcap files: microsecond or nanosecond timestamps, either byte order."""
+"""Classic pcap files: microsecond or nanosecond timestamps, either byte order.
+
+A record header that cannot be right (a length past what the file's records are believed to hold, a sub-second
+field out of range, a time far from the file's first record) costs that record alone: the reader finds the next
+offset where plausible headers chain (capture/sync.py, the rules the Spark job's byte ranges use) and goes on.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +13,17 @@ from typing import Iterator
 from kdissect.capture.chunked import ChunkedInput
 from kdissect.capture.oddities import Oddities
 from kdissect.capture.packet import Packet
+from kdissect.capture.sync import CHAIN, MAGICS, MAX_SKEW_S, PcapRules, find_pcap_sync, pcap_chain
 
-MAGICS = {
-    b"\xd4\xc3\xb2\xa1": ("<", 1000),
-    b"\xa1\xb2\xc3\xd4": (">", 1000),
-    b"\x4d\x3c\xb2\xa1": ("<", 1),
-    b"\xa1\xb2\x3c\x4d": (">", 1),
-}
-"""File magic -> (byte order, nanoseconds per timestamp fraction unit)."""
+__all__ = ["MAGICS", "MAX_RECORD", "PcapReader"]
+
 
 MAX_RECORD = 64 << 20
 """A record claiming more than this is corrupt: no link layer carries such frames."""
+RESYNC_WINDOW = 64 << 20
+"""Bytes searched for the next plausible record after a corrupt header before the rest of the file is given up."""
+HEAD = 1 << 16
+"""Bytes of the file's start that say what its plausible record headers look like (`PcapRules.from_head`)."""
 
 
 class PcapReader:
@@ -31,11 +36,48 @@ class PcapReader:
         self.linktype = linktype & 0x0FFFFFFF
         """The upper bits hold FCS flags in newer files."""
         self._record = struct.Struct(order + "IIII")
+        inp.fill(HEAD)
+        self._rules = PcapRules.from_head(bytes(inp.buf[inp.pos : inp.pos + HEAD]))
         inp.pos += 24
         self._inp = inp
         self._odd = oddities
         self._index_base = index_base
         """Packets before the first one read: a reader started inside a file numbers packets as the file does."""
+
+    def _empty_fits(self) -> bool:
+        """A record of no bytes at the input's position is believed when plausible headers chain after it."""
+        inp = self._inp
+        inp.fill(16 + CHAIN * (16 + self._rules.snaplen))
+        return pcap_chain(self._rules, inp.buf, inp.pos + 16, inp.eof) is not False
+
+    def _resync(self, sec: int, frac: int, incl: int) -> bool:
+        """The header at the input's position is corrupt: move to the next plausible record; False if there is none."""
+        inp = self._inp
+        at = inp.offset
+        want = 1 << 20
+        while True:
+            inp.fill(min(want, RESYNC_WINDOW))
+            found = find_pcap_sync(self._rules, inp.buf, inp.pos + 1, inp.eof, limit=inp.pos + RESYNC_WINDOW)
+            if found is not None:
+                skipped = found - inp.pos
+                why = f"claims {incl} bytes" if incl > self._rules.snaplen else f"reads as time {sec}.{frac}"
+                self._odd.add(
+                    "pcap.resync",
+                    f"a corrupt record header ({why}) cost its record: {skipped} bytes skipped to the next plausible one",
+                    at,
+                    "error",
+                )
+                inp.pos = found
+                return True
+            if inp.eof or inp.remaining() >= RESYNC_WINDOW:
+                self._odd.add(
+                    "pcap.corrupt-record",
+                    f"a record header claims {incl} bytes and no plausible record follows; the rest of the file cannot be trusted",
+                    at,
+                    "error",
+                )
+                return False
+            want = inp.remaining() * 2
 
     def linktypes(self) -> list[int]:
         return [self.linktype]
@@ -51,6 +93,9 @@ class PcapReader:
         over_orig = backwards = 0
         first_over = first_back = None
         last_ts = 0
+        rules = self._rules
+        limit, frac_limit = min(rules.snaplen, MAX_RECORD), rules.frac_limit
+        earliest, latest = (0, 1 << 32) if rules.first_sec is None else (rules.first_sec - MAX_SKEW_S, rules.first_sec + MAX_SKEW_S)
         while True:
             if len(buf) - pos < 16:
                 inp.pos = pos
@@ -60,16 +105,16 @@ class PcapReader:
                     break
                 buf, pos, base = inp.buf, inp.pos, inp.base
             sec, frac, incl, orig = unpack(buf, pos)
+            if incl > limit or frac >= frac_limit or not earliest <= sec <= latest or not incl:
+                inp.pos = pos
+                if incl or not self._empty_fits():
+                    if not self._resync(sec, frac, incl):
+                        break
+                    buf, pos, base = inp.buf, inp.pos, inp.base
+                    continue
+                buf, pos, base = inp.buf, inp.pos, inp.base
             end = pos + 16 + incl
             if end > len(buf):
-                if incl > MAX_RECORD:
-                    self._odd.add(
-                        "pcap.corrupt-record",
-                        f"a record claims {incl} bytes; the rest of the file cannot be trusted",
-                        base + pos,
-                        "error",
-                    )
-                    break
                 inp.pos = pos
                 if not inp.fill(16 + incl):
                     self._odd.add(

@@ -16,9 +16,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kdissect.capture.pcap import MAGICS
 from kdissect.capture.pcapng import EPB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, SECTION_BYTE_ORDER, SHB
 
+MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),
+    b"\xa1\xb2\xc3\xd4": (">", 1000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1),
+    b"\xa1\xb2\x3c\x4d": (">", 1),
+}
+"""A pcap file's magic -> (byte order, nanoseconds per timestamp fraction unit)."""
 PCAP_HEADER = 16
 CHAIN = 4
 """Consecutive plausible headers a split's first record needs (fewer only where the data ends)."""
@@ -51,20 +57,36 @@ class PcapRules:
     def from_head(cls, head: bytes) -> PcapRules:
         """Rules for a file, from its first bytes: the file header (24 bytes at least) and the record headers
         that follow in `head`, whose own habits are believed (a writer that sets captured > original length
-        on every record, a captured length above the snapshot length)."""
+        on every record, a captured length above the snapshot length). Habits are learnt only from records
+        that chain plausibly: when the first record header is itself corrupt, from where records chain under
+        the file header's own rules, so one bad header does not teach rules that reject every good one."""
         order, frac_ns = MAGICS[head[:4]]
         snaplen = struct.unpack_from(order + "I", head, 16)[0]
-        first_records = []
-        pos = 24
-        while len(first_records) < 8 and pos + PCAP_HEADER <= len(head):
-            record = struct.unpack_from(order + "IIII", head, pos)
-            first_records.append(record)
-            pos += PCAP_HEADER + record[2]
         limit = snaplen if 0 < snaplen <= MAX_SNAPLEN else MAX_SNAPLEN
+        base = cls(order, 1_000_000_000 // frac_ns, limit)
+        first_records = _believed(base, head, 24)
+        if not first_records:
+            start = find_pcap_sync(base, head, 25, eof=False)
+            first_records = _believed(base, head, start) if start is not None else []
         limit = max([limit] + [incl for _, _, incl, _ in first_records])
         strict = all(incl <= orig for _, _, incl, orig in first_records)
         first = first_records[0][0] if first_records else None
-        return cls(order, 1_000_000_000 // frac_ns, limit, strict, first)
+        return cls(order, base.frac_limit, limit, strict, first)
+
+
+def _believed(rules: PcapRules, head: bytes, pos: int) -> list[tuple[int, int, int, int]]:
+    """Up to 8 record headers from `pos` whose sizes and times are believable, as far as they chain."""
+    unpack = struct.Struct(rules.order + "IIII").unpack_from
+    out: list[tuple[int, int, int, int]] = []
+    while len(out) < 8 and pos + PCAP_HEADER <= len(head):
+        sec, frac, incl, orig = record = unpack(head, pos)
+        if frac >= rules.frac_limit or not 0 < incl <= MAX_ORIG or orig > MAX_ORIG:
+            break
+        if out and abs(sec - out[-1][0]) > MAX_STEP_S:
+            break
+        out.append(record)
+        pos += PCAP_HEADER + incl
+    return out
 
 
 def pcap_plausible(rules: PcapRules, sec: int, frac: int, incl: int, orig: int) -> bool:

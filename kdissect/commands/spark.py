@@ -61,9 +61,14 @@ def run_spark(
 
     The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
     """
+    from kdissect.pipeline.session import SparkUnavailable, check_master, check_pyspark, start
+
+    try:
+        check_pyspark()  # before the job's modules, which import pyarrow
+    except SparkUnavailable as exc:
+        raise UserError(str(exc)) from None
     from kdissect.pipeline.inputs import InputError, expand, is_uri
     from kdissect.pipeline.job import FORMATS, JobError, check_local_out, run
-    from kdissect.pipeline.session import SparkUnavailable, check_master, start
     from kdissect.views.console import make_console
     from kdissect.views.spark_summary import print_summary
 

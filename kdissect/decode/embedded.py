@@ -1,7 +1,8 @@
 """Payloads carried opaquely inside other messages, read into what they say.
 
 The consumer protocol's subscriptions and assignments ride as bytes in JoinGroup, SyncGroup and DescribeGroups
-when the group's protocol type is "consumer"; SASL exchanges ride in SaslAuthenticate. Each reading is added
+when the group's protocol type is "consumer"; SASL exchanges ride in SaslAuthenticate, or after SaslHandshake v0
+as raw tokens with no Kafka header. Each reading is added
 to its struct as an annotation on the field it explains; the bytes themselves stay as they were, except secrets,
 which are replaced unless shown.
 """
@@ -74,8 +75,14 @@ def annotate(api_key: int, direction: str, body: Struct, request: Struct | None,
         mechanism = body.get("Mechanism")
         session.sasl_mechanism = mechanism if isinstance(mechanism, str) else None
     elif api_key == SASL_AUTHENTICATE:
-        data = body.get("AuthBytes")
-        if isinstance(data, bytes):
-            body.annotate("AuthBytes", read_sasl(session.sasl_mechanism, data, direction == "request", show_secrets))
-            if not show_secrets and data:
-                body.values[body.names.index("AuthBytes")] = Redacted(len(data))
+        auth_bytes(body, session, direction == "request", show_secrets)
+
+
+def auth_bytes(holder: Struct, session: Session, from_client: bool, show_secrets: bool) -> None:
+    """Read the SASL message in `holder.AuthBytes` (a SaslAuthenticate body, or a raw token after SaslHandshake v0)
+    by the mechanism the connection chose; the bytes themselves are redacted unless shown."""
+    data = holder.get("AuthBytes")
+    if isinstance(data, bytes):
+        holder.annotate("AuthBytes", read_sasl(session.sasl_mechanism, data, from_client, show_secrets))
+        if not show_secrets and data:
+            holder.values[holder.names.index("AuthBytes")] = Redacted(len(data))

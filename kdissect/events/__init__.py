@@ -6,11 +6,13 @@ Every stage above the core (views, filters, the Spark rows) reads these values a
 from typing import Union
 
 from kdissect.events.connection import ConnectionEnd, ConnectionInfo, Ending, Endpoint
-from kdissect.events.exchange import Exchange, Message, Status, new_exchange, new_message
+from kdissect.events.exchange import Exchange, Message, Status, answered, new_exchange, new_message
 from kdissect.events.frame import Frame, new_frame
 from kdissect.events.headers import (
+    SASL_TOKEN,
     RequestHeader,
     ResponseHeader,
+    SaslTokenHeader,
     TaggedField,
     new_request_header,
     new_response_header,
@@ -31,7 +33,10 @@ __all__ = [
     "Notice",
     "RequestHeader",
     "ResponseHeader",
+    "SASL_TOKEN",
+    "SaslTokenHeader",
     "Status",
+    "answered",
     "TaggedField",
     "new_exchange",
     "new_frame",

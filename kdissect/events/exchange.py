@@ -8,7 +8,7 @@ from typing import Any, Literal
 from kdissect.diagnostic import Diagnostic
 from kdissect.events.connection import ConnectionInfo
 from kdissect.events.frame import Frame
-from kdissect.events.headers import RequestHeader, ResponseHeader
+from kdissect.events.headers import RequestHeader, ResponseHeader, SaslTokenHeader
 from kdissect.frozen import fast_constructor
 
 
@@ -17,7 +17,7 @@ class Message:
     """One side of an exchange: a frame, its header, and its body as far as it could be read."""
 
     frame: Frame
-    header: RequestHeader | ResponseHeader | None
+    header: RequestHeader | ResponseHeader | SaslTokenHeader | None
     body: Any = None
     """The decoded body, or None when there is no decoder for it or decoding was not asked for."""
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -32,10 +32,25 @@ class Message:
         return self.frame.size + 4
 
 
-Status = Literal["ok", "unanswered", "no-response-expected", "orphan-response", "unreadable"]
-"""ok: request and response; unanswered: no response in the capture; no-response-expected: a Produce with
-acks=0 left unanswered, as it should be; orphan-response: a response whose request is not in the capture;
-unreadable: a request whose header cannot be read, so nothing can pair with it."""
+Status = Literal["ok", "error", "malformed", "unanswered", "no-response-expected", "orphan-response", "unreadable"]
+"""ok: request and response, both read whole, no error code in the response; error: the response carries an error
+code; malformed: a side the capture holds only part of, or whose header or body could not be read; unanswered:
+no response in the capture; no-response-expected: a Produce with acks=0 left unanswered, as it should be;
+orphan-response: a response whose request is not in the capture; unreadable: a request whose header cannot be
+read, so nothing can pair with it."""
+
+MALFORMED = frozenset({"frame.incomplete", "header.unreadable", "body.malformed", "decode.internal-error"})
+"""Diagnostics that make a message malformed: bytes missing, or a header or body that could not be read."""
+
+
+def answered(request: Message, response: Message) -> Status:
+    """The status of a request and its response. Error codes are a decoded body's `errors` (decode.body.Body);
+    without a decoder an exchange is ok once both frames are whole and their headers read."""
+    for message in (request, response):
+        for d in message.diagnostics:
+            if d.code in MALFORMED:
+                return "malformed"
+    return "error" if getattr(response.body, "errors", None) else "ok"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +66,12 @@ class Exchange:
     def request_header(self) -> RequestHeader | None:
         header = self.request.header if self.request else None
         return header if isinstance(header, RequestHeader) else None
+
+    @property
+    def sasl_token(self) -> bool:
+        """A raw SASL token and the broker's reply, exchanged after SaslHandshake v0 without Kafka headers."""
+        message = self.request or self.response
+        return message is not None and isinstance(message.header, SaslTokenHeader)
 
     @property
     def api_key(self) -> int | None:

@@ -37,5 +37,17 @@ class ResponseHeader:
     tagged: tuple[TaggedField, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SaslTokenHeader:
+    """Stands where a header would for a raw SASL token: after SaslHandshake v0 the client and the broker exchange
+    size-delimited tokens with no Kafka header at all, so the body starts at the frame's first byte."""
+
+    length: int = 0
+    correlation_id: None = None
+
+
+SASL_TOKEN = SaslTokenHeader()
+
+
 new_request_header = fast_constructor(RequestHeader)
 new_response_header = fast_constructor(ResponseHeader)

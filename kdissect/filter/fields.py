@@ -19,6 +19,7 @@ from typing import Any, get_args
 from kdissect.decode.body import Body
 from kdissect.decode.embedded import DESCRIBE_GROUPS, JOIN_GROUP, SYNC_GROUP
 from kdissect.events import ConnectionInfo, Exchange, Message, Status
+from kdissect.events.exchange import MALFORMED
 from kdissect.filter.errors import FilterError, did_you_mean
 from kdissect.filter.lexer import Token
 from kdissect.records.values import Control, LegacyMessage, Record, RecordBatch, RecordSet
@@ -109,6 +110,16 @@ def _header(kind: str, about: str, of_exchange: str, of_header: str) -> Exchange
     )
 
 
+def _early_status(info: ConnectionInfo, request: Message, response: Message | None) -> list | None:
+    """Malformed once a frame or header already says so; ok, error and a body that cannot be read are told only
+    by decoding the bodies, so until then the status is unknown."""
+    if response is None:
+        return None
+    if any(d.code in MALFORMED for message in (request, response) for d in message.diagnostics):
+        return ["malformed"]
+    return None
+
+
 EXCHANGE_FIELDS: dict[str, ExchangeField] = {
     "api": _header(API, "the API, by name (Fetch) or key (1); contains and matches read the name", "api_key", "api_key"),
     "api_key": _header(INT, "the API key, a number", "api_key", "api_key"),
@@ -118,9 +129,9 @@ EXCHANGE_FIELDS: dict[str, ExchangeField] = {
     "id": ExchangeField(INT, "the exchange's number, as read lists it", lambda ex: [ex.id]),
     "status": ExchangeField(
         STATUS,
-        "ok, unanswered, no-response-expected, orphan-response or unreadable",
+        "ok, error, malformed, unanswered, no-response-expected, orphan-response or unreadable",
         lambda ex: [ex.status],
-        lambda info, request, response: None if response is None else ["ok"],
+        _early_status,
     ),
     "latency_ms": ExchangeField(
         FLOAT, "milliseconds from the request's last byte to the response's (ms, s, us suffixes)", _latency, _early_latency

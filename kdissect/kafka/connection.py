@@ -1,5 +1,13 @@
 """One TCP connection carrying Kafka: its two streams, which side is the client, framing, and pairing.
 
+Requests and responses pair in the order they were sent, which the capture's order can contradict when one
+direction's segments were captured late or out of order: a response whose packets acknowledge request bytes
+not yet handed on waits (within `Limits.max_late_*`) until those bytes, or the gap that replaces them, have been.
+
+After a SaslHandshake v0 request the client may send raw SASL tokens, size-delimited but with no Kafka header, and
+the broker answers each one the same way: the connection is then in its authentication phase, where a client
+frame that does not read as a request is a token and the broker's next frame its reply, until a request comes.
+
 On a Kafka port the broker side is known from the start. On any other port both directions are held briefly
 (`Probe`) until one of them shows a request header: the side that sent the SYN must open with one, and
 without a SYN the side whose bytes hold a plausible request is the client.
@@ -7,8 +15,12 @@ without a SYN the side whose bytes hold a plausible request is the client.
 
 from __future__ import annotations
 
+import struct
+from collections import deque
+
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import (
+    SASL_TOKEN,
     ConnectionEnd,
     ConnectionInfo,
     Ending,
@@ -18,15 +30,16 @@ from kdissect.events import (
     Notice,
     RequestHeader,
     Status,
+    answered,
     new_exchange,
     new_message,
 )
-from kdissect.kafka.detect import find_request, find_response, plausible_request
+from kdissect.kafka.detect import REQUEST_PROBE, find_request, find_response, plausible_request
 from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
 from kdissect.kafka.shared import Shared
-from kdissect.net.reassembly import Reassembler
+from kdissect.net.reassembly import Patience, Reassembler
 from kdissect.net.tcp import ACK, SYN
 from kdissect.wire import INT32
 
@@ -36,6 +49,8 @@ HELD_NOTICES = 64
 """Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
+SASL_HANDSHAKE = 17
+_SIZE_PREFIX = struct.Struct(">i").pack
 
 # What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
 # (`Limits.max_buffered_bytes`) prices connections, segments and waiting requests with these.
@@ -66,6 +81,11 @@ class Probe:
     def data(self, chunk: bytes, ts: int, index: int) -> None:
         self.items.append((chunk, 0, ts, index))
         self.size += len(chunk)
+
+    @staticmethod
+    def fill(offset: int, data: bytes) -> int:
+        """Late bytes cannot be placed once a gap is held: the framer that replays it never sees them."""
+        return 0
 
     def gap(self, length: int, ts: int) -> None:
         if not self.items:
@@ -119,12 +139,19 @@ class Connection:
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
+        self.deferred: deque[tuple[Frame, int, int, int]] = deque()
+        """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
+        self.deferred_bytes = 0
+        self.sasl_tokens: deque[Message] | None = None
+        """In the raw SASL phase after SaslHandshake v0: the client's tokens waiting for the broker's replies."""
         self.requests = self.responses = self.unanswered = 0
         self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
         self.session = shared.new_session()
+        limits = shared.limits
+        patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)
         self.streams = (
-            Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
-            Reassembler(Probe(), self._report, shared.limits.max_stream_buffer, shared.reorder),
+            Reassembler(Probe(), self._report, limits.max_stream_buffer, shared.reorder, patience),
+            Reassembler(Probe(), self._report, limits.max_stream_buffer, shared.reorder, patience),
         )
         ports = shared.ports
         if b[1] in ports:
@@ -147,6 +174,8 @@ class Connection:
             else:
                 other.peer_ack_seq = ack
         stream.segment(seq, payload, missing, flags, ts, index)
+        if self.deferred:
+            self._release_deferred(index, ts, False)
         if self.client_dir is None and not self.ignored and (payload or stream.finished):
             self._detect()
 
@@ -211,12 +240,21 @@ class Connection:
     def _on_request(self, frame: Frame) -> None:
         self.requests += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
+        if self.sasl_tokens is not None:
+            size = self.shared.limits.max_frame_size
+            if plausible_request(_SIZE_PREFIX(frame.size) + frame.data[: REQUEST_PROBE + 256], 0, size) is not True:
+                token = self.shared.decode_request(new_message(frame, SASL_TOKEN, None, diagnostics), self.session, self.info)
+                self.sasl_tokens.append(token)
+                return
+            self._sasl_phase(False)
         try:
             header = parse_request_header(frame.data)
         except HeaderError as exc:
             diagnostic = Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset)
             self._exchange("unreadable", new_message(frame, None, None, diagnostics + (diagnostic,)), None)
             return
+        if header.api_key == SASL_HANDSHAKE and header.api_version == 0:
+            self._sasl_phase(True)
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
         self.shared.grown += REQUEST_COST + BODY_FACTOR * frame.size
@@ -224,8 +262,49 @@ class Connection:
             self._settle(*pushed)
 
     def _on_response(self, frame: Frame) -> None:
+        assert self.client_dir is not None
+        requests = self.streams[self.client_dir]
+        ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
+        if self.deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
+            self.deferred.append((frame, ack, frame.last_packet, frame.ts))
+            self.deferred_bytes += frame.size + 4 - frame.lost
+            if len(self.deferred) > self.shared.limits.max_outstanding_requests:
+                self._release_deferred(0, 0, True, 1)
+            return
+        self._response(frame)
+
+    def _release_deferred(self, index: int, ts: int, force: bool, count: int | None = None) -> None:
+        """Pair the responses whose request bytes have been handed on, or that waited long enough, in order."""
+        limits = self.shared.limits
+        requests = self.streams[self.client_dir] if self.client_dir is not None else None
+        while self.deferred and count != 0:
+            frame, ack, since, at = self.deferred[0]
+            waited = index - since > limits.max_late_packets or ts - at > limits.max_late_ms * 1_000_000
+            if not (force or waited or requests is None or not requests.behind(ack)):
+                return
+            self.deferred.popleft()
+            self.deferred_bytes -= frame.size + 4 - frame.lost
+            self._response(frame)
+            count = None if count is None else count - 1
+
+    def _sasl_phase(self, on: bool) -> None:
+        """Enter or leave the raw SASL phase: tokens may be as short as the empty reply to PLAIN."""
+        if not on and self.sasl_tokens:
+            for token in self.sasl_tokens:
+                self._settle(token, True)
+        self.sasl_tokens = deque() if on else None
+        assert self.client_dir is not None
+        requests, responses = self.streams[self.client_dir].sink, self.streams[self.client_dir ^ 1].sink
+        requests.min_size, responses.min_size = (0, 0) if on else (MIN_REQUEST, MIN_RESPONSE)  # type: ignore[union-attr]
+
+    def _response(self, frame: Frame) -> None:
         self.responses += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
+        if self.sasl_tokens:
+            token = self.sasl_tokens.popleft()
+            reply = self.shared.decode_response(new_message(frame, SASL_TOKEN, None, diagnostics), token, self.session, self.info)
+            self._exchange(answered(token, reply), token, reply)
+            return
         if len(frame.data) < 4:
             diagnostic = Diagnostic("header.unreadable", "the response is too short for a correlation id", "error", "frame", 0)
             self._exchange("orphan-response", None, new_message(frame, None, None, diagnostics + (diagnostic,)))
@@ -244,9 +323,9 @@ class Connection:
             diagnostics += (Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset),)
             header = None
         response = new_message(frame, header, None, diagnostics)
-        if request is not None and header is not None:
+        if header is not None:
             response = self.shared.decode_response(response, request, self.session, self.info)
-        self._exchange("ok" if request else "orphan-response", request, response)
+        self._exchange(answered(request, response) if request else "orphan-response", request, response)
 
     def _settle(self, request: Message, expects: bool) -> None:
         """A request that will get no response: the capture lost it, or it asked for none."""
@@ -271,8 +350,8 @@ class Connection:
         total = 0
         for stream in self.streams:
             sink = stream.sink
-            total += stream.pending_bytes + (len(sink.buf) if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
-        return total
+            total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
+        return total + self.deferred_bytes
 
     def detach(self) -> None:
         """The dissector forgets this closed connection: break the cycles through its streams' callbacks, so its
@@ -293,7 +372,10 @@ class Connection:
 
     @property
     def finished(self) -> bool:
-        return (self.streams[0].finished and self.streams[1].finished) or self.streams[0].reset or self.streams[1].reset
+        """Both directions are over, and nothing waits for a segment that may still be captured late."""
+        a, b = self.streams
+        over = (a.finished and b.finished) or a.reset or b.reset
+        return over and not (self.deferred or _waiting(a) or _waiting(b))
 
     def close(self, ended: Ending, ts: int) -> None:
         """End both directions: flush what waits behind holes, then settle every request still waiting."""
@@ -312,6 +394,9 @@ class Connection:
         for stream in self.streams:
             stream.flush(ts)
             stream.sink.finish()  # type: ignore[union-attr]
+        self._release_deferred(0, 0, True)
+        for token in self.sasl_tokens or ():
+            self._settle(token, True)
         for entry in self.pairing.drain():
             self._settle(*entry)
         self._release()
@@ -341,12 +426,23 @@ class Connection:
         )
 
 
+SHOWN_HOLES = 4
+
+
+def _waiting(stream: Reassembler) -> bool:
+    """Bytes held behind a hole, or bytes the peer acknowledged that the capture has not shown yet."""
+    return bool(stream.pending) or (stream.peer_ack_seq is not None and stream.behind(stream.peer_ack_seq))
+
+
 def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:
-    """A frame the capture holds only part of says so."""
+    """A frame the capture holds only part of says so, and where its holes are."""
+    holes = frame.holes()
+    where = ", ".join(f"{end - start} at {start}" for start, end in holes[:SHOWN_HOLES])
+    more = f" and {len(holes) - SHOWN_HOLES} more holes" if len(holes) > SHOWN_HOLES else ""
     return (
         Diagnostic(
             "frame.incomplete",
-            f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture",
+            f"{frame.lost} of the frame's {frame.size} bytes are missing from the capture ({where}{more})",
             "error",
             "frame",
             len(frame.data),

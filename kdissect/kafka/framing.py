@@ -1,9 +1,11 @@
 """Cutting one direction's byte stream into size-delimited Kafka frames.
 
 The framer is in sync when it knows where the next frame starts: from the first byte after a SYN, and again
-after every whole frame. A gap inside a frame costs only that frame (the size prefix says where the next one
-starts); a gap across a frame boundary, a capture that starts mid-stream, or an impossible size prefix loses
-sync, and the framer searches the following bytes for the next frame it can recognise.
+after every whole frame. A gap inside a frame costs only the bytes it lacks: the frame is held open across the
+hole and handed on with every byte the capture holds after it (`Frame.rest`), so decoders can salvage what
+follows; a segment that arrives after its bytes were declared lost still fills the hole while the frame is
+open (`fill`). A gap across a frame boundary, a capture that starts mid-stream, or an impossible size prefix
+loses sync, and the framer searches the following bytes for the next frame it can recognise.
 """
 
 from __future__ import annotations
@@ -22,6 +24,59 @@ Finder = Callable[[bytearray, int], "tuple[int | None, int]"]
 """Searches a buffer from a position for the next frame: (its position or None, where to resume)."""
 
 
+class Holed:
+    """A frame with a hole in it, still receiving the bytes after the hole: what the capture holds of it so far."""
+
+    __slots__ = ("size", "offset", "first_ts", "first_index", "pieces", "at", "held")
+
+    def __init__(self, size: int, offset: int, first_ts: int, first_index: int, head: bytes) -> None:
+        self.size = size
+        self.offset = offset
+        """Stream offset of the size prefix."""
+        self.first_ts, self.first_index = first_ts, first_index
+        self.pieces: list[tuple[int, bytearray]] = [(0, bytearray(head))] if head else []
+        """(frame offset, bytes) of each captured run; sorted only when the frame is handed on."""
+        self.at = len(head)
+        """Frame offset of the next byte the stream will bring."""
+        self.held = len(head)
+
+    def add(self, chunk: bytes) -> int:
+        """Append the stream's next bytes, as far as the frame goes; returns how many it took."""
+        take = min(len(chunk), self.size - self.at)
+        last = self.pieces[-1] if self.pieces else None
+        if last is not None and last[0] + len(last[1]) == self.at:
+            last[1].extend(chunk[:take])
+        else:
+            self.pieces.append((self.at, bytearray(chunk[:take])))
+        self.at += take
+        self.held += take
+        return take
+
+    def fill(self, start: int, data: bytes) -> int:
+        """Late bytes at frame offset `start`: keep those that fall in holes; returns how many."""
+        end = min(start + len(data), self.at)
+        used = cursor = 0
+        for lo, hi in sorted((at, at + len(piece)) for at, piece in self.pieces) + [(self.at, self.at)]:
+            a, b = max(cursor, start), min(lo, end)  # the part of the hole before this piece that the data covers
+            if a < b:
+                self.pieces.append((a, bytearray(data[a - start : b - start])))
+                used += b - a
+            cursor = hi
+        self.held += used
+        return used
+
+    def frame(self, last_ts: int, last_index: int) -> Frame:
+        runs: list[tuple[int, bytearray]] = []
+        for at, piece in sorted(self.pieces, key=lambda p: p[0]):
+            if runs and runs[-1][0] + len(runs[-1][1]) == at:
+                runs[-1][1].extend(piece)
+            else:
+                runs.append((at, bytearray(piece)))
+        head = bytes(runs.pop(0)[1]) if runs and runs[0][0] == 0 else b""
+        rest = tuple((at, bytes(piece)) for at, piece in runs)
+        return new_frame(head, self.size, self.offset, self.first_ts, last_ts, self.first_index, last_index, rest)
+
+
 class Framer:
     """Cuts frames from one direction and hands each to `on_frame`; reports trouble to `report`."""
 
@@ -34,7 +89,7 @@ class Framer:
         "buf",
         "offset",
         "synced",
-        "skip",
+        "holed",
         "scan_from",
         "first_ts",
         "first_index",
@@ -60,8 +115,8 @@ class Framer:
         self.offset = 0
         """Stream offset of buf[0]."""
         self.synced = synced
-        self.skip = 0
-        """Bytes of a frame already handed on incomplete that are still to arrive and be dropped."""
+        self.holed: Holed | None = None
+        """The frame a hole fell into, held open until the stream passes its end."""
         self.scan_from = 0
         self.first_ts = self.last_ts = 0
         self.first_index = self.last_index = 0
@@ -71,15 +126,17 @@ class Framer:
         self.synced = not mid_stream
 
     def data(self, chunk: bytes, ts: int, index: int) -> None:
-        if self.skip:
-            if len(chunk) <= self.skip:
-                self.skip -= len(chunk)
-                self.offset += len(chunk)
-                return
-            chunk = chunk[self.skip :]
-            self.offset += self.skip
-            self.skip = 0
         self.last_ts, self.last_index = ts, index
+        holed = self.holed
+        if holed is not None:
+            take = holed.add(chunk)
+            self.offset += take
+            if holed.at < holed.size:
+                return
+            self._hand_on_holed()
+            chunk = chunk[take:]
+            if not chunk:
+                return
         if self.buf:
             self.buf += chunk
             self._cut()
@@ -100,7 +157,7 @@ class Framer:
             if end > n or not self.min_size <= size <= self.max_size:
                 break
             self.on_frame(
-                new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index)
+                new_frame(chunk[pos + 4 : end], size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index, ())
             )
             pos = end
         self.offset += pos
@@ -144,7 +201,7 @@ class Framer:
                 break
             self.on_frame(
                 new_frame(
-                    bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index
+                    bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index, ()
                 )
             )
             self.first_ts, self.first_index = self.last_ts, self.last_index
@@ -171,45 +228,79 @@ class Framer:
 
     def gap(self, length: int, ts: int) -> None:
         """`length` bytes the capture does not hold come next in the stream."""
-        if self.skip:
-            consumed = min(self.skip, length)
-            self.skip -= consumed
-            self.offset += consumed
-            length -= consumed
-            if not length:
-                return
-            self.synced = False
-        elif self.synced and len(self.buf) >= 4:
+        holed = self.holed
+        if holed is None and self.synced and len(self.buf) >= 4:
             size = _SIZE(self.buf, 0)[0]
-            need = 4 + size - len(self.buf)
-            self.on_frame(new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
-            self.offset += len(self.buf)
-            self.buf.clear()
-            if length < need:
-                self.skip = need - length
-                self.offset += length
+            if 4 + size - len(self.buf) > length:  # the frame goes on after the hole: hold it open
+                self.holed = holed = Holed(size, self.offset, self.first_ts, self.first_index, bytes(self.buf[4:]))
+                self.offset += len(self.buf)
+                self.buf.clear()
+            else:
+                self.on_frame(
+                    new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index, ())
+                )
+                length -= 4 + size - len(self.buf)
+                self.offset += 4 + size
+                self.buf.clear()
+                if length:
+                    self._lost_sync(length)
                 return
-            self.offset += need
-            length -= need
-            if not length:
-                return
-            self.synced = False
-        elif self.buf:
+        if holed is not None:
+            inside = min(length, holed.size - holed.at)
+            holed.at += inside
+            self.offset += inside
+            if holed.at == holed.size:
+                self._hand_on_holed()
+                if length > inside:
+                    self._lost_sync(length - inside)
+            return
+        if self.buf:
             if not self.synced:
                 self._skipped(len(self.buf), self.offset)
             self.offset += len(self.buf)
             self.buf.clear()
-            self.synced = False
-        else:
-            self.synced = False
+        self._lost_sync(length)
+
+    def _lost_sync(self, length: int) -> None:
+        self.synced = False
         self.offset += length
         self.scan_from = 0
 
+    def _hand_on_holed(self) -> None:
+        """The stream has passed the end of the frame with a hole: hand it on with all it holds."""
+        holed = self.holed
+        assert holed is not None
+        self.holed = None
+        self.on_frame(holed.frame(self.last_ts, self.last_index))
+        self.first_ts, self.first_index = self.last_ts, self.last_index
+
+    def fill(self, offset: int, data: bytes) -> int:
+        """Bytes at stream `offset` that were declared lost and came late: used if the frame they belong to is still
+        open; returns how many were used."""
+        holed = self.holed
+        if holed is None:
+            return 0
+        start = offset - holed.offset - 4
+        if start + len(data) <= 0 or start >= holed.at:
+            return 0
+        if start < 0:
+            data, start = data[-start:], 0
+        return holed.fill(start, data)
+
+    @property
+    def held(self) -> int:
+        """Bytes this framer holds: a frame being assembled, or the captured part of one with a hole."""
+        return len(self.buf) + (self.holed.held if self.holed is not None else 0)
+
     def finish(self) -> None:
         """The stream ended: a frame still short of bytes is handed on as incomplete."""
-        if self.synced and len(self.buf) >= 4:
+        if self.holed is not None:
+            self._hand_on_holed()
+        elif self.synced and len(self.buf) >= 4:
             size = _SIZE(self.buf, 0)[0]
-            self.on_frame(new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index))
+            self.on_frame(
+                new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index, ())
+            )
         elif self.buf:
             self._skipped(len(self.buf), self.offset)
         self.offset += len(self.buf)

@@ -29,7 +29,9 @@ class BodyDecoder(Protocol):
 
     def request(self, message: Message, session: Any) -> Message: ...
 
-    def response(self, message: Message, request: Message, session: Any) -> Message: ...
+    def response(self, message: Message, request: Message | None, session: Any) -> Message:
+        """`request` is None for an orphan response: the decoder keeps its bytes and reads what it can tell."""
+        ...
 
     def carries_state(self, api_key: int, version: int, direction: str) -> bool:
         """Whether later bodies need what this one says (a SASL mechanism, a group's protocol type, topic ids
@@ -86,7 +88,9 @@ class Shared:
         keep = self.keep
         if keep is None or keep(info, request, response):
             return False
-        header: RequestHeader = request.header  # type: ignore[assignment]
+        header = request.header
+        if not isinstance(header, RequestHeader):
+            return False  # a raw SASL token: rare, and it may teach what later tokens need
         return not self.decoder.carries_state(header.api_key, header.api_version, "request" if response is None else "response")  # type: ignore[union-attr]
 
     def decode_request(self, message: Message, session: Any, info: ConnectionInfo) -> Message:
@@ -97,8 +101,8 @@ class Shared:
         except Exception as exc:  # a decoder bug must cost one body, never the pairing or the run
             return _decoder_failed(message, exc)
 
-    def decode_response(self, message: Message, request: Message, session: Any, info: ConnectionInfo) -> Message:
-        if self.decoder is None or self._skip(info, request, message):
+    def decode_response(self, message: Message, request: Message | None, session: Any, info: ConnectionInfo) -> Message:
+        if self.decoder is None or (request is not None and self._skip(info, request, message)):
             return message
         try:
             return self.decoder.response(message, request, session)

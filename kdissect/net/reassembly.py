@@ -3,13 +3,17 @@
 In-order segments go straight to the sink; segments that arrive early wait, within a byte bound, for the hole
 before them; retransmissions are dropped (the first copy wins) and compared with what was delivered; bytes
 that never appear become a gap at their stream offset, never zeros. Sequence numbers wrap modulo 2**32.
+
+A hole the peer has acknowledged past was sent: the capture lost it, or captured it late. It is held open for
+a bounded window (`Patience`) before it is declared a gap; bytes that arrive after that are offered to the
+sink (`fill`), which uses them while the frame they belong to is still open, and are reported either way.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.net.tcp import FIN, RST, SYN
@@ -30,6 +34,19 @@ class StreamSink(Protocol):
     def data(self, chunk: bytes, ts: int, index: int) -> None: ...
 
     def gap(self, length: int, ts: int) -> None: ...
+
+    def fill(self, offset: int, data: bytes) -> int: ...
+
+
+class Patience(NamedTuple):
+    """How long an acknowledged hole is held open: packets (capture-wide numbers), bytes held behind it, time (ns)."""
+
+    packets: int
+    bytes: int
+    ns: int
+
+
+NO_PATIENCE = Patience(0, 0, 0)
 
 
 Report = Callable[[Diagnostic, int, int], None]
@@ -61,13 +78,21 @@ class Reassembler:
         "gap_bytes",
         "peer_ack_seq",
         "isn",
+        "patience",
+        "acked_since",
+        "lost",
     )
 
-    def __init__(self, sink: StreamSink, report: Report, max_buffer: int, reorder: bool = True) -> None:
+    def __init__(self, sink: StreamSink, report: Report, max_buffer: int, reorder: bool = True, patience: Patience = NO_PATIENCE) -> None:
         self.sink = sink
         self.report = report
         self.max_buffer = max_buffer
         self.reorder = reorder
+        self.patience = patience
+        self.acked_since: tuple[int, int, int] | None = None
+        """(stream offset of the hole, packet index, ts) when the peer was first seen acknowledging past it."""
+        self.lost: deque[tuple[int, int]] = deque(maxlen=RECENT_SEGMENTS)
+        """Stream spans recently declared gaps: bytes that come for them later are late, not retransmitted."""
         self.started = False
         self.mid_stream = False
         """No SYN was seen: the first byte captured may sit in the middle of a frame."""
@@ -161,6 +186,7 @@ class Reassembler:
         )
         self.gaps += 1
         self.gap_bytes += length
+        self.lost.append((self.offset, self.offset + length))
         self.offset += length
         self.next_seq = (self.next_seq + length) & MOD
         self.recent.clear()
@@ -185,7 +211,8 @@ class Reassembler:
         self._acked_holes(ts, index)
 
     def _acked_holes(self, ts: int, index: int) -> None:
-        """Holes the peer has acknowledged past were lost by the capture: they will never be filled."""
+        """Holes the peer has acknowledged past were sent: once they have waited out the patience window, the
+        capture lost them."""
         ack = self.peer_ack_seq
         if ack is None or not self.started:
             return
@@ -194,8 +221,15 @@ class Reassembler:
             return
         acked = self.offset + delta
         while self.pending and acked > self.pending_heap[0]:
+            since = self.acked_since
+            if since is None or since[0] != self.offset:
+                self.acked_since = since = (self.offset, index, ts)
+            patience = self.patience
+            if index - since[1] <= patience.packets and ts - since[2] <= patience.ns and self.pending_bytes <= patience.bytes:
+                return
             self._gap(self.pending_heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
             self._drain(ts)
+            self.acked_since = (self.offset, since[1], since[2])  # the holes after it were acknowledged as long ago
 
     def _behind(self, behind: int, payload: bytes, missing: int, ts: int, index: int) -> None:
         """A segment starting before the next expected byte: a retransmission, whole or overlapping."""
@@ -203,7 +237,8 @@ class Reassembler:
             return  # a keep-alive probe: one byte of no meaning just before the next expected
         start = self.offset - behind
         old = min(behind, len(payload))
-        self.retransmitted += old
+        late = self._late(start, payload[:old], ts, index) if self.lost else 0
+        self.retransmitted += old - late
         self._compare_recent(start, payload[:old], ts, index)
         if behind < len(payload) + missing:
             if old < len(payload):
@@ -212,6 +247,28 @@ class Reassembler:
                 self._gap(missing - max(0, behind - len(payload)), ts, index, "the capture's snapshot length cut")
             if self.pending:
                 self._drain(ts)
+
+    def _late(self, start: int, data: bytes, ts: int, index: int) -> int:
+        """Bytes of spans already declared lost: offered to the sink, told, and no longer lost. Returns how many."""
+        end = start + len(data)
+        late = 0
+        for lo, hi in list(self.lost):
+            a, b = max(lo, start), min(hi, end)
+            if a >= b:
+                continue
+            self.lost.remove((lo, hi))
+            self.lost.extend(span for span in ((lo, a), (b, hi)) if span[0] < span[1])
+            used = self.sink.fill(a, data[a - start : b - start])
+            self.gap_bytes -= used
+            late += b - a
+            if used == b - a:
+                message, severity = f"{b - a} bytes declared missing arrived late and filled their hole", "note"
+            else:
+                message = f"{b - a} bytes declared missing arrived late, after the frame they belong to was handed on"
+                message += f"; {b - a - used} could not be used"
+                severity = "warning"
+            self.report(Diagnostic("tcp.late-segment", message, severity, "stream", a), ts, index)  # type: ignore[arg-type]
+        return late
 
     def _compare_recent(self, start: int, data: bytes, ts: int, index: int) -> None:
         end = start + len(data)
@@ -274,9 +331,20 @@ class Reassembler:
         if self.pending:
             self._acked_holes(ts, index)
 
+    def behind(self, ack: int) -> bool:
+        """Whether the peer acknowledged bytes of this direction that were not handed on yet: held behind a hole,
+        captured late, or lost. What the peer sent after acknowledging them came after them on the wire."""
+        if not self.started:
+            return False
+        delta = (ack - self.next_seq) & MOD
+        if delta == 0 or delta >= HALF:
+            return False
+        return self.fin_offset is None or self.fin_offset > self.offset  # an acknowledged FIN is no byte
+
     def release(self) -> None:
         """The stream is over: drop the bytes kept for comparisons and anything still held."""
         self.recent.clear()
+        self.lost.clear()
         self.pending.clear()
         self.pending_heap.clear()
         self.pending_bytes = 0
@@ -286,7 +354,11 @@ class Reassembler:
         while self.pending:
             hole = self.pending_heap[0] - self.offset
             if hole > 0:
-                self._gap(hole, ts, 0, "never captured")
+                since = self.acked_since
+                if since is not None and since[0] == self.offset:  # told where the peer first acknowledged past it
+                    self._gap(hole, since[2], since[1], "acknowledged by the peer but never captured")
+                else:
+                    self._gap(hole, ts, 0, "never captured")
             self._drain(ts)
         if self.fin_offset is not None and self.fin_offset > self.offset:
             self._gap(self.fin_offset - self.offset, ts, 0, "never captured before the FIN")

@@ -13,7 +13,7 @@ from rich.tree import Tree
 
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted, carries_secrets
-from kdissect.events import Exchange, Message, RequestHeader
+from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
 from kdissect.schema.tree import Struct, UnknownTag
@@ -66,7 +66,8 @@ class DetailView:
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
-        title.append(f"  {api_label(exchange)}  corr {exchange.correlation_id}  {exchange.connection}")
+        corr = "" if exchange.correlation_id is None else f"  corr {exchange.correlation_id}"
+        title.append(f"  {api_label(exchange)}{corr}  {exchange.connection}")
         if exchange.client_id:
             title.append(f"  client {exchange.client_id!r}")
         if exchange.latency is not None:
@@ -93,7 +94,9 @@ class DetailView:
             label.append(f"  {frame.lost} bytes missing from the capture", style="magenta")
         node = Tree(label)
         header = message.header
-        if header is not None:
+        if isinstance(header, SaslTokenHeader):
+            node.add(Text("No header: a raw SASL token after SaslHandshake v0", style="dim"))
+        elif header is not None:
             hnode = node.add(Text(f"Header v{header.version}", style="bold"))
             pairs = [("correlation_id", header.correlation_id)]
             if isinstance(header, RequestHeader):
@@ -104,7 +107,7 @@ class DetailView:
                 hnode.add(Text(f"tag {tagged.tag}: ") + preview(tagged.data))
         body = message.body if isinstance(message.body, Body) else None
         if body is not None:
-            label = Text(f"Body {body.schema} v{body.version}", style="bold")
+            label = Text(f"Body {body.schema} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
             bnode = node.add(label)
@@ -248,18 +251,26 @@ class DetailView:
         masked: set[int] = set()
         body = message.body if isinstance(message.body, Body) else None
         if secret_body:
-            masked.update(range(message.header.length if message.header else 0, len(data)))
+            masked.update(range(message.header.length if message.header else 0, message.frame.size))
         elif body is not None and body.fields is not None:
             for span in _secret_spans(body.fields):
                 if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
-                    masked.update(range(message.header.length if message.header else 0, len(data)))
+                    masked.update(range(message.header.length if message.header else 0, message.frame.size))
                 else:
                     masked.update(range(*span))
         lines = [Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold")]
-        for at in range(0, len(data), 16):
-            cells = ["**" if i in masked else f"{data[i]:02x}" for i in range(at, min(at + 16, len(data)))]
-            chars = ["*" if i in masked else (chr(data[i]) if 32 <= data[i] < 127 else ".") for i in range(at, min(at + 16, len(data)))]
-            lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
+        frame = message.frame
+        runs = ((0, data), *frame.rest)
+        holes = dict(frame.holes())
+        for start, run in runs:
+            for at in range(start, start + len(run), 16):
+                end = min(at + 16, start + len(run))
+                cells = ["**" if i in masked else f"{run[i - start]:02x}" for i in range(at, end)]
+                chars = ["*" if i in masked else (chr(run[i - start]) if 32 <= run[i - start] < 127 else ".") for i in range(at, end)]
+                lines.append(Text(f"{at:08x}  {' '.join(cells):<47}  {''.join(chars)}", style="dim"))
+            hole = start + len(run)
+            if hole in holes:
+                lines.append(Text(f"{hole:08x}  -- {holes[hole] - hole} bytes missing from the capture --", style="magenta"))
         return Group(*lines)
 
 

@@ -18,12 +18,25 @@ from typing import IO, Any
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import ConnectionEnd, ConnectionInfo, Endpoint, Exchange, Message, Notice, RequestHeader, ResponseHeader, TaggedField
+from kdissect.events import (
+    ConnectionEnd,
+    ConnectionInfo,
+    Endpoint,
+    Exchange,
+    Message,
+    Notice,
+    RequestHeader,
+    ResponseHeader,
+    SaslTokenHeader,
+    TaggedField,
+)
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct, UnknownTag
+from kdissect.views.summary import SASL_TOKEN_LABEL
 
-LAYOUT = 1
+LAYOUT = 2
+"""2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -176,6 +189,8 @@ def header_json(header: RequestHeader | ResponseHeader | None) -> dict[str, Any]
         }
     if isinstance(header, ResponseHeader):
         return {"version": header.version, "correlation_id": header.correlation_id, "tagged_fields": _tagged(header.tagged)}
+    if isinstance(header, SaslTokenHeader):
+        return {"sasl_token": True}
     return None
 
 
@@ -188,12 +203,13 @@ def message_json(message: Message | None) -> dict[str, Any] | None:
         "time": time_text(frame.ts),
         "ts_ns": frame.ts,
         "size": frame.size + 4,
-        "captured": len(frame.data) + 4,
+        "captured": frame.size + 4 - frame.lost,
+        "holes": [list(hole) for hole in frame.holes()],
         "stream_offset": frame.offset,
         "packets": [frame.first_packet, frame.last_packet],
         "header": header_json(message.header),
-        "schema": body.schema if body else None,
-        "schema_version": body.version if body else None,
+        "schema": body.schema if body and body.schema else None,
+        "schema_version": body.version if body and body.schema else None,
         "assumed_version": body.assumed if body else False,
         "body": struct_json(body.fields) if body and body.fields is not None else None,
         "body_raw": encode_bytes(body.raw) if body and body.raw is not None else None,
@@ -220,7 +236,7 @@ def exchange_json(exchange: Exchange) -> dict[str, Any]:
         "status": exchange.status,
         "connection": connection_json(exchange.connection),
         "api_key": key,
-        "api_name": API_NAMES.get(key, f"api {key}") if key is not None else None,
+        "api_name": API_NAMES.get(key, f"api {key}") if key is not None else SASL_TOKEN_LABEL if exchange.sasl_token else None,
         "api_version": exchange.api_version,
         "correlation_id": exchange.correlation_id,
         "client_id": exchange.client_id,

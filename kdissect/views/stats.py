@@ -1,13 +1,16 @@
 """`kdissect stats`: what a capture adds up to, per API, topic, client and consumer group.
 
-Consumer-group rebalances are reconstructed from JoinGroup/SyncGroup rounds: a round opens with the first
-JoinGroup request after the group was stable and closes with the SyncGroup responses of the generation it
-produced; its reasons come from JoinGroup (v8+) and LeaveGroup (v5+) reason fields and from heartbeats told
-REBALANCE_IN_PROGRESS.
+Consumer-group rebalances are reconstructed per generation: each generation a JoinGroup response announces is
+one rebalance, and every event that asked for one (a JoinGroup request, a LeaveGroup, a heartbeat told
+REBALANCE_IN_PROGRESS) belongs to the first generation announced after it was sent. So a rebalance starts at the
+event that triggered it and closes with the SyncGroup responses of its generation, whatever order the exchanges
+complete in (a JoinGroup completes only when the rebalance does); events after the last generation (the last
+member leaving) are no rebalance. Reasons come from JoinGroup (v8+) and LeaveGroup (v5+) reason fields too.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +43,7 @@ def _latency_cells(values: list[int]) -> dict[str, float | None]:
 
 @dataclass
 class Round:
-    """One rebalance of one group: JoinGroup requests to the SyncGroup responses of the generation they made."""
+    """One rebalance of one group: the events that asked for it, to the SyncGroup responses of the generation it made."""
 
     group: str
     start: int
@@ -52,7 +55,12 @@ class Round:
     reasons: Counter[str] = field(default_factory=Counter)
     synced: bool = False
     joins: int = 0
-    """JoinGroup requests in this round; a round without any (the last member leaving) is no rebalance."""
+    """JoinGroup requests in this round; events without any (the last member leaving) are no rebalance."""
+
+    def add(self, ts: int, reason: str, join: bool) -> None:
+        self.start = min(self.start, ts)
+        self.reasons[reason] += 1
+        self.joins += join
 
     def row(self) -> dict[str, Any]:
         return {
@@ -72,10 +80,45 @@ class Round:
 class Group:
     members: set[str] = field(default_factory=set)
     generations: set[int] = field(default_factory=set)
-    rounds: list[Round] = field(default_factory=list)
+    rounds: dict[int, Round] = field(default_factory=dict)
+    """Generation -> its rebalance."""
+    announced: list[tuple[int, int]] = field(default_factory=list)
+    """(when its first JoinGroup response came, generation), in that order."""
+    waiting: list[tuple[int, str, bool]] = field(default_factory=list)
+    """(ts, reason, whether a JoinGroup) of events no generation was announced after yet."""
     commits: int = 0
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
     """(topic, partition) -> the last offset committed."""
+
+    def event(self, ts: int, reason: str, join: bool) -> None:
+        """An event that asks for a rebalance: it belongs to the first generation announced after it."""
+        at = bisect.bisect_right(self.announced, (ts, 1 << 62))
+        if at < len(self.announced):
+            self.rounds[self.announced[at][1]].add(ts, reason, join)
+        else:
+            self.waiting.append((ts, reason, join))
+
+    def announce(self, name: str, generation: int, ts: int, request_ts: int) -> Round:
+        """A JoinGroup response announced `generation` at `ts`: its round, made when first told."""
+        current = self.rounds.get(generation)
+        if current is None:
+            current = self.rounds[generation] = Round(name, request_ts, generation=generation)
+            bisect.insort(self.announced, (ts, generation))
+            for waiting in self.waiting:
+                current.add(*waiting)
+            self.waiting.clear()
+            self.generations.add(generation)
+        return current
+
+    def rows(self, name: str) -> list[Round]:
+        """Every rebalance, by generation; one the capture ended inside (JoinGroups sent, no generation) last."""
+        rounds = [r for _, r in sorted(self.rounds.items()) if r.joins]
+        if any(join for _, _, join in self.waiting):
+            pending = Round(name, min(ts for ts, _, _ in self.waiting))
+            for waiting in self.waiting:
+                pending.add(*waiting)
+            rounds.append(pending)
+        return rounds
 
 
 class Stats:
@@ -86,7 +129,6 @@ class Stats:
         self.topics: dict[tuple[str | None, int | None], Counter[str]] = defaultdict(Counter)
         self.clients: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, Group] = defaultdict(Group)
-        self._open: dict[str, Round] = {}
 
     def add(self, exchange: Exchange) -> None:
         key = (exchange.api_key, exchange.api_version)
@@ -141,43 +183,35 @@ class Stats:
         elif key == JOIN_GROUP:
             self._join(name, group, exchange, request, response)
         elif key == SYNC_GROUP and response is not None:
-            current = self._open.get(name)
-            if current is not None and response.get("ErrorCode") == 0 and request.get("GenerationId") == current.generation:
+            generation = request.get("GenerationId")
+            current = group.rounds.get(generation) if isinstance(generation, int) else None
+            if current is not None and response.get("ErrorCode") == 0:  # the last member's sync ends it
                 current.synced = True
                 current.end = exchange.response.ts  # type: ignore[union-attr]
         elif key == HEARTBEAT and response is not None and response.get("ErrorCode") == REBALANCE_IN_PROGRESS:
-            self._round(name, group, exchange.ts).reasons["heartbeat told REBALANCE_IN_PROGRESS"] += 1
+            group.event(exchange.ts, "heartbeat told REBALANCE_IN_PROGRESS", False)
         elif key == LEAVE_GROUP:
             reasons = [m.get("Reason") for m in request.get("Members") or () if isinstance(m, Struct)]
             label = next((r for r in reasons if r), None) or "a member left"
-            self._round(name, group, exchange.ts).reasons[f"LeaveGroup: {label}"] += 1
-
-    def _round(self, name: str, group: Group, ts: int) -> Round:
-        """The group's open round, or a new one if the last has completed."""
-        current = self._open.get(name)
-        if current is None or current.synced:
-            current = Round(name, ts)
-            group.rounds.append(current)
-            self._open[name] = current
-        return current
+            group.event(exchange.ts, f"LeaveGroup: {label}", False)
 
     def _join(self, name: str, group: Group, exchange: Exchange, request: Struct, response: Struct | None) -> None:
-        current = self._round(name, group, exchange.ts)
-        current.joins += 1
         reason = request.get("Reason")
         member = request.get("MemberId")
-        current.reasons[f"JoinGroup: {reason}" if reason else ("a new member joined" if not member else "a member rejoined")] += 1
-        if response is None:
+        label = f"JoinGroup: {reason}" if reason else ("a new member joined" if not member else "a member rejoined")
+        generation = response.get("GenerationId") if response is not None and response.get("ErrorCode") == 0 else None
+        if not isinstance(generation, int):
+            group.event(exchange.ts, label, True)
             return
-        if isinstance(response.get("MemberId"), str) and response.get("MemberId"):
-            current.members.add(response.get("MemberId"))
-            group.members.add(response.get("MemberId"))
-        if response.get("ErrorCode") == 0:
-            current.generation = response.get("GenerationId")
-            current.protocol = response.get("ProtocolName")
-            current.leader = response.get("Leader")
-            if isinstance(current.generation, int):
-                group.generations.add(current.generation)
+        current = group.announce(name, generation, exchange.response.ts, exchange.ts)  # type: ignore[union-attr]
+        current.add(exchange.ts, label, True)
+        assert response is not None
+        joined = response.get("MemberId")
+        if isinstance(joined, str) and joined:
+            current.members.add(joined)
+            group.members.add(joined)
+        current.protocol = response.get("ProtocolName")
+        current.leader = response.get("Leader")
 
     def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         yield (
@@ -230,14 +264,14 @@ class Stats:
                     "group": name,
                     "members": len(g.members),
                     "generations": sorted(g.generations),
-                    "rebalances": sum(1 for r in g.rounds if r.joins),
+                    "rebalances": len(g.rows(name)),
                     "offset_commits": g.commits,
                     "committed": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(g.committed.items(), key=str)],
                 }
                 for name, g in sorted(self.groups.items())
             ],
         )
-        yield "rebalances", [r.row() for g in self.groups.values() for r in g.rounds if r.joins]
+        yield "rebalances", [r.row() for name, g in self.groups.items() for r in g.rows(name)]
 
 
 def _ms(value: float | None) -> str:

@@ -1,9 +1,10 @@
 """Totals the views show after the exchanges: per connection, per error, per capture.
 
-Under a filter the capture's totals (exchanges and their statuses, known from headers) count every exchange,
-and everything else (flows, errors, diagnostics of exchanges) counts the shown ones only: the bodies of the
-others may not have been decoded at all (the core skips them when the filter rejects an exchange by its
-headers), so their errors are not known. Stream notices (gaps, skipped bytes) belong to no exchange and are
+Under a filter the capture's totals (exchanges and their statuses) count every exchange, an answered one the
+filter hid before its response was decoded as "not decoded" (ok or error is not known), and everything else
+(flows, errors, diagnostics of exchanges) counts the shown ones only: the bodies of the others may not have
+been decoded at all (the core skips them when the filter rejects an exchange by its headers), so their errors
+are not known. Stream notices (gaps, skipped bytes) belong to no exchange and are
 all counted.
 """
 
@@ -15,6 +16,9 @@ from dataclasses import dataclass, field
 from kdissect.decode.body import Body
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
 from kdissect.schema import API_NAMES, error_name
+
+SASL_TOKEN_LABEL = "SASL token"
+"""What views call the raw token exchanges after SaslHandshake v0, which have no API key."""
 
 
 def percentile(sorted_values: list[int], q: float) -> int | None:
@@ -37,8 +41,20 @@ def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
 def api_label(exchange: Exchange) -> str:
     key = exchange.api_key
     if key is None:
-        return "?"
+        return SASL_TOKEN_LABEL if exchange.sasl_token else "?"
     return f"{API_NAMES.get(key, f'api {key}')} v{exchange.api_version}"
+
+
+UNDECODED = "not decoded"
+"""The status counted for an exchange the filter hid before its response was decoded: ok, error or malformed
+is not known without the body."""
+
+
+def _counted_status(exchange: Exchange, shown: bool) -> str:
+    response = exchange.response
+    if not shown and exchange.status == "ok" and response is not None and response.body is None:
+        return UNDECODED
+    return exchange.status
 
 
 @dataclass
@@ -100,7 +116,7 @@ class Summary:
 
     def _exchange(self, exchange: Exchange, shown: bool) -> None:
         self.exchanges += 1
-        self.statuses[exchange.status] += 1
+        self.statuses[_counted_status(exchange, shown)] += 1
         flow = self._flow(exchange.connection)
         if not shown:
             flow.hidden += 1

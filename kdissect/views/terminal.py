@@ -394,6 +394,8 @@ class ReadView:
 DESCRIPTIONS = {
     "tcp.gap": "bytes missing from a TCP stream (lost by the capture or cut by its snapshot length)",
     "tcp.retransmission-differs": "a retransmission carried different bytes; the first copy was kept",
+    "tcp.late-segment": "bytes declared missing were captured later: used when their frame was still open",
+    "tcp.after-close": "bytes captured after their connection ended; not decoded",
     "frame.skipped": "bytes skipped while searching for the next frame after a gap or a mid-stream start",
     "frame.bad-size": "a size prefix out of range",
     "frame.incomplete": "a frame with bytes missing from the capture",
@@ -402,5 +404,8 @@ DESCRIPTIONS = {
     "body.trailing-bytes": "bytes after the end of a body",
     "body.assumed-version": "a version newer (or older) than kdissect knows, decoded as the nearest known",
     "body.unknown-api": "an API key kdissect does not know; the body is kept raw",
+    "body.guessed": "a response without its request, read as the only API its bytes fit",
+    "body.version-fallback": "ApiVersions answered UNSUPPORTED_VERSION in the v0 layout, with the broker's range",
+    "records.lost": "record batches a hole touched; decoding resumed at the next batch whose CRC checks",
     "decode.internal-error": "kdissect failed on a body: please report it",
 }
