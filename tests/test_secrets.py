@@ -33,6 +33,7 @@ SECRETS = {
     "described hmac": b"\x55dGscRHm4\x66",
     "overrun password": b"Mw3ovXrrUnPwX",
     "cut password": b"Jc6cuTPqsswdY0",
+    "raw token password": b"Rw8tKnPqzVx",
 }
 
 
@@ -89,6 +90,10 @@ def craft_capture(path: Path) -> None:
     packets += broken.send(SERVER, response(2, encode_body(SASL_AUTHENTICATE, 1, "response", {"AuthBytes": b""})))
     cut = request(SASL_AUTHENTICATE, 1, 3, encode_body(SASL_AUTHENTICATE, 1, "request", {"AuthBytes": b"\0carol\0" + s["cut password"]}))
     packets += broken.send(CLIENT, cut[: len(cut) - 6]) + broken.close()  # the connection ends mid-password
+    raw = Conversation(client_port=40006, clock=clock)  # SaslHandshake v0: the tokens follow with no Kafka header
+    packets += raw.handshake() + _calls(raw, [(SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"}, {"Mechanisms": ["PLAIN"]})])
+    token = b"\0dave\0" + s["raw token password"]
+    packets += raw.send(CLIENT, struct.pack(">i", len(token)) + token) + raw.send(SERVER, struct.pack(">i", 0)) + raw.close()
     with open(path, "wb") as out:
         PcapWriter(out, packets[0].linktype).write_all(packets)
 
@@ -146,7 +151,7 @@ def commands(capture: str) -> list[tuple[str, ...]]:
         ("stats", capture, "--json"),
     ]
     count = run("read", capture, "--json").count('"type":"exchange"')
-    assert count == 14
+    assert count == 16
     for exchange in range(1, count + 1):
         out += [("show", capture, "--exchange", str(exchange), "--hex"), ("show", capture, "--exchange", str(exchange), "--json")]
     return out + [("show", capture, *every, "--hex")]
