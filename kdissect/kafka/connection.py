@@ -47,6 +47,8 @@ PROBE_LIMIT = 64 << 10
 """Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
 HELD_NOTICES = 64
 """Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
+NO_FRAMES: deque = deque(maxlen=0)
+"""Shared by every connection that has deferred no response yet; never appended to."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
 SASL_HANDSHAKE = 17
@@ -139,7 +141,8 @@ class Connection:
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
-        self.deferred: deque[tuple[Frame, int, int, int]] = deque()
+        self.deferred: deque[tuple[Frame, int, int, int]] = NO_FRAMES
+        """Made at the first deferred response (a deque costs 760 bytes; a SYN flood defers none)."""
         """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
         self.deferred_bytes = 0
         self.sasl_tokens: deque[Message] | None = None
@@ -266,6 +269,8 @@ class Connection:
         requests = self.streams[self.client_dir]
         ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
         if self.deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
+            if self.deferred is NO_FRAMES:
+                self.deferred = deque()
             self.deferred.append((frame, ack, frame.last_packet, frame.ts))
             self.deferred_bytes += frame.size + 4 - frame.lost
             if len(self.deferred) > self.shared.limits.max_outstanding_requests:

@@ -91,7 +91,8 @@ class Reassembler:
         self.patience = patience
         self.acked_since: tuple[int, int, int] | None = None
         """(stream offset of the hole, packet index, ts) when the peer was first seen acknowledging past it."""
-        self.lost: deque[tuple[int, int]] = deque(maxlen=RECENT_SEGMENTS)
+        self.lost: deque[tuple[int, int]] = NO_SEGMENTS
+        """Made at the first gap, like `recent`."""
         """Stream spans recently declared gaps: bytes that come for them later are late, not retransmitted."""
         self.started = False
         self.mid_stream = False
@@ -186,6 +187,8 @@ class Reassembler:
         )
         self.gaps += 1
         self.gap_bytes += length
+        if self.lost is NO_SEGMENTS:
+            self.lost = deque(maxlen=RECENT_SEGMENTS)
         self.lost.append((self.offset, self.offset + length))
         self.offset += length
         self.next_seq = (self.next_seq + length) & MOD
