@@ -19,6 +19,7 @@ to disk, never held in memory, and never committed.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import struct
@@ -26,15 +27,22 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import lz4.frame
+import zstandard
 
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
 from kdissect.net.tcp import SYN
+from kdissect.records.batch import CRC_START, HEADER
+from kdissect.records.codecs import GZIP, LZ4, ZSTD
+from kdissect.records.crc import crc32c
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
-from kdissect.testing.record_encoder import Draft, encode_batch
+from kdissect.testing.record_encoder import Draft, encode_batch, encode_record
 from kdissect.wire import write_varint
 
 BOUND_MB = 400
@@ -146,6 +154,84 @@ def hostile(path: str, connections: int) -> int:
     return connections
 
 
+def _produce(conv: Conversation, records: bytes, correlation: int = 1) -> list:
+    """A Produce v3 request whose one partition holds `records`, and an empty response."""
+    return conv.send(CLIENT, craft.request(0, 3, correlation, produce_request([records]), client_id="bench"), MSS) + conv.send(
+        SERVER, craft.response(correlation, produce_response(0)), MSS
+    )
+
+
+def _raw_batch(codec: int, payload: bytes, count: int) -> bytes:
+    """A v2 batch whose records section is `payload` as given (several members or frames), its CRC right."""
+    header = bytearray(HEADER.pack(0, HEADER.size - 12 + len(payload), 0, 2, 0, codec, count - 1, 0, 0, -1, -1, -1, count))
+    batch = header + payload
+    struct.pack_into(">I", batch, CRC_START - 4, crc32c(bytes(batch[CRC_START:])))
+    return bytes(batch)
+
+
+def _tiny_records(n: int) -> bytes:
+    """n records of 7 bytes each (a one-byte value), as a zstd batch: 8 MiB of them compress to a few KB."""
+    one = encode_record(Draft(None, b"v"), 0, 0)
+    return _raw_batch(ZSTD, zstandard.ZstdCompressor(level=19).compress(one * n), n)
+
+
+def _gzip_members(n: int) -> bytes:
+    c = zlib.compressobj(1, zlib.DEFLATED, 31)
+    return _raw_batch(GZIP, (c.compress(b"") + c.flush()) * n, 0)
+
+
+def _lz4_frames(n: int) -> bytes:
+    return _raw_batch(LZ4, lz4.frame.compress(b"") * n, 0)
+
+
+def _families(scale: float) -> dict[str, tuple[str, object]]:
+    """Hostile shapes from issue 15, each: (what it holds, a writer of its packets). `scale` 1 is the issue's size."""
+
+    def many(connections: int, make):
+        def write(clock):
+            for i in range(connections):
+                conv = Conversation(client=f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255 or 1}", client_port=1024 + i % 60000, clock=clock)
+                yield from make(conv)
+
+        return write
+
+    tiny = int(8 * 1024 * 1024 / 7 * scale)
+    members, frames = int(400_000 * scale), int(200_000 * scale)
+    strings, connections, waiting = int(2_000_000 * scale), int(100_000 * scale), int(20_000 * scale)
+    groups = craft.request(15, 0, 1, struct.pack(">i", strings) + b"\0\0" * strings, client_id="bench")
+    metadata = craft.request(3, 1, 0, struct.pack(">i", 1) + _string(b"orders"), client_id="bench")
+    return {
+        "tiny-records": (f"a zstd batch of {tiny} 7-byte records", lambda clock: _one_conversation(clock, _tiny_records(tiny))),
+        "gzip-members": (f"a gzip payload of {members} empty members", lambda clock: _one_conversation(clock, _gzip_members(members))),
+        "lz4-frames": (f"an lz4 payload of {frames} empty frames", lambda clock: _one_conversation(clock, _lz4_frames(frames))),
+        "array": (f"a body with an array of {strings} empty strings", lambda clock: _one_request(clock, groups)),
+        "syn-flood": (f"{connections} SYNs alone", many(connections, lambda conv: [conv.segment(CLIENT, flags=SYN)])),
+        "half-frames": (
+            f"{connections} connections each holding half a frame",
+            many(connections, lambda conv: conv.handshake() + conv.send(CLIENT, struct.pack(">i", 512) + b"\0" * 256)),
+        ),
+        "waiting-requests": (
+            f"{waiting} connections with 30 requests waiting each",
+            many(waiting, lambda conv: conv.handshake() + conv.send(CLIENT, b"".join(_with_id(metadata, 8, k) for k in range(30)), MSS)),
+        ),
+    }
+
+
+def _one_conversation(clock: Clock, records: bytes) -> list:
+    conv = Conversation(clock=clock)
+    return conv.handshake() + _produce(conv, records) + conv.close()
+
+
+def _one_request(clock: Clock, frame: bytes) -> list:
+    conv = Conversation(clock=clock)
+    return conv.handshake() + conv.send(CLIENT, frame, MSS) + conv.close()
+
+
+def family(path: str, write) -> None:
+    with open(path, "wb") as out:
+        PcapWriter(out, LINKTYPE_ETHERNET).write_all(write(Clock()))
+
+
 RUN = """
 import sys
 from kdissect.cli import main
@@ -159,17 +245,43 @@ with open("/proc/self/status") as status:
 """The child's own peak: ru_maxrss would carry over the peak of the process that started it, across exec."""
 
 
-def measure(path: str) -> tuple[float, float]:
-    """(peak RSS in MB, seconds) of `kdissect read --json -o /dev/null PATH` in a process of its own."""
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def measure(path: str, root: str = ROOT) -> tuple[float, float]:
+    """(peak RSS in MB, seconds) of `kdissect read --json -o /dev/null PATH` in a process of its own, running the
+    kdissect found in `root`."""
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-c", RUN, "read", "--json", "--quiet", "-o", os.devnull, path], capture_output=True, text=True
+        [sys.executable, "-c", RUN, "read", "--json", "--quiet", "-o", os.devnull, path],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": os.path.abspath(root)},
     )
     took = time.perf_counter() - started
     if result.returncode:
         raise SystemExit(f"kdissect failed on {path}:\n{result.stderr}")
     rss_kb = int(result.stderr.rsplit("VmHWM:", 1)[1].split()[0])
     return rss_kb / 1024, took
+
+
+def linear_decompression() -> list[str]:
+    """Seconds to decompress 1x, 2x, 4x and 8x as many gzip members and lz4 frames, as ratios to 1x: linear
+    decompression reads 2, 4, 8 (quadratic re-slicing read 4, 16, 64)."""
+    from kdissect.records.codecs import decompress
+
+    lines = ["| framing | 1x | 2x | 4x | 8x | ratios to 1x |", "|---|---:|---:|---:|---:|---|"]
+    for name, make, codec, base in (("gzip members", _gzip_members, GZIP, 50_000), ("lz4 frames", _lz4_frames, LZ4, 25_000)):
+        took = []
+        for scale in (1, 2, 4, 8):
+            payload = make(base * scale)[HEADER.size :]
+            started = time.perf_counter()
+            decompress(codec, payload, 64 << 20)
+            took.append(time.perf_counter() - started)
+        cells = " | ".join(f"{base * k:,}: {t:.2f} s" for k, t in zip((1, 2, 4, 8), took))
+        lines.append(f"| {name} | {cells} | {' / '.join(f'{t / took[0]:.1f}' for t in took)} |")
+    return lines
 
 
 def main() -> None:
@@ -180,35 +292,51 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=50)
     parser.add_argument("--value-size", type=int, default=512)
     parser.add_argument("--hostile-connections", type=int, default=8000)
+    parser.add_argument("--scale", type=float, default=1.0, help="size of the hostile families, 1 being issue 15's (default 1)")
+    parser.add_argument("--only", help="comma-separated captures to measure: traffic, hostile and the families' names")
+    parser.add_argument("--against", metavar="DIR", help="also measure the kdissect checked out in DIR (e.g. main), for before/after")
     parser.add_argument("--keep", metavar="DIR", help="write the captures here and keep them")
     args = parser.parse_args()
     folder = args.keep or tempfile.mkdtemp(prefix="kdissect-bench-memory-")
     os.makedirs(folder, exist_ok=True)
+    families = _families(args.scale)
+    writers = {
+        "traffic": (
+            "",
+            lambda path: traffic(path, int(args.gb * 1e9), args.connections, args.partitions, args.records, args.value_size),
+        ),
+        "hostile": (f"{args.hostile_connections} connections", lambda path: hostile(path, args.hostile_connections)),
+        **{name: (content, functools.partial(family, write=write)) for name, (content, write) in families.items()},
+    }
+    chosen = args.only.split(",") if args.only else list(writers)
     rows = []
     try:
-        path = os.path.join(folder, "traffic.pcap")
-        started = time.perf_counter()
-        exchanges = traffic(path, int(args.gb * 1e9), args.connections, args.partitions, args.records, args.value_size)
-        written = time.perf_counter() - started
-        rss, took = measure(path)
-        rows.append(("traffic", os.path.getsize(path), f"{args.connections} connections, {exchanges} exchanges", rss, took, written))
-        path = os.path.join(folder, "hostile.pcap")
-        started = time.perf_counter()
-        hostile(path, args.hostile_connections)
-        written = time.perf_counter() - started
-        rss, took = measure(path)
-        rows.append(("hostile", os.path.getsize(path), f"{args.hostile_connections} connections", rss, took, written))
+        for name in chosen:
+            content, write = writers[name]
+            path = os.path.join(folder, f"{name}.pcap")
+            started = time.perf_counter()
+            exchanges = write(path)
+            written = time.perf_counter() - started
+            if name == "traffic":
+                content = f"{args.connections} connections, {exchanges} exchanges"
+            before = measure(path, args.against) if args.against else None
+            rows.append((name, os.path.getsize(path), content, *measure(path), written, before))
+            if not args.keep:
+                os.remove(path)
     finally:
         if not args.keep:
-            for name in ("traffic.pcap", "hostile.pcap"):
-                if os.path.exists(os.path.join(folder, name)):
-                    os.remove(os.path.join(folder, name))
             os.rmdir(folder)
     print(f"kdissect read --json -o /dev/null, peak RSS per capture (bound: {BOUND_MB} MB)")
-    print("| capture | size MB | content | peak RSS MB | read s | written in s | within bound |")
-    print("|---|---:|---|---:|---:|---:|---|")
-    for name, size, content, rss, took, written in rows:
-        print(f"| {name} | {size / 1e6:.0f} | {content} | {rss:.0f} | {took:.0f} | {written:.0f} | {'yes' if rss < BOUND_MB else 'NO'} |")
+    against = f" | {args.against}: RSS MB, s" if args.against else ""
+    print(f"| capture | size MB | content | peak RSS MB | read s | written in s{against} | within bound |")
+    print("|---|---:|---|---:|---:|---:|" + ("---:|" if args.against else "") + "---|")
+    for name, size, content, rss, took, written, before in rows:
+        other = f" | {before[0]:.0f}, {before[1]:.1f}" if before else ""
+        within = "yes" if rss < BOUND_MB else "NO"
+        print(f"| {name} | {size / 1e6:.1f} | {content} | {rss:.0f} | {took:.1f} | {written:.0f}{other} | {within} |")
+    print()
+    print("Decompression time at 1x..8x members or frames, in this process:")
+    print("\n".join(linear_decompression()))
     sys.exit(0 if all(row[3] < BOUND_MB for row in rows) else 1)
 
 

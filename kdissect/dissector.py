@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator
 from kdissect.capture.packet import Packet
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Event, Notice
-from kdissect.kafka.connection import Connection
+from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
 from kdissect.kafka.shared import BodyDecoder, Keep, Shared
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
@@ -58,7 +58,7 @@ class Dissector:
         if counters.first_ts is None:
             counters.first_ts = packet.ts
         counters.last_ts = packet.ts
-        if counters.bytes >= self._next_held_check:
+        if counters.bytes + counters.packets * SEGMENT_COST + self._shared.grown >= self._next_held_check:
             self._bound_held(packet.ts)
         try:
             segment = self._segments.decode(packet)
@@ -129,6 +129,7 @@ class Dissector:
         if len(self._flows) >= 2 * self._shared.limits.max_connections:
             self._evict(ts)
         self.counters.connections += 1
+        self._shared.grown += CONNECTION_COST
         connection = Connection(self._shared, self.counters.connections, a, b, ts)
         self._flows[(a[0], a[1], b[0], b[1])] = (connection, 0)
         self._flows[(b[0], b[1], a[0], a[1])] = (connection, 1)
@@ -142,41 +143,43 @@ class Dissector:
             if not connection.closed:
                 self.counters.evicted_connections += 1
                 self._close(connection, "evicted", ts)
-            a, b = connection.ends
-            self._flows.pop((a[0], a[1], b[0], b[1]), None)
-            self._flows.pop((b[0], b[1], a[0], a[1]), None)
+            self._forget(connection)
+
+    def _forget(self, connection: Connection) -> None:
+        connection.detach()
+        a, b = connection.ends
+        self._flows.pop((a[0], a[1], b[0], b[1]), None)
+        self._flows.pop((b[0], b[1], a[0], a[1]), None)
 
     def _bound_held(self, ts: int) -> None:
-        """Past `max_buffered_bytes` held in all, evict the connections holding the most until half of it is free.
+        """Past `max_buffered_bytes` held in all (priced by `Connection.priced`: objects, segments, waiting requests),
+        evict the least recently active connections until half of it is free, and say so once.
 
-        Summing every connection's buffers costs a pass over the table, so it runs once per `HELD_CHECKS`th of the
-        bound read from the capture: no more than that can be held past the bound before it is noticed.
+        Pricing every connection costs a pass over the table, so it runs once per `HELD_CHECKS`th of the bound taken
+        on (bytes read, segments, new connections, waiting requests): no more than that is held past the bound
+        before it is noticed.
         """
-        self._next_held_check = self.counters.bytes + self._held_check_every
+        counters = self.counters
+        self._next_held_check = counters.bytes + counters.packets * SEGMENT_COST + self._shared.grown + self._held_check_every
         limit = self._shared.limits.max_buffered_bytes
-        held = {c: c.buffered() for c, direction in self._flows.values() if direction == 0 and not c.closed}
-        total = sum(held.values())
+        held = {c: c.priced() for c, direction in self._flows.values() if direction == 0 and not c.closed}
+        total = before = sum(held.values())
         if total <= limit:
             return
-        for connection in sorted(held, key=held.__getitem__, reverse=True):
+        evicted = 0
+        for connection in sorted(held, key=lambda c: c.last_ts):
             if total <= limit // 2:
                 break
             total -= held[connection]
-            self._shared.emit(
-                Notice(
-                    Diagnostic(
-                        "limits.buffered-bytes",
-                        f"all connections held {total + held[connection]} bytes, past max_buffered_bytes ({limit}); "
-                        f"this one, holding {held[connection]}, was evicted",
-                        "warning",
-                    ),
-                    connection.info,
-                    ts,
-                    0,
-                )
-            )
-            self.counters.evicted_connections += 1
+            evicted += 1
+            counters.evicted_connections += 1
             self._close(connection, "evicted", ts)
+            self._forget(connection)
+        message = (
+            f"all connections held {before} bytes (priced with their objects, segments and waiting requests), past "
+            f"max_buffered_bytes ({limit}): the {evicted} least recently active were evicted, freeing {before - total}"
+        )
+        self._shared.emit(Notice(Diagnostic("limits.buffered-bytes", message, "warning"), None, ts, 0))
 
     def _close(self, connection: Connection, ended: str, ts: int) -> None:
         connection.close(ended, ts)  # type: ignore[arg-type]

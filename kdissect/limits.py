@@ -32,14 +32,27 @@ class Limits:
     producer's acks=0 requests would wait, bodies and all, until `max_outstanding_requests`."""
     max_connections: int = 65536
     """Concurrent connections tracked; the least recently active one is evicted past it."""
-    max_buffered_bytes: int = 1024 * MiB
-    """Bytes held across all connections: frames being assembled, segments waiting for holes, undecided probes.
-    Each of these is bounded per stream; this bounds their sum. Past it the connections holding the most are
-    evicted until half of it is free."""
+    max_buffered_bytes: int = 192 * MiB
+    """Memory held across all connections: frames being assembled, segments waiting for holes, undecided probes,
+    requests waiting for responses, and each connection's own objects, priced in bytes with their overhead
+    (`kafka/connection.py`: about 5 KB a connection, 256 bytes a segment, 1 KB plus 8 times its frame a waiting
+    request). Each is bounded per stream; this bounds their sum. Past it the least recently active connections
+    are evicted, with one notice, until half of it is free."""
     max_decompressed_batch: int = 64 * MiB
     """Decompressed bytes of one record batch (or legacy wrapper message); a bomb stops here."""
     max_decompressed_exchange: int = 512 * MiB
     """Decompressed bytes across all batches of one request or response."""
+    max_records_batch: int = 100_000
+    """Records decoded into values per record batch (or compressed legacy wrapper); past it the rest are counted
+    from the batch's header and named by a `records.not-shown` diagnostic, never built."""
+    max_records_exchange: int = 200_000
+    """Records, legacy messages and batches built per request or response, across all its records fields; past it
+    batches are framed and counted only. With the JSON of each, about 1 KB apiece stays held while it is written."""
+    max_records_capture: int = 1_000_000
+    """The same across the whole capture, besides one record per 8 bytes of frames decoded: a capture earns what
+    its traffic could really carry, so a few MB of tiny records compressed a thousandfold cannot take minutes."""
+    max_array_elements: int = 200_000
+    """Elements kept per array of a message body; the rest are read (so what follows still decodes) and counted."""
     max_nesting: int = 8
     """Depth of message sets nested in compressed wrapper messages."""
     max_fragment_bytes: int = 4 * MiB

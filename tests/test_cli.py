@@ -187,6 +187,33 @@ def test_a_closed_pipe_ends_quietly():
         assert process.stderr.read() == b""
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_one_line_and_status_1():
+    """ENOSPC, whether on -o FILE or on the standard output, is the user's to fix: one line, exit 1."""
+    for args in (("read", CAPTURE), ("read", CAPTURE, "--json"), ("stats", CAPTURE)):
+        done = kdissect(*args, "-o", "/dev/full")
+        assert done.returncode == 1, done
+        assert done.stderr.decode().splitlines() == ["kdissect: error: cannot write /dev/full: No space left on device"]
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from kdissect.cli import main; main(sys.argv[1:])",
+                "show",
+                str(CAPTURE),
+                "--exchange",
+                "1",
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr.decode().splitlines() == ["kdissect: error: cannot write the standard output: No space left on device"]
+
+
 def test_show_selects_by_exchange_correlation_id_and_packet():
     by_id = kdissect("show", CAPTURE, "--exchange", "17").stdout.decode()
     assert by_id.startswith("Exchange 17  JoinGroup v7") and "Metadata (read by kdissect)" in by_id

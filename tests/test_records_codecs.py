@@ -23,6 +23,7 @@ from kdissect.records.codecs import (
     SNAPPY,
     XERIAL_MAGIC,
     ZSTD,
+    decompress,
     lz4_header_checksum_index,
 )
 from kdissect.records.crc import crc32c, xxh32
@@ -279,3 +280,96 @@ def test_xxh32_agrees_with_the_lz4_library(data):
     hc = 6 + (8 if frame[4] & 0x08 else 0)
     assert frame[hc] == (xxh32(frame[4:hc]) >> 8) & 0xFF
     assert lz4.frame.decompress(frame) == data
+
+
+# Many members or frames in one payload: the work must grow with the payload, not with its square.
+
+
+class _Meter:
+    """Bytes a codec library read, wrote or had copied for it, and how many calls did it.
+
+    A buffer handed over as a view of the payload costs what the library consumed of it; one handed over as
+    `bytes` was copied for the call and costs its whole length, as do the leftovers zlib copies out.
+    """
+
+    def __init__(self):
+        self.work = 0
+        self.calls = 0
+
+    def charge(self, *sizes: int) -> None:
+        self.work += sum(sizes)
+        self.calls += 1
+
+    @staticmethod
+    def copied(data) -> int:
+        return 0 if isinstance(data, memoryview) else len(data)
+
+
+class _MeteredInflater:
+    def __init__(self, meter: _Meter, real):
+        self._meter, self._real = meter, real
+
+    def decompress(self, data, max_length=0):
+        out = self._real.decompress(data, max_length)
+        self._meter.charge(len(data), len(out), len(self._real.unused_data), len(self._real.unconsumed_tail))
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _meter_libraries(monkeypatch) -> _Meter:
+    meter = _Meter()
+    inflater, chunk, raw = zlib.decompressobj, lz4.frame.decompress_chunk, cramjam.snappy.decompress_raw
+    reader = zstandard.ZstdDecompressor.stream_reader
+
+    def lz4_chunk(context, data, max_length=-1, return_bytearray=False):
+        out, read, ended = chunk(context, data, max_length=max_length, return_bytearray=return_bytearray)
+        meter.charge(meter.copied(data), read, len(out))
+        return out, read, ended
+
+    def snappy(data):
+        out = raw(data)
+        meter.charge(meter.copied(data), len(data), len(out))
+        return out
+
+    def zstd_reader(self, source, *args, **kwargs):
+        meter.charge(meter.copied(source), len(source))
+        return reader(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(zlib, "decompressobj", lambda *a: _MeteredInflater(meter, inflater(*a)))
+    monkeypatch.setattr(lz4.frame, "decompress_chunk", lz4_chunk)
+    monkeypatch.setattr(cramjam.snappy, "decompress_raw", snappy)
+    monkeypatch.setattr(zstandard.ZstdDecompressor, "stream_reader", zstd_reader)
+    return meter
+
+
+def _xerial(chunks: list[bytes]) -> bytes:
+    return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + b"".join(struct.pack(">i", len(c)) + c for c in chunks)
+
+
+def _framed_payload(codec: str, parts: list[bytes]) -> bytes:
+    """One gzip member, lz4 frame (pre-0.10 checksums among them), xerial chunk or zstd frame per part."""
+    if codec == "snappy":
+        return _xerial([bytes(cramjam.snappy.compress_raw(p)) for p in parts])
+    if codec == "lz4":
+        return b"".join(compress(LZ4, p, legacy_lz4=i % 2 == 1) for i, p in enumerate(parts))
+    return b"".join(compress(CODEC_IDS[codec], p) for p in parts)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "lz4", "snappy", "zstd"])
+def test_many_frames_cost_work_linear_in_the_payload(codec, monkeypatch):
+    """At 1x, 2x, 4x and 8x as many members or frames, the bytes the libraries touch grow 2, 4 and 8-fold."""
+    meter = _meter_libraries(monkeypatch)
+    work, calls = [], []
+    for scale in (1, 2, 4, 8):
+        parts = [b"m%06d;" % i for i in range(500 * scale)]
+        meter.work = meter.calls = 0
+        data, over, problems = decompress(CODEC_IDS[codec], _framed_payload(codec, parts), MiB)
+        assert data == b"".join(parts) and not over
+        assert all(code == "codec.lz4-legacy-checksum" for code, _, _ in problems)
+        work.append(meter.work)
+        calls.append(meter.calls)
+    for i, scale in enumerate((1, 2, 4, 8)):
+        assert work[i] <= work[0] * scale * 1.1, work
+        assert calls[i] <= calls[0] * scale * 1.1, calls

@@ -358,10 +358,14 @@ def test_a_version_added_to_a_built_in_api_decodes_beside_the_built_in_ones(hear
         frames = [exchange_bytes(api, version, i, request, response) for i, (api, version, request, response) in enumerate(written)]
     assert schema.APIS[12].versions == (0, 1, 2, 3, 4)  # as built in, once the block ends
     capture = write_capture(tmp_path / "heartbeat.pcap", [(Conversation(), frames, True)])
-    got = exchanges(capture, "--spec-dir", heartbeat_v5)
+    got = exchanges(capture, "--spec-dir", heartbeat_v5, "--show-secrets")
     assert len(got) == len(written)
     for exchange, (api, version, request, response) in zip(got, written):
         check_exchange(exchange, api, version, request, response)
+    for exchange, (_, version, request, _) in zip(exchanges(capture, "--spec-dir", heartbeat_v5), written):
+        token = request.get("Token") if version == 5 else None
+        if token:  # a user's field named like a credential is one: redacted unless --show-secrets
+            assert exchange["request"]["body"]["Token"] == {"redacted": True, "size": len(token)}
     without = exchanges(capture, status=1)  # v5 read as v4: malformed bodies
     assert [(e["request"]["schema_version"], e["request"]["assumed_version"]) for e in without] == [(4, True), (4, False), (4, True)]
 

@@ -32,7 +32,7 @@ from kdissect.browse.write import JSON_SUFFIXES, write_set
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
-from kdissect.views.detail import DetailView, FrameDump
+from kdissect.views.detail import DetailView, FrameDump, body_hidden
 from kdissect.views.summary import percentile
 from kdissect.views.terminal import duration, exchange_row, header_row, row_columns, status_cell
 
@@ -557,7 +557,7 @@ class BrowseApp(App[None]):
             return
         self.exchange = exchange
         marks: dict[int, tuple[str, int, int]] = {}
-        rendered = DetailView(False, marks).render(exchange)
+        rendered = DetailView(False, marks, self.index.options.show_secrets).render(exchange)
         top: RichTree = rendered.renderables[0]  # type: ignore[attr-defined]
         tree.reset(top.label)
         self._fields = []
@@ -597,7 +597,7 @@ class BrowseApp(App[None]):
             hex_lines.reset(0)
             title.update("")
             return
-        dump = self._dump = FrameDump(message, span)
+        dump = self._dump = FrameDump(message, span, body_hidden(exchange.api_key, message, self.index.options.show_secrets))
         self._dump_side = side
         chosen = f", bytes {span[0]}-{span[1]} selected" if span[1] > span[0] else ""
         title.update(Text(f"{side} frame, {message.frame.size} bytes after the size prefix{chosen}"))

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import IO, Annotated, Any, Optional
 
 import typer
 
@@ -39,6 +39,40 @@ class ExitStatus(Exception):
 
 class PipeClosed(Exception):
     """The reader of our output went away (`| head`): stop quietly. Not an OSError, so typer lets it through."""
+
+
+class OutputError(UserError):
+    """The output cannot be written (a full disk, an I/O error): the user's to fix, in one line, with exit code 1."""
+
+    exit_code = 1
+
+
+class _Guarded:
+    """The output stream, with the failures of writing it told as what they are rather than as internal errors."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self._stream = stream
+        self._name = name
+
+    def _failed(self, exc: OSError) -> Exception:
+        if isinstance(exc, BrokenPipeError):
+            return PipeClosed()
+        return OutputError(f"cannot write {self._name}: {exc.strerror or exc}")
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
@@ -556,15 +590,20 @@ def make_limits(settings: list[str] | None) -> Any:
 @contextmanager
 def open_output(path: Path | None) -> Iterator[Any]:
     if path is None:
-        try:
-            yield sys.stdout
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise PipeClosed from None
+        guarded = _Guarded(sys.stdout, "the standard output")
+        yield guarded
+        guarded.flush()
         return
     try:
         stream = open(path, "w", encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{path}: {exc.strerror or exc}") from None
-    with stream:
-        yield stream
+    guarded = _Guarded(stream, str(path))
+    try:
+        yield guarded
+        guarded.flush()
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass  # a flush that failed is told above; what close adds is the same failure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -9,7 +10,7 @@ from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import fast_constructor
 from kdissect.schema import APIS, MessageSpec, pick
-from kdissect.schema.compiler import Compiler, Decode, RecordsHook
+from kdissect.schema.compiler import Compiler, CutHook, Decode, RecordsHook
 from kdissect.schema.model import nearest_version
 from kdissect.schema.tree import Partial, Struct
 
@@ -56,8 +57,8 @@ new_body = fast_constructor(Body)
 class CompiledBodies:
     """Decodes bodies of every API key and version; compiled decoders are made on first use and kept."""
 
-    def __init__(self, records: RecordsHook, spans: bool = False) -> None:
-        self._compiler = Compiler(records, spans)
+    def __init__(self, records: RecordsHook, spans: bool = False, keep: int = sys.maxsize, cut: CutHook | None = None) -> None:
+        self._compiler = Compiler(records, spans, keep, cut) if cut else Compiler(records, spans, keep)
         self._targets: dict[tuple[int, int, str], Target | None] = {}
 
     def target(self, api_key: int, version: int, direction: Direction) -> Target | None:

@@ -7,6 +7,7 @@ from typing import Any
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
 from kdissect.decode.guess import guess_response
+from kdissect.decode.redaction import carries_secrets, redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
@@ -21,6 +22,10 @@ UNSUPPORTED_VERSION = b"\x00\x23"
 """Error code 35 as an int16: what a broker says to an ApiVersions request at a version it does not know."""
 SASL_TOKEN_SCHEMA = "SaslToken"
 """The schema a raw SASL token is said to be read by: one field, AuthBytes, as in SaslAuthenticate."""
+
+FRAME_BYTES_PER_RECORD = 8
+"""A capture earns record budget with its frames: real records take more than 8 compressed bytes each, while a
+payload of tiny records compressed a thousandfold does not earn what it would cost to build."""
 
 
 class Decoder:
@@ -37,9 +42,15 @@ class Decoder:
     def __init__(self, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = CompiledBodies(self._records, spans)
+        self.bodies = CompiledBodies(self._records, spans, limits.max_array_elements, self._cut)
+        self._cuts: list[tuple[str, int]] = []
+        """Arrays of the body being decoded that had more elements than were kept."""
         self._budget: Budget | None = None
         self._found: list[tuple[int, RecordSet]] = []
+        self.records_left = self.limits.max_records_capture
+        """Records the rest of the capture may build: `Limits.max_records_capture`, and one more per
+        `FRAME_BYTES_PER_RECORD` bytes of every frame decoded."""
+        self._granted = 0
         self._holes: tuple[tuple[int, int], ...] = ()
         """The holes of the frame being decoded, in frame offsets."""
         self._covered: list[tuple[int, int]] = []
@@ -48,9 +59,20 @@ class Decoder:
         """Topic id -> name, learnt from every body that states both, on any connection."""
         self._teaching: dict[tuple[int, int], bool] = {}
 
+    def _cut(self, field: str, count: int) -> None:
+        self._cuts.append((field, count))
+
+    def _cut_diagnostics(self, start: int) -> list[Diagnostic]:
+        keep = self.limits.max_array_elements
+        told = f"elements, the first {keep} kept (max_array_elements)"
+        out = [Diagnostic("body.array-cut", f"{field}: {count} {told}", "warning", "frame", start) for field, count in self._cuts]
+        self._cuts = []
+        return out
+
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
         if self._budget is None:  # one per message, made when its first records field is met
-            self._budget = Budget(self.limits.max_decompressed_exchange)
+            self._budget = Budget(self.limits.max_decompressed_exchange, min(self.limits.max_records_exchange, self.records_left))
+            self._granted = self._budget.records
         holes = ()
         if self._holes:
             holes = tuple((max(lo, start) - start, min(hi, end) - start) for lo, hi in self._holes if lo < end and start < hi)
@@ -74,7 +96,12 @@ class Decoder:
         if target is None:
             body, diagnostics = unknown_api(api_key, version, message.frame.data, header.length)
             return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
+        self.records_left += message.frame.size // FRAME_BYTES_PER_RECORD
         fields, diagnostics = self._run(target, version, message.frame, header.length)
+        if self._budget is not None:
+            self.records_left -= self._granted - self._budget.records
+        if self._cuts:
+            diagnostics += self._cut_diagnostics(header.length)
         errors = topics = groups = records = ()
         if fields is not None:
             if api_key in embedded.API_KEYS:
@@ -86,6 +113,8 @@ class Decoder:
                 if found.topic_ids and direction == "response":
                     self.topic_names.update(found.topic_ids)
                 errors, records = tuple(found.errors), tuple(found.records)
+                if found.secrets and not self.show_secrets:
+                    redact(found.secrets)
                 topics, groups = tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
         body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
         return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)
@@ -102,7 +131,7 @@ class Decoder:
             fields, diagnostics = self.bodies.run(target, version, full, start)
             misread = _first_uncovered(self._holes, self._covered)
             if misread is not None and (misread < _stop(diagnostics, len(full)) or any(d.code == "body.malformed" for d in diagnostics)):
-                self._found, self._budget = [], None
+                self._found, self._budget, self._cuts = [], None, []
                 fields, diagnostics = self.bodies.run(target, version, bytes(full[:misread]), start)
         finally:
             self._holes = ()
@@ -199,6 +228,8 @@ class Decoder:
             "frame",
             start,
         )
+        if not self.show_secrets and carries_secrets(api_key):
+            raw = None  # the body's secrets are redacted in `fields`; its bytes would tell them
         body = new_body(body.schema, body.version, body.fields, True, raw, body.errors, body.topics, body.groups, body.records)
         return new_message(frame, header, body, decoded.diagnostics + (note,))
 

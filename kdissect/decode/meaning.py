@@ -42,7 +42,7 @@ class ErrorAt:
 class Findings:
     """What one walk collects; the decoder turns it into the body's derived facts."""
 
-    __slots__ = ("errors", "topics", "groups", "records", "topic_ids")
+    __slots__ = ("errors", "topics", "groups", "records", "topic_ids", "secrets")
 
     def __init__(self) -> None:
         self.errors: list[ErrorAt] = []
@@ -51,9 +51,13 @@ class Findings:
         self.records: list[PlacedRecords] = []
         self.topic_ids: list[tuple[str, str]] = []
         """(topic id, topic name) pairs stated side by side in this body."""
+        self.secrets: list[tuple[Struct, int]] = []
+        """(struct, index of a value) of every field that carries a credential (`Field.secret`)."""
 
 
 def _kind(f: Field) -> str | None:
+    if f.secret:
+        return "secret"
     if f.type == "int16" and f.name.endswith("ErrorCode") and not f.array:
         return "error"
     if f.entity == "topicName" and f.type == "string":
@@ -149,6 +153,8 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
             found.topics.extend(v for v in value if type(v) is str)
         elif kind == "groups":
             found.groups.extend(v for v in value if type(v) is str)
+        elif kind == "secret":
+            found.secrets.append((struct, names.index(name)))
     if topic_id and topic_id != ZERO_UUID:
         if stated:
             found.topic_ids.append((topic_id, stated))

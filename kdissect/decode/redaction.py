@@ -1,8 +1,17 @@
-"""Secrets stay out of kdissect's output unless the user asks for them (`--show-secrets`)."""
+"""Secrets stay out of kdissect's output unless the user asks for them (`--show-secrets`).
+
+Which fields hold one is decided when the specs are read (`Field.secret`, schema/secrets.py); the decoder
+replaces their values here, so every output (terminal, JSON, fields, filters, Spark tables) sees only the size.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from kdissect.schema import APIS
+from kdissect.schema.model import Field
+from kdissect.schema.tree import Struct
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,3 +22,29 @@ class Redacted:
 
     def __str__(self) -> str:
         return f"<redacted, {self.size} bytes>"
+
+
+def conceal(value: Any) -> Any:
+    """A secret's stand-in; what is already redacted, or null, stays as it is."""
+    if isinstance(value, bytes):
+        return Redacted(len(value))
+    if isinstance(value, str):
+        return Redacted(len(value.encode("utf-8")))
+    return value
+
+
+def redact(places: list[tuple[Struct, int]]) -> None:
+    """Replace each (struct, index) value with its stand-in, in place."""
+    for struct, i in places:
+        struct.values[i] = conceal(struct.values[i])
+
+
+def _holds_secret(fields: tuple[Field, ...]) -> bool:
+    return any(f.secret or _holds_secret(f.fields) for f in fields)
+
+
+def carries_secrets(api_key: int | None) -> bool:
+    """Whether some version of this API has a field that carries a credential: its frames are masked whole in a hex
+    dump when their body does not decode, since the secret's place in them is then unknown."""
+    api = APIS.get(api_key) if api_key is not None else None
+    return api is not None and any(_holds_secret(m.fields) for m in api.requests + api.responses)

@@ -51,10 +51,23 @@ PROBE_LIMIT = 64 << 10
 """Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
 HELD_NOTICES = 64
 """Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
+NO_FRAMES: deque = deque(maxlen=0)
+"""Shared by every connection that has deferred no response yet; never appended to."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
 SASL_HANDSHAKE = 17
 _SIZE_PREFIX = struct.Struct(">i").pack
+
+# What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
+# (`Limits.max_buffered_bytes`) prices connections, segments and waiting requests with these.
+CONNECTION_COST = 5120
+"""A connection's own objects: its streams, framers, pairing and session, and its two flow-table entries."""
+SEGMENT_COST = 256
+"""A segment held out of order or in a probe: its tuple, its bytes object, its heap and dictionary entries."""
+REQUEST_COST = 1024
+"""A request waiting for its response, besides its decoded body (priced at `BODY_FACTOR` times its frame)."""
+BODY_FACTOR = 8
+"""A decoded body costs about this many times its frame: a struct and a list per element, a str per name."""
 
 
 class Probe:
@@ -132,7 +145,8 @@ class Connection:
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
         self.held: list[Notice] = []
-        self.deferred: deque[tuple[Frame, int, int, int]] = deque()
+        self.deferred: deque[tuple[Frame, int, int, int]] = NO_FRAMES
+        """Made at the first deferred response (a deque costs 760 bytes; a SYN flood defers none)."""
         """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
         self.deferred_bytes = 0
         self.sasl_tokens: deque[Message] | None = None
@@ -259,6 +273,7 @@ class Connection:
             self._sasl_phase(True)
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
+        self.shared.grown += REQUEST_COST + BODY_FACTOR * frame.size
         if pushed:
             self._settle(*pushed)
 
@@ -267,6 +282,8 @@ class Connection:
         requests = self.streams[self.client_dir]
         ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
         if self.deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
+            if self.deferred is NO_FRAMES:
+                self.deferred = deque()
             self.deferred.append((frame, ack, frame.last_packet, frame.ts))
             self.deferred_bytes += frame.size + 4 - frame.lost
             if len(self.deferred) > self.shared.limits.max_outstanding_requests:
@@ -354,6 +371,23 @@ class Connection:
             sink = stream.sink
             total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
         return total + self.deferred_bytes
+
+    def detach(self) -> None:
+        """The dissector forgets this closed connection: break the cycles through its streams' callbacks, so its
+        memory comes back at once rather than at the next full garbage collection (a SYN flood makes thousands)."""
+        self.streams = ()  # type: ignore[assignment]
+
+    def priced(self) -> int:
+        """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
+        request waiting for its response with its decoded body."""
+        total = CONNECTION_COST
+        for stream in self.streams:
+            sink = stream.sink
+            total += stream.pending_bytes + SEGMENT_COST * len(stream.pending)
+            total += len(sink.buf) if isinstance(sink, Framer) else sink.size + SEGMENT_COST * len(sink.items)  # type: ignore[union-attr]
+        for request, _ in self.pairing.outstanding:
+            total += REQUEST_COST + BODY_FACTOR * request.frame.size
+        return total
 
     @property
     def finished(self) -> bool:

@@ -77,6 +77,9 @@ class Shared:
         self.tls_keys = KeyLog()
         self.tls_waiting: set[Any] = set()
         """TLS sessions holding records for keys that a later key log (a pcapng secrets block) may bring."""
+        self.grown = 0
+        """Memory the connections took on besides the capture's bytes (new connections, waiting requests), priced
+        as `Connection.priced` prices it: the dissector checks its global bound when this and the bytes read add up."""
 
     def new_session(self) -> Any:
         return self.decoder.new_session() if self.decoder is not None else None

@@ -22,6 +22,8 @@ MOD = 0xFFFFFFFF
 HALF = 1 << 31
 RECENT_SEGMENTS = 32
 """Delivered segments remembered to check retransmissions against: a bounded deque costs one append each."""
+NO_SEGMENTS: deque = deque(maxlen=0)
+"""Shared by every stream that has delivered nothing yet; never appended to."""
 
 
 class StreamSink(Protocol):
@@ -89,7 +91,8 @@ class Reassembler:
         self.patience = patience
         self.acked_since: tuple[int, int, int] | None = None
         """(stream offset of the hole, packet index, ts) when the peer was first seen acknowledging past it."""
-        self.lost: deque[tuple[int, int]] = deque(maxlen=RECENT_SEGMENTS)
+        self.lost: deque[tuple[int, int]] = NO_SEGMENTS
+        """Made at the first gap, like `recent`."""
         """Stream spans recently declared gaps: bytes that come for them later are late, not retransmitted."""
         self.started = False
         self.mid_stream = False
@@ -100,7 +103,8 @@ class Reassembler:
         self.pending: dict[int, tuple[bytes, int, int, int]] = {}
         self.pending_heap: list[int] = []
         self.pending_bytes = 0
-        self.recent: deque[tuple[int, bytes]] = deque(maxlen=RECENT_SEGMENTS)
+        self.recent: deque[tuple[int, bytes]] = NO_SEGMENTS
+        """Made at the first byte: a deque costs 760 bytes, and most connections of a SYN flood never carry one."""
         self.fin_offset: int | None = None
         self.reset = False
         self.peer_ack_seq: int | None = None
@@ -161,6 +165,8 @@ class Reassembler:
 
     def _deliver(self, payload: bytes, ts: int, index: int) -> None:
         n = len(payload)
+        if self.recent is NO_SEGMENTS:
+            self.recent = deque(maxlen=RECENT_SEGMENTS)
         self.recent.append((self.offset, payload))
         self.offset += n
         self.next_seq = (self.next_seq + n) & MOD
@@ -181,6 +187,8 @@ class Reassembler:
         )
         self.gaps += 1
         self.gap_bytes += length
+        if self.lost is NO_SEGMENTS:
+            self.lost = deque(maxlen=RECENT_SEGMENTS)
         self.lost.append((self.offset, self.offset + length))
         self.offset += length
         self.next_seq = (self.next_seq + length) & MOD

@@ -60,14 +60,21 @@ def decode_batch(buf: bytes, pos: int, end: int, path: str, ctx: Context) -> Rec
     compressed_size = end - start
 
     over = False
+    allowed = ctx.allowed()
+    append_ts = max_ts if log_append else None
     if codec == NONE:
-        records = decode_v2_records(buf, start, end, base_offset, base_ts, max_ts if log_append else None, "batch", path, ctx)
+        records = decode_v2_records(buf, start, end, base_offset, base_ts, append_ts, "batch", path, ctx, limit=allowed)
         uncompressed_size = compressed_size
+    elif not allowed:  # no record would be built: the payload is not even decompressed
+        records, uncompressed_size = [], 0
     else:
         data, over = ctx.inflate(codec, memoryview(buf)[start:end], "batch", start, path)
         uncompressed_size = len(data)
-        records = decode_v2_records(data, 0, len(data), base_offset, base_ts, max_ts if log_append else None, "record", path, ctx, cut=over)
-    if len(records) != count and not over:
+        records = decode_v2_records(data, 0, len(data), base_offset, base_ts, append_ts, "record", path, ctx, cut=over, limit=allowed)
+    ctx.budget.records -= len(records)
+    if len(records) == allowed and count > allowed:
+        ctx.skipped("records", count - allowed, count - allowed, allowed, "batch", pos, path)
+    elif len(records) != count and not over:
         ctx.report(
             "batch.record-count-mismatch",
             f"header says {count} records, decoded {len(records)}",
@@ -126,8 +133,10 @@ def decode_v2_records(
     path: str,
     ctx: Context,
     cut: bool = False,
+    limit: int = -1,
 ) -> list[Record]:
-    """Records in buf[p:end], as far as they go. `cut` says a cap cut the bytes: a partial last record is expected.
+    """Records in buf[p:end], as far as they go, and no more than `limit` of them (-1: no limit). `cut` says a cap
+    cut the bytes: a partial last record is expected.
 
     The hot loop of a Fetch-heavy capture: no object per field, values sliced straight out of `buf`.
     """
@@ -136,7 +145,7 @@ def decode_v2_records(
     new = new_record
     varint = read_varint
     index = 0
-    while p < end:
+    while p < end and index != limit:
         start = p
         try:
             length, p = varint(buf, p)

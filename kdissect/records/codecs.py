@@ -26,6 +26,8 @@ LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 _STEP = 1 << 20
 """Most output asked of lz4 and zstd in one call: both allocate the whole request before filling it."""
+_FIRST_WINDOW = 256
+"""Input first offered to a gzip member; doubled each time the member needs more."""
 
 Problem = tuple[str, str, str]
 Buffer = bytes | memoryview
@@ -46,6 +48,8 @@ class _Sink:
         self.over = False
 
     def add(self, chunk) -> None:
+        if not chunk:
+            return
         if len(chunk) > self.room:
             self.chunks.append(chunk[: self.room])
             self.room = 0
@@ -77,17 +81,27 @@ def decompress(codec: int, payload: Buffer, cap: int) -> tuple[bytes, bool, list
 
 
 def _gunzip(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
-    """gzip, several members in a row allowed (wbits 47 also takes a zlib stream)."""
-    rest = payload
-    while rest:
+    """gzip, several members in a row allowed (wbits 47 also takes a zlib stream).
+
+    Each member is fed windows that double from `_FIRST_WINDOW`, so the `unused_data` zlib copies when a member
+    ends is at most twice the member: many tiny members cost their own bytes, not the rest of the payload each.
+    """
+    data = memoryview(payload)
+    n = len(data)
+    pos = 0
+    while pos < n:
         d = zlib.decompressobj(47)
-        sink.add(d.decompress(rest, sink.room + 1))
-        if not d.eof:
-            problems.append(("codec.error", "error", "gzip: the stream ends before its end marker"))
-            return
-        rest = d.unused_data
-        if rest and rest[:2] != b"\x1f\x8b":
-            problems.append(("codec.trailing-bytes", "warning", f"gzip: {len(rest)} bytes after the last member"))
+        end, window = pos, _FIRST_WINDOW
+        while not d.eof:
+            if end >= n:
+                problems.append(("codec.error", "error", "gzip: the stream ends before its end marker"))
+                return
+            start, end = end, min(n, end + window)
+            sink.add(d.decompress(data[start:end], sink.room + 1))
+            window *= 2
+        pos = end - len(d.unused_data)
+        if pos < n and data[pos : pos + 2] != b"\x1f\x8b":
+            problems.append(("codec.trailing-bytes", "warning", f"gzip: {n - pos} bytes after the last member"))
             return
 
 
@@ -96,10 +110,11 @@ def _unsnappy(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
 
     The header's version and compat int32s are ignored: some producers write them little-endian.
     """
-    if payload[:8] != XERIAL_MAGIC:
-        _raw_snappy(payload, sink)
+    data = memoryview(payload)
+    if data[:8] != XERIAL_MAGIC:
+        _raw_snappy(data, sink)
         return
-    n = len(payload)
+    n = len(data)
     if n < XERIAL_HEADER_SIZE:
         problems.append(("codec.error", "error", f"snappy: xerial header cut at {n} of 16 bytes"))
         return
@@ -108,12 +123,12 @@ def _unsnappy(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
         if pos + 4 > n:
             problems.append(("codec.error", "error", f"snappy: xerial chunk length cut at {pos}"))
             return
-        size = int.from_bytes(payload[pos : pos + 4], "big", signed=True)
+        size = int.from_bytes(data[pos : pos + 4], "big", signed=True)
         pos += 4
         if size < 0 or pos + size > n:
             problems.append(("codec.error", "error", f"snappy: xerial chunk of {size} bytes at {pos} overruns the payload"))
             return
-        _raw_snappy(payload[pos : pos + size], sink)
+        _raw_snappy(data[pos : pos + size], sink)
         pos += size
 
 
@@ -125,28 +140,41 @@ def _raw_snappy(chunk: Buffer, sink: _Sink) -> None:
 
 
 def _unlz4(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
-    """lz4 frames, one after another; a KAFKA-3160 header checksum is repaired."""
-    rest = payload
-    while rest:
-        if rest[:4] != LZ4_MAGIC:
-            problems.append(("codec.error", "error", f"lz4: {len(rest)} bytes that do not start an lz4 frame"))
+    """lz4 frames, one after another, read at offsets into the payload; a KAFKA-3160 header checksum is repaired."""
+    data = memoryview(payload)
+    n = len(data)
+    pos = 0
+    while pos < n:
+        if data[pos : pos + 4] != LZ4_MAGIC:
+            problems.append(("codec.error", "error", f"lz4: {n - pos} bytes that do not start an lz4 frame"))
             return
-        d = lz4.frame.LZ4FrameDecompressor()
         try:
-            chunk = d.decompress(rest, max_length=min(sink.room + 1, _STEP))
+            pos, ended = _lz4_frame(lz4.frame.create_decompression_context(), data, pos, sink)
         except RuntimeError as e:
             if "headerChecksum" not in str(e):
                 raise
-            rest = _repair_lz4_header(rest, problems)
-            d = lz4.frame.LZ4FrameDecompressor()
-            chunk = d.decompress(rest, max_length=min(sink.room + 1, _STEP))
-        sink.add(chunk)
-        while not d.eof and not d.needs_input:
-            sink.add(d.decompress(b"", max_length=min(sink.room + 1, _STEP)))
-        if not d.eof:
+            context = lz4.frame.create_decompression_context()
+            header_end = pos + lz4_header_checksum_index(data[pos:]) + 1
+            _lz4_frame(context, memoryview(_repaired_lz4_header(data[pos:header_end], problems)), 0, sink)
+            pos, ended = _lz4_frame(context, data, header_end, sink)
+        if not ended:
             problems.append(("codec.error", "error", "lz4: the frame ends before its end mark"))
             return
-        rest = d.unused_data
+
+
+def _lz4_frame(context, data: memoryview, pos: int, sink: _Sink) -> tuple[int, bool]:
+    """Feed `data` from `pos` until the frame ends or the input runs out: where it stopped, and whether it ended.
+
+    A call can return decoded output without reading input (a block decoded earlier, given out a step at a time).
+    """
+    while True:
+        out, read, ended = lz4.frame.decompress_chunk(context, data[pos:], max_length=min(sink.room + 1, _STEP))
+        pos += read
+        sink.add(out)
+        if ended:
+            return pos, True
+        if not out and not read:
+            return pos, False
 
 
 def lz4_header_checksum_index(frame: Buffer) -> int:
@@ -155,22 +183,25 @@ def lz4_header_checksum_index(frame: Buffer) -> int:
     return 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
 
 
-def _repair_lz4_header(frame: Buffer, problems: list[Problem]) -> bytes:
-    """Kafka before 0.10 hashed the magic too (KAFKA-3160); old clients still send such frames. Put the right byte in."""
-    hc = lz4_header_checksum_index(frame)
-    good = (xxh32(frame[4:hc]) >> 8) & 0xFF
-    if frame[hc] == (xxh32(frame[:hc]) >> 8) & 0xFF:
+def _repaired_lz4_header(header: memoryview, problems: list[Problem]) -> bytes:
+    """Kafka before 0.10 hashed the magic too (KAFKA-3160); old clients still send such frames. Put the right byte in.
+
+    `header` ends with the checksum byte; only the header is copied, never the frame.
+    """
+    hc = len(header) - 1
+    good = (xxh32(header[4:hc]) >> 8) & 0xFF
+    if header[hc] == (xxh32(header[:hc]) >> 8) & 0xFF:
         problems.append(("codec.lz4-legacy-checksum", "note", "lz4: header checksum computed the pre-0.10 way (KAFKA-3160); tolerated"))
     else:
         problems.append(
-            ("codec.lz4-header-checksum", "warning", f"lz4: header checksum {frame[hc]:#04x}, expected {good:#04x}; decoded anyway")
+            ("codec.lz4-header-checksum", "warning", f"lz4: header checksum {header[hc]:#04x}, expected {good:#04x}; decoded anyway")
         )
-    return bytes(frame[:hc]) + bytes((good,)) + bytes(frame[hc + 1 :])
+    return bytes(header[:hc]) + bytes((good,))
 
 
 def _unzstd(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
     """zstd frames, with or without a content size, read as a bounded stream."""
-    with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
+    with zstandard.ZstdDecompressor().stream_reader(memoryview(payload), read_across_frames=True) as reader:
         while True:
             chunk = reader.read(min(sink.room + 1, _STEP))
             if not chunk:

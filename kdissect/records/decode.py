@@ -12,8 +12,10 @@ what the hole cost.
 
 from __future__ import annotations
 
+import struct
+
 from kdissect.limits import DEFAULT_LIMITS, Limits
-from kdissect.records.batch import MIN_LENGTH, decode_batch
+from kdissect.records.batch import HEADER_SIZE, MIN_LENGTH, decode_batch
 from kdissect.records.context import Budget, Context
 from kdissect.records.message_set import ENTRY, MIN_SIZE, decode_message
 from kdissect.records.salvage import resume_after
@@ -22,6 +24,8 @@ from kdissect.records.values import LegacyMessage, RecordBatch, RecordSet
 Holes = tuple[tuple[int, int], ...]
 
 _HEADER_UP_TO_MAGIC = 17
+RECORD_COUNT = struct.Struct(">i")
+"""A v2 batch's record count, the last field of its header."""
 
 
 def decode_records(
@@ -37,14 +41,14 @@ def decode_records(
     allowance.
     """
     buf = data if type(data) is bytes else bytes(data)
-    ctx = Context(limits, budget if budget is not None else Budget(limits.max_decompressed_exchange))
+    ctx = Context(limits, budget if budget is not None else Budget(limits.max_decompressed_exchange, limits.max_records_exchange))
     batches: list[RecordBatch | LegacyMessage] = []
     truncated = 0
     try:
         truncated = _entries(buf, ctx, batches, holes)
     except Exception as e:  # a bug must cost one field, not the whole capture
         ctx.report("records.internal-error", f"{type(e).__name__}: {e}", "error", "batch", None, f"batch[{len(batches)}]")
-    return RecordSet(tuple(batches), tuple(ctx.diagnostics), len(buf), truncated)
+    return RecordSet(tuple(batches), tuple(ctx.diagnostics), len(buf), truncated, ctx.not_shown)
 
 
 def _entries(buf: bytes, ctx: Context, batches: list, holes: Holes) -> int:
@@ -70,6 +74,9 @@ def _entries(buf: bytes, ctx: Context, batches: list, holes: Holes) -> int:
             return 0
         if end > n:
             return _partial(pos, left, ctx, path)
+        if ctx.budget.records <= 0:
+            return _count_rest(buf, pos, index, ctx)
+        ctx.budget.records -= 1
         magic = buf[pos + 16]
         if magic == 2:
             if size < MIN_LENGTH:
@@ -87,6 +94,26 @@ def _entries(buf: bytes, ctx: Context, batches: list, holes: Holes) -> int:
         pos = end
         index += 1
     return 0
+
+
+def _count_rest(buf: bytes, pos: int, index: int, ctx: Context) -> int:
+    """The record budget is spent: frame the remaining entries by their sizes, count them, build nothing."""
+    n, start, counted, records, tail = len(buf), pos, 0, 0, 0
+    while pos < n:
+        if n - pos < _HEADER_UP_TO_MAGIC:
+            tail = n - pos
+            break
+        _, size = ENTRY.unpack_from(buf, pos)
+        if size < MIN_SIZE[0]:
+            break
+        if pos + 12 + size > n:
+            tail = n - pos
+            break
+        records += RECORD_COUNT.unpack_from(buf, pos + HEADER_SIZE - 4)[0] if buf[pos + 16] == 2 and size >= MIN_LENGTH else 1
+        pos += 12 + size
+        counted += 1
+    ctx.skipped("batches or messages", counted, records, index, "batch", start, f"batch[{index}]")
+    return tail
 
 
 def _salvage(buf: bytes, pos: int, holes: Holes, batches: list, ctx: Context, path: str) -> int:

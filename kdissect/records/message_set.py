@@ -121,6 +121,8 @@ def decode_inner_set(
 ) -> list[LegacyMessage]:
     """The message set inside a compressed wrapper; magic 1 inner offsets count back from the wrapper's offset."""
     entries = []
+    allowed = ctx.allowed()
+    counted = last_offset = 0
     pos = 0
     n = len(data)
     while pos < n:
@@ -141,12 +143,17 @@ def decode_inner_set(
             if not cut:
                 ctx.report("messageset.truncated", f"message of {size} bytes cut at {n - pos - 12}", "error", "record", pos, path)
             break
-        entries.append((pos, end, offset))
+        if len(entries) < allowed:
+            entries.append((pos, end))
+        else:
+            counted += 1
+        last_offset = offset
         pos = end
-    shift = 0
-    if wrapper_magic > 0 and entries:
-        shift = wrapper_offset - entries[-1][2]
+    if counted:
+        ctx.skipped("messages", counted, counted, allowed, "record", entries[-1][1] if entries else 0, path)
+    ctx.budget.records -= len(entries)
+    shift = wrapper_offset - last_offset if wrapper_magic > 0 else 0
     return [
         decode_message(data, start, end, f"{path}.message[{i}]", ctx, "record", depth, shift, append_ts)
-        for i, (start, end, _) in enumerate(entries)
+        for i, (start, end) in enumerate(entries)
     ]

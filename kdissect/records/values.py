@@ -127,6 +127,9 @@ class RecordSet:
     size: int
     truncated: int = 0
     """Bytes of a partial batch at the end (a Fetch response cut at its size limit); not decoded."""
+    not_shown: int = 0
+    """Records counted but not built, past the record budget (by the batches' headers; a legacy message
+    counts one): totals add them to what `records()` yields."""
 
     def records(self) -> Iterator[Record | LegacyMessage]:
         """Every record in order: v2 records, and legacy messages with compressed wrappers opened."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import linecache
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -45,6 +46,13 @@ class Unpackers(dict):
 
 RecordsHook = Callable[[Any, int, int], Any]
 """Given (buffer, start, end) of a records field's bytes, returns its decoded value."""
+CutHook = Callable[[str, int], None]
+"""Told of each array with more elements than a compiler keeps: its field name and element count."""
+
+
+def _no_cut(field: str, count: int) -> None:
+    """Without a listener, cut arrays are only cut."""
+
 
 Decode = Callable[[Any, int], "tuple[Struct, int]"]
 
@@ -64,9 +72,12 @@ class Unit:
 class Compiler:
     """Generates and caches decoders for one setting of `spans`; one compiler serves every message."""
 
-    def __init__(self, records: RecordsHook, spans: bool = False) -> None:
+    def __init__(self, records: RecordsHook, spans: bool = False, keep: int = sys.maxsize, cut: CutHook = _no_cut) -> None:
+        """`keep` elements of each array are built; the rest are read and dropped, and `cut(field, count)` is told."""
         self.spans = spans
         self.namespace: dict[str, Any] = {
+            "_keep": keep,
+            "_cut": cut,
             "Struct": Struct,
             "Partial": Partial,
             "WireError": WireError,
@@ -325,7 +336,7 @@ class Compiler:
             inner = [f"_count(n, end - pos, 0, {field.name!r})"]
         if element in FIXED:
             inner += [
-                f"{out} = list(_unpack_{element}s[n](buf, pos))",
+                f"{out} = list(_unpack_{element}s[n if n <= _keep else _keep](buf, pos))",
                 f"pos += n * {SIZES[FIXED[element]]}",
             ]
         elif field.is_struct:
@@ -333,9 +344,11 @@ class Compiler:
             loop = [
                 f"{out} = []",
                 "try:",
-                "    for _ in range(n):",
+                "    for _ in range(n if n <= _keep else _keep):",
                 f"        x, pos = {sub}(buf, pos)",
                 f"        {out}.append(x)",
+                "    for _ in range(n - _keep):",
+                f"        x, pos = {sub}(buf, pos)",
                 "except Partial as p:",
                 f"    {out}.append(p.value)",
                 f"    p.path.insert(0, '[' + str(len({out}) - 1) + ']')",
@@ -348,9 +361,10 @@ class Compiler:
             loop.append("    raise")
             inner += self._flat_structs(field, unit, sub, out, loop)
         else:
-            inner += [f"{out} = []", "for _ in range(n):"]
-            inner += ["    " + line for line in self._value(element, compact, "x", field.name)]
-            inner.append(f"    {out}.append(x)")
+            value = ["    " + line for line in self._value(element, compact, "x", field.name)]
+            inner += [f"{out} = []", "for _ in range(n if n <= _keep else _keep):", *value, f"    {out}.append(x)"]
+            inner += ["for _ in range(n - _keep):", *value]
+        inner += ["if n > _keep:", f"    _cut({field.name!r}, n)"]
         return lines + ["    " + line for line in inner]
 
     def _flat_structs(self, field: Field, unit: Unit, sub: str, out: str, loop: list[str]) -> list[str]:
@@ -371,8 +385,8 @@ class Compiler:
         untagged = f"not any(buf[pos + {head} : pos + n * {stride} : {stride}])" if flexible else "True"
         return [
             f"if {untagged}:",
-            f"    flat = {table}[n](buf, pos)",
-            f"    {out} = [Struct({sub}__names, list(flat[i : i + {k}]), None) for i in range(0, n * {k}, {k})]",
+            f"    flat = {table}[n if n <= _keep else _keep](buf, pos)",
+            f"    {out} = [Struct({sub}__names, list(flat[i : i + {k}]), None) for i in range(0, min(n, _keep) * {k}, {k})]",
             f"    pos += n * {stride}",
             "else:",
         ] + ["    " + line for line in loop]

@@ -274,6 +274,8 @@ class Writer:
             args.append(f"entity={q(f.entity)}")
         if f.ignorable:
             args.append("ignorable=True")
+        if f.secret:
+            args.append("secret=True")
         if f.fields:
             shared = self.struct_vars.get(id(f.fields))
             args.append(f"fields={shared or self.field_tuple(f.fields, depth)}")

@@ -1466,12 +1466,12 @@ _DescribeLogDirsResponse_v39 = MessageSpec("DescribeLogDirsResponse", "response"
     )),
 ), source="3.9")
 _SaslAuthenticateRequest = MessageSpec("SaslAuthenticateRequest", "request", 36, V0to2, V2up, (
-    Field("AuthBytes", "bytes", V0up),
+    Field("AuthBytes", "bytes", V0up, secret=True),
 ), source="trunk")
 _SaslAuthenticateResponse = MessageSpec("SaslAuthenticateResponse", "response", 36, V0to2, V2up, (
     Field("ErrorCode", "int16", V0up),
     Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("AuthBytes", "bytes", V0up),
+    Field("AuthBytes", "bytes", V0up, secret=True),
     Field("SessionLifetimeMs", "int64", V1up, default="0", ignorable=True),
 ), source="trunk")
 _CreatePartitionsRequest = MessageSpec("CreatePartitionsRequest", "request", 37, V0to3, V2up, (
@@ -1521,7 +1521,7 @@ _CreateDelegationTokenResponse = MessageSpec("CreateDelegationTokenResponse", "r
     Field("ExpiryTimestampMs", "int64", V0up),
     Field("MaxTimestampMs", "int64", V0up),
     Field("TokenId", "string", V0up),
-    Field("Hmac", "bytes", V0up),
+    Field("Hmac", "bytes", V0up, secret=True),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
 _CreateDelegationTokenResponse_v39 = MessageSpec("CreateDelegationTokenResponse", "response", 38, V0to3, V2up, (
@@ -1534,15 +1534,15 @@ _CreateDelegationTokenResponse_v39 = MessageSpec("CreateDelegationTokenResponse"
     Field("ExpiryTimestampMs", "int64", V0up),
     Field("MaxTimestampMs", "int64", V0up),
     Field("TokenId", "string", V0up),
-    Field("Hmac", "bytes", V0up),
+    Field("Hmac", "bytes", V0up, secret=True),
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
 _RenewDelegationTokenRequest = MessageSpec("RenewDelegationTokenRequest", "request", 39, V1to2, V2up, (
-    Field("Hmac", "bytes", V0up),
+    Field("Hmac", "bytes", V0up, secret=True),
     Field("RenewPeriodMs", "int64", V0up),
 ), source="trunk")
 _RenewDelegationTokenRequest_v39 = MessageSpec("RenewDelegationTokenRequest", "request", 39, V0to2, V2up, (
-    Field("Hmac", "bytes", V0up),
+    Field("Hmac", "bytes", V0up, secret=True),
     Field("RenewPeriodMs", "int64", V0up),
 ), source="3.9")
 _RenewDelegationTokenResponse = MessageSpec("RenewDelegationTokenResponse", "response", 39, V1to2, V2up, (
@@ -1556,11 +1556,11 @@ _RenewDelegationTokenResponse_v39 = MessageSpec("RenewDelegationTokenResponse", 
     Field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
 _ExpireDelegationTokenRequest = MessageSpec("ExpireDelegationTokenRequest", "request", 40, V1to2, V2up, (
-    Field("Hmac", "bytes", V0up),
+    Field("Hmac", "bytes", V0up, secret=True),
     Field("ExpiryTimePeriodMs", "int64", V0up),
 ), source="trunk")
 _ExpireDelegationTokenRequest_v39 = MessageSpec("ExpireDelegationTokenRequest", "request", 40, V0to2, V2up, (
-    Field("Hmac", "bytes", V0up),
+    Field("Hmac", "bytes", V0up, secret=True),
     Field("ExpiryTimePeriodMs", "int64", V0up),
 ), source="3.9")
 _ExpireDelegationTokenResponse = MessageSpec("ExpireDelegationTokenResponse", "response", 40, V1to2, V2up, (
@@ -1596,7 +1596,7 @@ _DescribeDelegationTokenResponse = MessageSpec("DescribeDelegationTokenResponse"
         Field("ExpiryTimestamp", "int64", V0up),
         Field("MaxTimestamp", "int64", V0up),
         Field("TokenId", "string", V0up),
-        Field("Hmac", "bytes", V0up),
+        Field("Hmac", "bytes", V0up, secret=True),
         Field("Renewers", "DescribedDelegationTokenRenewer", V0up, array=True, fields=(
             Field("PrincipalType", "string", V0up),
             Field("PrincipalName", "string", V0up),
@@ -1615,7 +1615,7 @@ _DescribeDelegationTokenResponse_v39 = MessageSpec("DescribeDelegationTokenRespo
         Field("ExpiryTimestamp", "int64", V0up),
         Field("MaxTimestamp", "int64", V0up),
         Field("TokenId", "string", V0up),
-        Field("Hmac", "bytes", V0up),
+        Field("Hmac", "bytes", V0up, secret=True),
         Field("Renewers", "DescribedDelegationTokenRenewer", V0up, array=True, fields=(
             Field("PrincipalType", "string", V0up),
             Field("PrincipalName", "string", V0up),
@@ -1817,8 +1817,8 @@ _AlterUserScramCredentialsRequest = MessageSpec("AlterUserScramCredentialsReques
         Field("Name", "string", V0up),
         Field("Mechanism", "int8", V0up),
         Field("Iterations", "int32", V0up),
-        Field("Salt", "bytes", V0up),
-        Field("SaltedPassword", "bytes", V0up),
+        Field("Salt", "bytes", V0up, secret=True),
+        Field("SaltedPassword", "bytes", V0up, secret=True),
     )),
 ), source="trunk")
 _AlterUserScramCredentialsResponse = MessageSpec("AlterUserScramCredentialsResponse", "response", 51, V0to0, V0up, (

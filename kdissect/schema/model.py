@@ -73,6 +73,8 @@ class Field:
     entity: str | None = None
     ignorable: bool = False
     fields: tuple[Field, ...] = ()
+    secret: bool = False
+    """It carries a credential (schema/secrets.py): redacted in every output unless --show-secrets."""
 
     @property
     def is_struct(self) -> bool:

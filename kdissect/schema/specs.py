@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdissect.schema.model import NEVER, OPEN, PRIMITIVES, Field, Kind, MessageSpec, StructSpec, Versions
+from kdissect.schema.secrets import mark_secrets
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
 """Names of messages, fields and structs, as Kafka's generator allows them; the compiler makes Python names of them."""
@@ -361,7 +362,7 @@ class MessageBuilder:
                     self.problem(node, where, f"tag {field.tag} is also the tag of {other.get('name')} (line {line})", "tag")
                 tags.setdefault(field.tag, node)
             out.append(field)
-        return tuple(out)
+        return mark_secrets(tuple(out))
 
     def field(self, node: Node, parent: str) -> Field | None:
         name = self.name(node, parent, "a field")

@@ -13,7 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kdissect.decode.body import Body
-from kdissect.decode.redaction import Redacted
+from kdissect.decode.redaction import Redacted, carries_secrets
 from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
@@ -61,8 +61,9 @@ def scalar(name: str, value: Any) -> Text:
 
 
 class DetailView:
-    def __init__(self, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None) -> None:
+    def __init__(self, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None, show_secrets: bool = False) -> None:
         self.hexdump = hexdump
+        self.show_secrets = show_secrets
         self.marks = marks
         """When given, filled with id(tree node) -> (side, start, end): where each field's bytes lie in its frame,
         for the browser's hex pane (needs a body decoded with spans)."""
@@ -87,7 +88,7 @@ class DetailView:
             self._side = side
             tree.add(self._message(side, message))
             if self.hexdump:
-                dumps.append(self._dump(side, message))
+                dumps.append(self._dump(side, message, body_hidden(exchange.api_key, message, self.show_secrets)))
         return Group(tree, *dumps)
 
     def _message(self, side: str, message: Message) -> Tree:
@@ -253,8 +254,8 @@ class DetailView:
             child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
 
     @staticmethod
-    def _dump(side: str, message: Message) -> RenderableType:
-        dump = FrameDump(message)
+    def _dump(side: str, message: Message, hidden: bool) -> RenderableType:
+        dump = FrameDump(message, hidden=hidden)
         return Group(Text(f"{side} frame bytes (offsets after the 4-byte size prefix)", style="bold"), *map(dump.line, range(len(dump))))
 
 
@@ -262,13 +263,15 @@ class FrameDump:
     """A frame's bytes, 16 to a line, redacted fields masked and holes named; a line at a time, so a browser can
     show a line of a megabyte frame without making the others."""
 
-    def __init__(self, message: Message, highlight: tuple[int, int] = (0, 0)) -> None:
+    def __init__(self, message: Message, highlight: tuple[int, int] = (0, 0), hidden: bool = False) -> None:
         frame = self.frame = message.frame
         self.highlight = highlight
         """Bytes [start, end) shown reversed: the field selected in the browser."""
         self.masked: set[int] = set()
         body = message.body if isinstance(message.body, Body) else None
-        if body is not None and body.fields is not None:
+        if hidden:  # `body_hidden`: where its secrets lie is not known
+            self.masked.update(range(message.header.length if message.header else 0, frame.size))
+        elif body is not None and body.fields is not None:
             for span in _secret_spans(body.fields):
                 if span is None:  # decoded without spans: the whole body stays hidden rather than risk a leak
                     self.masked.update(range(message.header.length if message.header else 0, frame.size))
@@ -325,6 +328,18 @@ class FrameDump:
             glyphs.append(char, style=style)
         text.append(" " * (3 * (16 - (end - at))) + "  ")
         return text + glyphs
+
+
+def body_hidden(api_key: int | None, message: Message, show_secrets: bool) -> bool:
+    """Whether a frame's whole body is masked in a hex dump: its API carries secrets and the body was not read
+    whole, so where each secret lies is not known."""
+    body = message.body
+    decoded = (
+        isinstance(body, Body)
+        and body.fields is not None
+        and not any(d.code in ("body.malformed", "body.trailing-bytes") for d in message.diagnostics)
+    )
+    return not show_secrets and carries_secrets(api_key) and not decoded
 
 
 def _secret_spans(struct: Struct) -> list[tuple[int, int] | None]:

@@ -1,0 +1,103 @@
+"""Per-connection state priced in bytes: connections, segments and waiting requests count against
+`max_buffered_bytes` with their overhead, and past it the least recently active connections are evicted, said once
+per round. Memory stays flat however many connections a capture opens."""
+
+from __future__ import annotations
+
+import struct
+import tracemalloc
+
+import pytest
+
+from kdissect.dissector import Options, make_dissector
+from kdissect.events import ConnectionEnd, Notice
+from kdissect.limits import Limits
+from kdissect.net.tcp import SYN
+from kdissect.testing.body_encoder import encode_body
+from kdissect.testing.craft import CLIENT, Clock, Conversation, request
+
+MiB = 1 << 20
+BUDGET = 2 * MiB
+SCALES = (1, 2, 4, 8)
+METADATA = encode_body(3, 1, "request", {"Topics": [{"Name": "orders"}]})
+
+
+def _conversation(i: int, clock: Clock) -> Conversation:
+    return Conversation(client=f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255 or 1}", client_port=1024 + i % 60000, clock=clock)
+
+
+def family(kind: str, connections: int) -> list:
+    """SYNs alone; connections each holding half a frame; connections each with 10 requests waiting."""
+    clock, packets = Clock(), []
+    for i in range(connections):
+        conv = _conversation(i, clock)
+        if kind == "syn":
+            packets.append(conv.segment(CLIENT, flags=SYN))
+        elif kind == "half-frame":
+            packets += conv.handshake() + conv.send(CLIENT, struct.pack(">i", 1000) + b"\0" * 500)
+        else:
+            packets += conv.handshake()
+            for correlation in range(10):
+                packets += conv.send(CLIENT, request(3, 1, correlation, METADATA))
+    return packets
+
+
+def run(packets: list, limits: Limits) -> tuple[int, list, int]:
+    """(peak traced bytes, the notices and the ids of evicted connections, connections evicted). Other events
+    are dropped as they come, as a writer would."""
+    dissector = make_dissector(Options(limits=limits))
+    kept = []
+
+    def keep(events: list) -> None:
+        for e in events:
+            if isinstance(e, Notice):
+                kept.append(e)
+            elif isinstance(e, ConnectionEnd) and e.ended == "evicted":
+                kept.append(e.connection.id)
+
+    tracemalloc.start()
+    try:
+        for packet in packets:
+            keep(dissector.feed(packet))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    keep(dissector.finish())
+    return peak, kept, dissector.counters.evicted_connections
+
+
+@pytest.mark.parametrize("kind,per_scale", [("syn", 1500), ("half-frame", 600), ("waiting-requests", 300)])
+def test_memory_stays_within_the_budget_at_any_number_of_connections(kind, per_scale):
+    limits = Limits(max_buffered_bytes=BUDGET)
+    peaks = []
+    for scale in SCALES:
+        peak, events, evicted = run(family(kind, per_scale * scale), limits)
+        peaks.append(peak)
+        told = [e.diagnostic.message for e in events if isinstance(e, Notice) and e.diagnostic.code == "limits.buffered-bytes"]
+        assert sum(int(m.split("the ")[1].split(" least")[0]) for m in told) == evicted
+    assert evicted > per_scale * 4, evicted  # at 8x most connections went, and each round said so
+    assert max(peaks) < 2.5 * BUDGET, peaks
+    unbounded, _, _ = run(family(kind, per_scale * 8), Limits())
+    assert unbounded > 2 * max(peaks), (unbounded, peaks)  # the budget is what held it
+
+
+def test_evicted_connections_are_the_least_recently_active():
+    clock, packets = Clock(), []
+    convs = [_conversation(i, clock) for i in range(400)]
+    for i, conv in enumerate(convs):
+        packets += conv.handshake() + conv.send(CLIENT, struct.pack(">i", 1000) + b"\0" * 500)
+        if i % 20 == 0:
+            packets += convs[0].send(CLIENT, b"\0")  # the first connection keeps speaking: never the least recently active
+    _, events, evicted = run(packets, Limits(max_buffered_bytes=BUDGET // 2))
+    gone = [e for e in events if isinstance(e, int)]
+    assert evicted == len(gone) > 100 and gone == sorted(gone) and 1 not in gone
+
+
+def test_a_syn_costs_little():
+    """A SYN alone opens a connection priced at `CONNECTION_COST`, and takes less: the deques that carry data and
+    requests are made with the first of them."""
+    from kdissect.kafka.connection import CONNECTION_COST
+
+    syn, _, _ = run(family("syn", 2000), Limits())
+    data, _, _ = run(family("half-frame", 2000), Limits())
+    assert syn / 2000 < 0.75 * CONNECTION_COST and syn < 0.75 * data, (syn / 2000, data / 2000)
