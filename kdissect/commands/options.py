@@ -50,7 +50,7 @@ class OutputError(UserError):
 class _Guarded:
     """The output stream, with the failures of writing it told as what they are rather than as internal errors."""
 
-    def __init__(self, stream: IO[str], name: str) -> None:
+    def __init__(self, stream: IO[Any], name: str) -> None:
         self._stream = stream
         self._name = name
 
@@ -70,6 +70,12 @@ class _Guarded:
             self._stream.flush()
         except OSError as exc:
             raise self._failed(exc) from None
+
+    @property
+    def buffer(self) -> Any:
+        """The byte stream under a text stream (the JSON writer's way out), guarded the same way."""
+        buffer = getattr(self._stream, "buffer", None)
+        return None if buffer is None else _Guarded(buffer, self._name)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -67,7 +67,7 @@ def show(
         else:
             from kdissect.views.detail import DetailView
 
-            view = DetailView(hexdump, common.options.show_secrets)
+            view = DetailView(hexdump, show_secrets=common.options.show_secrets)
             wrap = run.console.is_terminal  # on a terminal long values wrap inside the tree; in a file lines stay whole
             emit = lambda ex: run.console.print(view.render(ex), soft_wrap=not wrap)
         for event in run.events():

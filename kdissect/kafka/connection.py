@@ -60,8 +60,8 @@ _SIZE_PREFIX = struct.Struct(">i").pack
 
 # What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
 # (`Limits.max_buffered_bytes`) prices connections, segments and waiting requests with these.
-CONNECTION_COST = 5120
-"""A connection's own objects: its streams, framers, pairing and session, and its two flow-table entries."""
+CONNECTION_COST = 6144
+"""A connection's own objects: its streams, framers, TLS gate, pairing and session, and its two flow-table entries."""
 SEGMENT_COST = 256
 """A segment held out of order or in a probe: its tuple, its bytes object, its heap and dictionary entries."""
 REQUEST_COST = 1024
@@ -364,18 +364,13 @@ class Connection:
             if isinstance(stream.sink, Probe):
                 stream.sink.items.clear()
 
-    def buffered(self) -> int:
-        """Bytes this connection holds in its buffers: what the dissector's global bound counts."""
-        total = 0
-        for stream in self.streams:
-            sink = stream.sink
-            total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
-        return total + self.deferred_bytes
-
     def detach(self) -> None:
         """The dissector forgets this closed connection: break the cycles through its streams' callbacks, so its
         memory comes back at once rather than at the next full garbage collection (a SYN flood makes thousands)."""
         self.streams = ()  # type: ignore[assignment]
+        if self.tls is not None:  # the gates and their switch point at each other through the streams
+            self.tls.streams = ()
+            self.tls = None
 
     def priced(self) -> int:
         """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
@@ -384,7 +379,10 @@ class Connection:
         for stream in self.streams:
             sink = stream.sink
             total += stream.pending_bytes + SEGMENT_COST * len(stream.pending)
-            total += len(sink.buf) if isinstance(sink, Framer) else sink.size + SEGMENT_COST * len(sink.items)  # type: ignore[union-attr]
+            if isinstance(sink, Framer):
+                total += sink.held
+            else:  # a Probe still judging the stream, the TLS gate, or a TLS direction: each knows its size
+                total += sink.size + (SEGMENT_COST * len(sink.items) if isinstance(sink, Probe) else 0)  # type: ignore[union-attr]
         for request, _ in self.pairing.outstanding:
             total += REQUEST_COST + BODY_FACTOR * request.frame.size
         return total
