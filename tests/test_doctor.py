@@ -46,10 +46,10 @@ def packets_of(path: Path) -> list:
         return list(source.packets())
 
 
-def diagnose(packets: list, changes: tuple[str, ...] = (), shown=None) -> tuple[list, dict[int, Exchange]]:
+def diagnose(packets: list, changes: tuple[str, ...] = (), shown=None, **options) -> tuple[list, dict[int, Exchange]]:
     doctor = Doctor(changes, shown)
     exchanges = {}
-    for event in make_dissector(Options()).run(packets):
+    for event in make_dissector(Options(**options)).run(packets):
         doctor.add(event)
         if isinstance(event, Exchange):
             exchanges[event.id] = event
@@ -116,6 +116,20 @@ def deprecated_in_39() -> dict[int, int]:
     return table
 
 
+def test_tls_without_keys_is_a_finding_and_with_them_none() -> None:
+    path = CAPTURES / "tls13-aes128-kafka-python.pcap"
+    packets = packets_of(path)
+    findings, exchanges = diagnose(packets)
+    hidden = next(f for f in findings if f.id == "capture.tls-hidden")
+    assert not exchanges and hidden.severity == "warning" and "--tls-keylog" in hidden.title
+    assert len(hidden.evidence.connections) == 6 and "in 6 TLS connections" in hidden.title
+    late = [p for p in packets if p.index > 40]  # the first connections' handshakes are not in the capture
+    title = next(f.title for f in diagnose(late, ports=frozenset({9093}))[0] if f.id == "capture.tls-hidden")
+    assert "begun before the capture" in title, title
+    findings, exchanges = diagnose(packets, tls_keylog=path.with_suffix(".keylog").read_bytes())
+    assert exchanges and "capture.tls-hidden" not in ids(findings)
+
+
 def test_the_kafka_4_removals_are_kafka_3_9s_deprecated_versions() -> None:
     assert REMOVED_IN_4 == deprecated_in_39()
 
@@ -124,7 +138,8 @@ def test_the_kafka_4_removals_are_kafka_3_9s_deprecated_versions() -> None:
 def test_healthy_captures_yield_no_warning(path: Path) -> None:
     """Only what is true of them: clients pinned to versions Kafka 4.0 removed (the legacy captures, old public
     ones), checked against the requests themselves."""
-    findings, exchanges = diagnose(packets_of(path))
+    keylog = path.with_suffix(".keylog")  # a TLS capture is healthy with its keys
+    findings, exchanges = diagnose(packets_of(path), tls_keylog=keylog.read_bytes() if keylog.exists() else b"")
     removed = deprecated_in_39()
     old = {
         (e.api_key, e.api_version)
@@ -405,4 +420,5 @@ def test_info_findings_say_what_they_saw() -> None:
 def test_every_finding_is_proven_somewhere_in_this_file() -> None:
     proven = {line["finding"] for path in SCENARIOS for line in expectations(path)} | set(CRAFTED) | set(INFO)
     proven |= {"protocol.removed-in-kafka-4", "capture.lost-segments", "protocol.unanswered", "capture.one-sided", "capture.mid-stream"}
+    proven |= {"capture.tls-hidden"}  # test_tls_without_keys_is_a_finding_and_with_them_none
     assert proven == set(RULES)

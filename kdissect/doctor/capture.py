@@ -41,10 +41,22 @@ MID_STREAM = Rule(
     "Start the capture before the clients connect when the start matters.",
     (Threshold("threshold", 1, "connections", "at least this many connections"),),
 )
+TLS_HIDDEN = Rule(
+    "capture.tls-hidden",
+    "warning",
+    "TLS connections whose Kafka exchanges stayed encrypted.",
+    "kdissect reads Kafka inside TLS only with the session's secrets. Without them the connection is named (its "
+    "version, cipher suite, server name) but its requests and responses are not decoded: every other finding "
+    "is blind to them.",
+    "Give the clients' key log with --tls-keylog (SSLKEYLOGFILE, Python's SSLContext.keylog_filename, a Java "
+    "agent), or inject it into the pcapng (editcap --inject-secrets tls,KEYLOG); a capture that starts after the "
+    "handshake cannot be decrypted: start it before the clients connect.",
+    (Threshold("threshold", 1, "exchanges", "at least this many exchanges hidden"),),
+)
 
 
 class Capture(Family):
-    RULES = (LOST, ONE_SIDED, MID_STREAM)
+    RULES = (LOST, ONE_SIDED, MID_STREAM, TLS_HIDDEN)
 
     def __init__(self, settings: Settings, scope: Scope) -> None:
         super().__init__(settings, scope)
@@ -52,6 +64,9 @@ class Capture(Family):
         self.lost_bytes = 0
         self.one_sided = Trail(self.scope)
         self.mid_stream = Trail(self.scope)
+        self.tls_hidden = Trail(self.scope)
+        self.hidden = 0
+        self.begun_before = 0
 
     def ended(self, end: ConnectionEnd) -> None:
         if end.gap_bytes >= self.threshold(LOST):
@@ -64,6 +79,11 @@ class Capture(Family):
         if end.mid_stream:
             self.mid_stream.connection(end.connection, end.first_ts, end.last_ts)
             self.mid_stream.count += 1
+        if end.tls is not None and end.tls.exchanges_hidden:
+            self.tls_hidden.connection(end.connection, end.first_ts, end.last_ts)
+            self.tls_hidden.count += 1
+            self.hidden += end.tls.exchanges_hidden
+            self.begun_before += end.mid_stream  # without its client hello no key log line can match it
 
     def findings(self) -> Iterator[Finding]:
         if self.lost:
@@ -73,4 +93,11 @@ class Capture(Family):
         if self.mid_stream and self.mid_stream.count >= self.threshold(MID_STREAM):
             yield MID_STREAM.finding(
                 f"{plural(self.mid_stream.count, 'connection')} already open when the capture started", self.mid_stream.evidence()
+            )
+        if self.tls_hidden and self.hidden >= self.threshold(TLS_HIDDEN):
+            why = f", {self.begun_before} of them begun before the capture" if self.begun_before else ""
+            yield TLS_HIDDEN.finding(
+                f"about {plural(self.hidden, 'exchange')} hidden in {plural(self.tls_hidden.count, 'TLS connection')}{why}: "
+                "give --tls-keylog",
+                self.tls_hidden.evidence(),
             )
