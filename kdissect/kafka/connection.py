@@ -364,6 +364,14 @@ class Connection:
             if isinstance(stream.sink, Probe):
                 stream.sink.items.clear()
 
+    def buffered(self) -> int:
+        """Bytes this connection holds in its buffers (the fuzzers check them against the global bound)."""
+        total = 0
+        for stream in self.streams:
+            sink = stream.sink
+            total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
+        return total + self.deferred_bytes
+
     def detach(self) -> None:
         """The dissector forgets this closed connection: break the cycles through its streams' callbacks, so its
         memory comes back at once rather than at the next full garbage collection (a SYN flood makes thousands)."""
