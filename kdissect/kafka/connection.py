@@ -368,8 +368,7 @@ class Connection:
         """Bytes this connection holds in its buffers (the fuzzers check them against the global bound)."""
         total = 0
         for stream in self.streams:
-            sink = stream.sink
-            total += stream.pending_bytes + (sink.held if isinstance(sink, Framer) else sink.size)  # type: ignore[union-attr]
+            total += stream.pending_bytes + _held(stream.sink)
         return total + self.deferred_bytes
 
     def detach(self) -> None:
@@ -387,10 +386,7 @@ class Connection:
         for stream in self.streams:
             sink = stream.sink
             total += stream.pending_bytes + SEGMENT_COST * len(stream.pending)
-            if isinstance(sink, Framer):
-                total += sink.held
-            else:  # a Probe still judging the stream, the TLS gate, or a TLS direction: each knows its size
-                total += sink.size + (SEGMENT_COST * len(sink.items) if isinstance(sink, Probe) else 0)  # type: ignore[union-attr]
+            total += _held(sink) + (SEGMENT_COST * len(sink.items) if isinstance(sink, Probe) else 0)
         for request, _ in self.pairing.outstanding:
             total += REQUEST_COST + BODY_FACTOR * request.frame.size
         return total
@@ -474,3 +470,9 @@ def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:
             len(frame.data),
         ),
     )
+
+
+def _held(sink: object) -> int:
+    """Bytes a stream's sink holds: a framer's frame in the making; a Probe still judging the stream, the TLS gate
+    or a TLS direction each know their size."""
+    return sink.held if isinstance(sink, Framer) else sink.size  # type: ignore[attr-defined]

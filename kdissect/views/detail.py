@@ -280,7 +280,6 @@ class FrameDump:
         holes = dict(frame.holes())
         self.pieces: list[tuple[int, int, bytes | None]] = []
         """(first line, frame offset, bytes or None for a hole's one line): each captured run, then its hole."""
-        self.firsts: list[int] = []
         rows = 0
         for at, run in ((0, frame.data), *frame.rest):
             self.pieces.append((rows, at, run))
@@ -289,6 +288,7 @@ class FrameDump:
                 self.pieces.append((rows, at + len(run), None))
                 rows += 1
         self.firsts = [first for first, _, _ in self.pieces]
+        """The first line of each piece, for the bisection that finds a line's piece."""
         self.rows = rows
         self.holes = holes
 
