@@ -1,7 +1,8 @@
 """`kdissect live`: sniff an interface and dissect Kafka as it happens.
 
 `live` takes `read`'s shared options (commands/options.py) with `--count` (exchanges), plus the capture's own:
-`--interface`, `--bpf`, `--write`, `--packets`, `--duration`, `--promisc`; cli.py registers it.
+`--interface`, `--bpf`, `--write`, `--packets`, `--duration`, `--promisc`, and `--browse`, which shows the
+exchanges in the browser of `kdissect browse` as they come (browse/live.py); cli.py registers it.
 
 The loop is single-threaded: it waits on the capture socket and on a wake-up pipe for signals, reads what
 is ready, feeds the packets to the core in capture order and hands the events to the JSON writer or the
@@ -76,6 +77,16 @@ def live(
         bool,
         typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
     ] = False,
+    browse: Annotated[
+        bool,
+        typer.Option(
+            "--browse",
+            help="Browse the exchanges as they are captured (the browser of `kdissect browse`); the packets are kept in "
+            "the --write file, or in a temporary one removed when the browser closes. --packets and --duration stop "
+            "the capture, not the browser.",
+            rich_help_panel="Output",
+        ),
+    ] = False,
 ) -> None:
     """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
     Ctrl-C, --count, --packets or --duration ends the session with the final summary."""
@@ -86,6 +97,8 @@ def live(
     if not interface:
         known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
         raise UserError(f"say which interface to capture on: -i IFACE ({known})")
+    if browse and (common.json or common.count is not None or all_events):
+        raise UserError("--browse shows every exchange in the browser: --json, --count and --all-events do not go with it")
     expression = capture_filter(common.options.ports, bpf)
 
     pcap = None
@@ -100,6 +113,9 @@ def live(
         except LiveError as exc:
             raise UserError(str(exc)) from None
         try:
+            if browse:
+                _browse(capture, common, pcap, packets, duration)
+                return
             with common.open_output() as stream:
                 session = _Session(capture, common, stream, all_events, pcap)
                 if common.tls_keylog is not None:
@@ -115,6 +131,19 @@ def live(
     if failure:
         print(f"kdissect: error: {failure}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def _browse(capture: Any, common: Common, store: Any, packets: int | None, duration: float | None) -> None:
+    """The browser on a live capture: its packets kept in `store` (the --write file) or a temporary file."""
+    import tempfile
+
+    from kdissect.browse.app import BrowseApp
+    from kdissect.browse.live import LiveFeed
+
+    with tempfile.NamedTemporaryFile(prefix="kdissect-live-", suffix=".pcap") if store is None else store as kept:
+        app = BrowseApp(Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration))
+        app.run()
+        app.indexer.join(timeout=5)  # it stops within a tick; then the capture and the file can close
 
 
 class KeyLogFollower:
