@@ -787,6 +787,7 @@ def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path):
                 half = lines.count
                 assert 0 < half < len(expected) and not app.index.done
                 assert "capturing on replay" in str(app.query_one("#status", Static).render())
+                assert lines.cursor == half - 1  # the cursor on the last line follows the rows as they come
                 rows = [app.index.row(app.position(i)) for i in range(half)]
                 assert [(r.id, r.api_key, r.correlation_id, r.status) for r in rows] == [
                     (e.id, e.api_key, e.correlation_id, e.status) for e in expected[:half]
@@ -819,3 +820,82 @@ def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path):
             assert [(p.ts, p.data) for p in capture.packets()] == [(p.ts, p.data) for p in replay.all]
 
     asyncio.run(run())
+
+
+def _can_capture() -> bool:
+    import socket
+
+    try:
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _can_capture(), reason="live capture needs Linux and root or CAP_NET_RAW")
+def test_live_browse_on_loopback(tmp_path):
+    """A real capture on `lo`: a client sends a real client's request frames to a server that answers each with
+    the broker's recorded response; the rows come as they are captured and a body opens from the kept file."""
+    import socket
+    import struct
+
+    from kdissect.browse.live import LiveFeed
+    from kdissect.capture.live import capture_filter, open_live
+
+    recorded = [e for e in exchanges(GROUP) if e.connection.id == 1 and e.request and e.response]
+    assert len(recorded) >= 2
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            for exchange in recorded:
+                size = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))[0]
+                conn.recv(size, socket.MSG_WAITALL)
+                data = exchange.response.frame.data
+                conn.sendall(struct.pack("!i", len(data)) + data)
+
+    def client() -> None:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            for exchange in recorded:
+                data = exchange.request.frame.data
+                sock.sendall(struct.pack("!i", len(data)) + data)
+                size = struct.unpack("!i", sock.recv(4, socket.MSG_WAITALL))[0]
+                sock.recv(size, socket.MSG_WAITALL)
+
+    capture = open_live("lo", capture_filter([port]))
+    threading.Thread(target=serve, daemon=True).start()
+
+    async def run():
+        with open(tmp_path / "kept.pcap", "wb") as store:
+            app = BrowseApp(tmp_path / "kept.pcap", Options(ports=frozenset({port})), live=LiveFeed(capture, store))
+            async with app.run_test(size=(160, 45)) as pilot:
+                await pilot.pause(0.3)
+                talk = threading.Thread(target=client)
+                talk.start()
+                lines = app.query_one("#list", Lines)
+                for _ in range(200):
+                    app.refresh_view()
+                    if lines.count == len(recorded):
+                        break
+                    await pilot.pause(0.05)
+                talk.join(10)
+                rows = [app.index.row(app.position(i)) for i in range(lines.count)]
+                assert [(r.api_key, r.correlation_id, r.client_id, r.status) for r in rows] == [
+                    (e.api_key, e.correlation_id, e.client_id, e.status) for e in recorded
+                ]
+                assert "capturing on lo" in str(app.query_one("#status", Static).render())
+                await open_exchange(app, pilot, len(recorded))
+                assert app.exchange.response.frame.data == recorded[-1].response.frame.data
+                assert any(str(n.label).startswith("Body ") for n in tree_nodes(app))
+            app.indexer.join(5)
+            assert not app.indexer.is_alive()  # closing the browser ends the capture's pass
+
+    try:
+        asyncio.run(run())
+    finally:
+        capture.close()
+        server.close()

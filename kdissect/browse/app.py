@@ -67,6 +67,7 @@ HELP = """[b]kdissect browse[/b]
            c its connections, g its groups
   [b]?[/b]        this help          [b]q[/b]  quit
   In the tree, the selected field's bytes are highlighted in the hex pane; click a byte to find its field.
+  Live (kdissect live --browse): a cursor on the list's last line follows the rows as they come.
 
 Press any key to close."""
 
@@ -309,8 +310,12 @@ class BrowseApp(App[None]):
         lines = self._main("#list", ExchangeList)
         count = self.shown()
         if count != self._shown:
+            # live, a cursor on the last line follows the rows as they come (move it up to stay)
+            tail = self.live is not None and lines.cursor >= lines.count - 1 and not self.query_one("#detail-row").has_class("open")
             self._shown = count
             lines.reset(count)
+            if tail and count:
+                lines.cursor = count - 1
         self._refresh_status()
         if slow:
             self._refresh_flows()
