@@ -55,19 +55,20 @@ HEX_BYTES = 10
 
 HELP = """[b]kdissect browse[/b]
 
-  [b]/[/b]        filter (the -Y language of `kdissect read`; Enter applies, Esc cancels)
-  [b]Enter[/b]    open the exchange under the cursor (on a flow: show only its exchanges); a double click too
-  [b]Tab[/b]      next pane          [b]x[/b]  hex pane on or off
-  [b]n / N[/b]    next / previous exchange with an error or a diagnostic
-  [b]c[/b]        the selected exchange's connection    [b]g[/b]  its consumer group
-  [b]s / S[/b]    sort by the next column / reverse the order
-  [b]w[/b]        write the exchanges on the list to FILE.pcap or FILE.ndjson
-  [b]t[/b]        the charts tab and back: latency per API, exchanges per second, consumer groups
-  [b]f[/b]        the findings tab and back: what `kdissect doctor` finds; Enter on a finding lists its evidence,
-           c its connections, g its groups
-  [b]?[/b]        this help          [b]q[/b]  quit
-  In the tree, the selected field's bytes are highlighted in the hex pane; click a byte to find its field.
-  Live (kdissect live --browse): a cursor on the list's last line follows the rows as they come.
+  [b]/[/b]      filter (-Y language of `read`; Enter applies, Esc cancels)
+  [b]Enter[/b]  open the exchange under the cursor; on a flow, its exchanges
+  [b]Tab[/b]    next pane                  [b]x[/b]  hex pane on or off
+  [b]n / N[/b]  next / previous exchange with an error or a diagnostic
+  [b]c[/b]      the exchange's connection  [b]g[/b]  its consumer group
+  [b]s / S[/b]  sort by the next column / reverse the order
+  [b]w[/b]      write the list to FILE.pcap or FILE.ndjson
+  [b]t[/b]      charts and back: latency per API, exchanges per second, groups
+  [b]f[/b]      findings and back (doctor): on a finding, [b]Enter[/b] lists its
+         evidence exchanges, [b]c[/b] its connections, [b]g[/b] its groups
+  [b]?[/b]      this help                  [b]q[/b]  quit
+  The tree's selected field lights its bytes in the hex pane. Mouse:
+  double-click a row to open it, click a byte to find its field, a
+  column name to sort. Live: a cursor on the last row follows new rows.
 
 Press any key to close."""
 
@@ -132,7 +133,7 @@ class BrowseApp(App[None]):
     #status { height: 1; background: $panel; }
     #findings { height: auto; max-height: 40%; overflow-x: hidden; }
     #finding-scroll { height: 1fr; border-top: solid $primary; padding: 0 1; }
-    #help, #write { width: 90; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    #help, #write { width: 90; max-width: 100%; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
     HelpScreen, WriteScreen { align: center middle; }
     """
     BINDINGS = [

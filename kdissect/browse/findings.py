@@ -53,8 +53,6 @@ def finding_text(finding: Finding) -> Text:
         *(f"  {escape(line)}" for line in evidence_lines(finding)),
     ]
     evidence = finding.evidence
-    if evidence.exchange_count > len(evidence.exchanges) and evidence.exchanges:
-        lines.append(f"  [dim](the doctor keeps the first {len(evidence.exchanges)} of {evidence.exchange_count} exchanges)[/]")
     keys = []
     first = evidence_filter(evidence)
     if first is not None:
