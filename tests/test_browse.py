@@ -38,6 +38,7 @@ from kdissect.filter import compile_filter
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
 from kdissect.views.terminal import clock, completed
+from tests.test_live import needs_capture
 
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap"))
 GROUP = ROOT / "captures" / "consumer-group-confluent.pcap"
@@ -822,17 +823,7 @@ def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path):
     asyncio.run(run())
 
 
-def _can_capture() -> bool:
-    import socket
-
-    try:
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close()
-        return True
-    except (OSError, AttributeError):
-        return False
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not _can_capture(), reason="live capture needs Linux and root or CAP_NET_RAW")
+@needs_capture
 def test_live_browse_on_loopback(tmp_path):
     """A real capture on `lo`: a client sends a real client's request frames to a server that answers each with
     the broker's recorded response; the rows come as they are captured and a body opens from the kept file."""
@@ -899,3 +890,42 @@ def test_live_browse_on_loopback(tmp_path):
     finally:
         capture.close()
         server.close()
+
+
+def test_live_browse_follows_a_key_log_the_clients_write_during_the_session(tmp_path):
+    """`live --browse --tls-keylog FILE`: secrets written to the file after the browser started decrypt the
+    connections captured after them, as in `live`."""
+    from kdissect.browse.live import LiveFeed
+
+    tls = ROOT / "captures" / "tls13-aes128-kafka-python.pcap"
+    plain = exchanges(ROOT / "captures" / "tls13-aes128-kafka-python-plain.pcap")
+    replay = Replay(tls)
+    log = tmp_path / "keys.log"
+    log.write_bytes(b"")
+
+    async def run():
+        with open(tmp_path / "kept.pcap", "wb") as store:
+            feed = LiveFeed(replay, store, packets=len(replay.all), keylog=log)
+            app = BrowseApp(tmp_path / "kept.pcap", Options(tls_keylog=b""), live=feed)
+            async with app.run_test(size=(160, 45)) as pilot:
+                await pilot.pause(0.3)
+                log.write_bytes(tls.with_suffix(".keylog").read_bytes())  # the clients log their secrets
+                replay.release(len(replay.all))
+                await settled(app, pilot)
+                rows = [app.index.row(i) for i in range(len(app.index))]
+                assert [(r.api_key, r.correlation_id, r.status) for r in rows] == [(e.api_key, e.correlation_id, e.status) for e in plain]
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("extra", [["--json"], ["--count", "3"]])
+def test_live_browse_refuses_what_only_a_printed_session_does(extra):
+    import subprocess
+
+    from tests.test_live import live_command
+
+    done = subprocess.run(live_command("-i", "lo", "--browse", *extra), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "kdissect: error: --browse shows every exchange in the browser: --json, --count and --all-events do not go with it"
+    ]

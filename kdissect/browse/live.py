@@ -13,6 +13,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from kdissect.browse.scan import CHECKPOINT
@@ -20,6 +21,7 @@ from kdissect.capture.live import LiveCapture
 from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Event
+from kdissect.tls.follow import KeyLogFollower
 
 BATCH = 512
 """Packets read per turn before the stop conditions get a look."""
@@ -30,8 +32,12 @@ TICK = 0.25
 class LiveFeed:
     """A live capture kept in `store` (a pcap file open for writing, at its start) as its packets are dissected."""
 
-    def __init__(self, capture: LiveCapture, store: BinaryIO, packets: int | None = None, duration: float | None = None) -> None:
+    def __init__(
+        self, capture: LiveCapture, store: BinaryIO, packets: int | None = None, duration: float | None = None, keylog: Path | None = None
+    ) -> None:
+        """`keylog`: a key log the clients write during the session (--tls-keylog), followed as in `live`."""
         self.capture = capture
+        self.keylog = keylog
         self.store = store
         self.packets = packets
         """Stop capturing after this many packets (--packets); the browser stays open on what was captured."""
@@ -48,6 +54,7 @@ class LiveFeed:
         capture, store = self.capture, self.store
         writer = PcapWriter(store, capture.linktype, nanosecond=True)
         dissector = make_dissector(options, decoder)
+        follower = None if self.keylog is None else KeyLogFollower(self.keylog, len(options.tls_keylog), dissector.add_tls_keylog)
         poller = select.poll()
         poller.register(capture.fileno(), select.POLLIN)
         deadline = None if self.duration is None else time.monotonic() + self.duration
@@ -55,6 +62,8 @@ class LiveFeed:
         while not stop.is_set():
             if wait:
                 poller.poll(wait * 1000)
+            if follower is not None:
+                follower.poll()
             limit = BATCH if self.packets is None else min(BATCH, self.packets - capture.stats.packets)
             try:
                 packets = capture.read(limit)

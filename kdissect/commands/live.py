@@ -13,12 +13,11 @@ do: the core settles the open connections and the final summary is printed with 
 
 from __future__ import annotations
 
-import os
 import select
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -119,6 +118,8 @@ def live(
             with common.open_output() as stream:
                 session = _Session(capture, common, stream, all_events, pcap)
                 if common.tls_keylog is not None:
+                    from kdissect.tls.follow import KeyLogFollower
+
                     session.keylog = KeyLogFollower(common.tls_keylog, len(common.options.tls_keylog), session.dissector.add_tls_keylog)
                 failure = session.run(packets, duration)
         except BrokenPipeError:
@@ -141,37 +142,11 @@ def _browse(capture: Any, common: Common, store: Any, packets: int | None, durat
     from kdissect.browse.live import LiveFeed
 
     with tempfile.NamedTemporaryFile(prefix="kdissect-live-", suffix=".pcap") if store is None else store as kept:
-        app = BrowseApp(Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration))
+        app = BrowseApp(
+            Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration, common.tls_keylog)
+        )
         app.run()
         app.indexer.join(timeout=5)  # it stops within a tick; then the capture and the file can close
-
-
-class KeyLogFollower:
-    """A key log that clients append to while the session runs (SSLKEYLOGFILE): each new whole line goes to the
-    dissector before the packets read after it, so connections that start during the session decrypt too."""
-
-    def __init__(self, path: Path, offset: int, add: Callable[[bytes], None]) -> None:
-        self.path, self.add = path, add
-        self.offset = offset
-        """Bytes of the file already handed on (the options read the file once, at the start)."""
-        add(b"")  # a key log is in use: records waiting for secrets are held a while
-
-    def poll(self) -> None:
-        try:
-            size = os.path.getsize(self.path)
-            if size < self.offset:  # truncated and written anew
-                self.offset = 0
-            if size == self.offset:
-                return
-            with open(self.path, "rb") as log:
-                log.seek(self.offset)
-                data = log.read(size - self.offset)
-        except OSError:
-            return  # moved away for a moment: read it again at the next poll
-        whole = data.rfind(b"\n") + 1
-        if whole:
-            self.offset += whole
-            self.add(data[:whole])
 
 
 class _Session:
@@ -190,7 +165,8 @@ class _Session:
         """Stop after this many exchanges shown (--count)."""
         self._exchange = Exchange
         self.dissector = make_dissector(common.options)
-        self.keylog: KeyLogFollower | None = None
+        self.keylog: Any = None
+        """A `tls.follow.KeyLogFollower` with --tls-keylog."""
         self.writer = None
         self.pcap_writer = None
         self.pcap = pcap
