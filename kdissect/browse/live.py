@@ -13,6 +13,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -29,22 +30,20 @@ TICK = 0.25
 """Longest wait for packets, in seconds."""
 
 
+@dataclass
 class LiveFeed:
     """A live capture kept in `store` (a pcap file open for writing, at its start) as its packets are dissected."""
 
-    def __init__(
-        self, capture: LiveCapture, store: BinaryIO, packets: int | None = None, duration: float | None = None, keylog: Path | None = None
-    ) -> None:
-        """`keylog`: a key log the clients write during the session (--tls-keylog), followed as in `live`."""
-        self.capture = capture
-        self.keylog = keylog
-        self.store = store
-        self.packets = packets
-        """Stop capturing after this many packets (--packets); the browser stays open on what was captured."""
-        self.duration = duration
-        self.stopped = ""
-        """Why the capture stopped, once it has."""
-        self.failure: str | None = None
+    capture: LiveCapture
+    store: BinaryIO
+    packets: int | None = None
+    """Stop capturing after this many packets (--packets); the browser stays open on what was captured."""
+    duration: float | None = None
+    keylog: Path | None = None
+    """A key log the clients write during the session (--tls-keylog), followed as in `live`."""
+    stopped: str = ""
+    """Why the capture stopped, once it has."""
+    failure: str | None = None
 
     def events(
         self, options: Options, offsets: list[int], decoder: Any, stop: threading.Event, between: Callable[[], None]
