@@ -755,7 +755,7 @@ class Replay:
         os.close(self._write)
 
 
-def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path):
+def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path, monkeypatch):
     """`live --browse`: the list grows as packets come; a filter covers what was captured and what comes after;
     a body opens from the pcap the packets were kept in; the findings so far, and all of them once it stops."""
     from kdissect.browse.live import LiveFeed
@@ -801,8 +801,24 @@ def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path):
                 await until(lambda: app._scan_done)
                 before = [app.position(i) + 1 for i in range(lines.count)]
                 assert before == [i for i in joins if i <= half]
+                # another filter, whose pass over the kept file is slow: what is captured meanwhile is not lost
+                from kdissect.browse import app as app_module
+
+                scan_may_go, events_of = threading.Event(), app_module.events
+
+                def held(*args):
+                    scan_may_go.wait(30)
+                    yield from events_of(*args)
+
+                monkeypatch.setattr(app_module, "events", held)
+                app.apply_filter("api == JoinGroup or api == SyncGroup")
                 replay.release(total)
                 await until(lambda: app.index.done)
+                scan_may_go.set()
+                await settled(app, pilot)
+                chosen = [e.id for e in exchanges(GROUP, "api == JoinGroup or api == SyncGroup")]
+                assert [app.position(i) + 1 for i in range(lines.count)] == chosen and max(chosen) > half
+                await pilot.press("slash", "ctrl+u", *"api == JoinGroup", "enter")
                 await settled(app, pilot)
                 assert [app.position(i) + 1 for i in range(lines.count)] == joins and len(joins) > len(before)
                 status = str(app.query_one("#status", Static).render())

@@ -523,8 +523,11 @@ class BrowseApp(App[None]):
             wanted = compile_filter([("-Y", self.applied)])
             self.matches = []
             self._scan_done = False
-            with self.index.lock:
-                upto = len(self.index) if self.live is not None else None
+            upto = None
+            if self.live is not None:
+                with self.index.lock:  # from here on the index tests what it adds; the pass looks at the rest
+                    upto = len(self.index)
+                    self.index.following = (wanted, upto, [])
             threading.Thread(
                 target=self._scan, args=(wanted, self.matches, self._generation, upto), daemon=True, name="kdissect-filter"
             ).start()
@@ -532,7 +535,8 @@ class BrowseApp(App[None]):
 
     def _scan(self, wanted: Any, found: list[int], generation: int, upto: int | None) -> None:
         """The filter's pass over the file. Live (`upto`: the exchanges indexed when the filter was applied), the
-        file holds what was captured so far: the pass looks at those exchanges, the index at every later one."""
+        file holds what was captured so far: the pass looks at those exchanges, the index tests every later one
+        (index.following), first into a list of its own, then, once the pass is done, straight onto the list."""
         try:
             for event in events(self.path, replace(self.index.options, keep=wanted.keep)):
                 if generation != self._generation or self._stop.is_set():
@@ -544,7 +548,9 @@ class BrowseApp(App[None]):
                         found.append(event.id - 1)
             if upto is not None:
                 with self.index.lock:
-                    if generation == self._generation:
+                    following = self.index.following
+                    if generation == self._generation and following is not None:
+                        found.extend(following[2])  # what the index matched meanwhile, and will match from now on
                         self.index.following = (wanted, upto, found)
         except Exception as exc:  # the capture broke mid-way: the matches so far stay on the list
             self._tell(self.notify, str(exc), severity="error")
