@@ -945,3 +945,24 @@ def test_live_browse_refuses_what_only_a_printed_session_does(extra):
     assert done.stderr.strip().splitlines() == [
         "kdissect: error: --browse shows every exchange in the browser: --json, --count and --all-events do not go with it"
     ]
+
+
+def test_live_browse_starts_with_a_filter_before_any_packet(tmp_path):
+    """`live --browse -Y EXPR`: the filter applies before anything was captured; its rows come as they do."""
+    from kdissect.browse.live import LiveFeed
+
+    replay = Replay(GROUP)
+    joins = [e.id for e in exchanges(GROUP, "api == JoinGroup")]
+
+    async def run():
+        with open(tmp_path / "kept.pcap", "wb") as store:
+            app = BrowseApp(tmp_path / "kept.pcap", Options(), "api == JoinGroup", live=LiveFeed(replay, store, packets=len(replay.all)))
+            async with app.run_test(size=(160, 45)) as pilot:
+                await pilot.pause(0.3)
+                assert app.matches == [] and app._scan_done
+                replay.release(len(replay.all))
+                await settled(app, pilot)
+                lines = app.query_one("#list", Lines)
+                assert [app.position(i) + 1 for i in range(lines.count)] == joins
+
+    asyncio.run(run())

@@ -538,7 +538,7 @@ class BrowseApp(App[None]):
         file holds what was captured so far: the pass looks at those exchanges, the index tests every later one
         (index.following), first into a list of its own, then, once the pass is done, straight onto the list."""
         try:
-            for event in events(self.path, replace(self.index.options, keep=wanted.keep)):
+            for event in events(self.path, replace(self.index.options, keep=wanted.keep)) if upto != 0 else ():
                 if generation != self._generation or self._stop.is_set():
                     return
                 if isinstance(event, Exchange):
@@ -546,16 +546,16 @@ class BrowseApp(App[None]):
                         break
                     if wanted.matches(event):
                         found.append(event.id - 1)
-            if upto is not None:
-                with self.index.lock:
-                    following = self.index.following
-                    if generation == self._generation and following is not None:
-                        found.extend(following[2])  # what the index matched meanwhile, and will match from now on
-                        self.index.following = (wanted, upto, found)
         except Exception as exc:  # the capture broke mid-way: the matches so far stay on the list
             self._tell(self.notify, str(exc), severity="error")
         finally:
             if generation == self._generation:
+                if upto is not None:
+                    with self.index.lock:
+                        following = self.index.following
+                        if following is not None and following[0] is wanted:  # not a later filter's
+                            found.extend(following[2])  # what the index matched meanwhile, and will match from now on
+                            self.index.following = (wanted, upto, found)
                 self._scan_done = True
 
     def follow(self, expression: str) -> None:
