@@ -153,3 +153,37 @@ def test_exchanges_name_what_was_cut():
     assert [d.message for d in exchange.request.diagnostics if d.code == "body.array-cut"] == [
         "Topics: 500 elements, the first 50 kept (max_array_elements)"
     ]
+
+
+class _Discard:
+    """A UTF-8 text stream whose byte buffer counts what it is given and keeps none of it."""
+
+    encoding = "utf-8"
+
+    def __init__(self) -> None:
+        self.buffer = self
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_json_writer_streams_a_large_exchange():
+    """One Produce of 10k..40k records: its NDJSON line grows fourfold, while what writing it takes stays flat, as it
+    is made a few records at a time; built whole (records' JSON objects, then the line) it grows with the line."""
+    from kdissect.views.json_lines import JsonLinesWriter, exchange_tree
+
+    streamed, whole, written = [], [], []
+    for scale in (1, 2, 4):
+        events = make_dissector(Options()).run(_produce_capture(1, 10_000 * scale))
+        (exchange,) = [e for e in events if isinstance(e, Exchange)]
+        out = _Discard()
+        streamed.append(_peak(JsonLinesWriter(out).write_exchange, exchange)[1])
+        written.append(out.written)
+        whole.append(_peak(JsonLinesWriter(_Discard()).write, exchange_tree(exchange))[1])
+    assert written[2] > 3.5 * written[0], written
+    assert streamed[2] < 1.3 * streamed[0] and streamed[2] < written[2] // 8, (streamed, written)
+    assert whole[2] > 3 * whole[0], whole
