@@ -187,3 +187,36 @@ def test_the_json_writer_streams_a_large_exchange():
     assert written[2] > 3.5 * written[0], written
     assert streamed[2] < 1.3 * streamed[0] and streamed[2] < written[2] // 8, (streamed, written)
     assert whole[2] > 3 * whole[0], whole
+
+
+def test_nested_compressed_fan_out_stays_within_the_record_budgets():
+    """gzip wrappers of wrappers of wrappers, each holding 12..48 copies of the level below (1,728 to 110,592
+    messages from a few hundred bytes): the record budgets stop what is built, so dissecting and writing the exchange
+    peaks alike at every fan-out, and the messages past the budgets are counted."""
+    from kdissect.testing.record_encoder import nested_fan_out
+    from kdissect.views.json_lines import JsonLinesWriter
+
+    limits = Limits(max_records_batch=500, max_records_exchange=1000)
+    peaks = []
+    for fanout in (12, 24, 48):
+        values = {
+            "Acks": 1,
+            "TimeoutMs": 100,
+            "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": nested_fan_out(fanout, 3)}]}],
+        }
+        conv = Conversation(clock=Clock())
+        packets = conv.handshake() + conv.send(CLIENT, request(PRODUCE, 2, 1, encode_body(PRODUCE, 2, "request", values)))
+        out = _Discard()
+
+        def dissect_and_write(packets=packets, out=out):
+            exchanges = [e for e in make_dissector(Options(limits=limits)).run(packets) if isinstance(e, Exchange)]
+            writer = JsonLinesWriter(out)
+            for exchange in exchanges:
+                writer.write_exchange(exchange)
+            return exchanges
+
+        (exchange,), peak = _peak(dissect_and_write)
+        peaks.append(peak)
+        (placed,) = exchange.request.body.records
+        assert placed.records.not_shown > 0 and sum(1 for _ in placed.records.records()) <= 1000, fanout
+    assert peaks[2] < 1.5 * peaks[0], peaks

@@ -447,16 +447,20 @@ def _encoded(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_tree).encode()
 
 
-_NESTS = (list, tuple, dict, RecordSet, RecordBatch)
+_NESTS = (list, tuple, dict, RecordSet)
 
 
 def _heavy(value: Any) -> bool:
-    """Whether a value holds others that may be many: walked into by `_pieces` rather than encoded whole."""
+    """Whether a value may hold many others: walked into by `_pieces` rather than encoded whole. A batch, or a
+    wrapper of plain messages, of at most `PIECE` is one piece."""
     cls = type(value)
     if cls is Struct:
         return any(type(v) in _NESTS or type(v) is Struct for v in value.values)
+    if cls is RecordBatch:
+        return len(value.records) > PIECE
     if cls is LegacyMessage:
-        return bool(value.messages)
+        messages = value.messages
+        return len(messages) > PIECE or any(m.messages for m in messages)
     return cls in _NESTS
 
 
