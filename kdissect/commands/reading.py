@@ -114,7 +114,7 @@ class Reading:
                     return
                 if not counters.packets % PROGRESS_EVERY:
                     advance()
-        yield from self.dissector.finish()
+        yield from self.dissector.settle()
 
     def notes(self) -> list[Any]:
         """What the closing view says about the capture file, and why the output stops early if it does."""
