@@ -265,3 +265,11 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
         keep=options.keep,
         tls_keylog=options.tls_keylog,
     )
+
+
+def file_dissector(source: Any, options: Options, decoder: Any = MAKE) -> Dissector:
+    """A dissector for the packets of a capture file (`capture.source.CaptureFile`): the TLS secrets the file
+    embeds (pcapng Decryption Secrets Blocks) are handed to it as they are read, before the packets after them."""
+    dissector = make_dissector(options, decoder)
+    source.secrets_to(dissector.add_tls_keylog)
+    return dissector
