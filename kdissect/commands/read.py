@@ -68,10 +68,9 @@ def read(
 
             sink = EventSink(common.wanted, writer=JsonLinesWriter(run.stream), all_events=all_events)
         else:
-            from kdissect.views.detail import DetailView
             from kdissect.views.terminal import ReadView
 
-            view = ReadView(run.console, rows=not common.quiet, detail=DetailView(False) if common.detail else None)
+            view = ReadView(run.console, rows=not common.quiet, detail=_detail_view() if common.detail else None)
             view.title(run.source.name, run.source.format, run.source.compression)
             sink = EventSink(common.wanted, view=view)
         for event in run.events():
@@ -80,6 +79,13 @@ def read(
         if fields_view is None and not json_out:
             view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
     run.finish()
+
+
+def _detail_view():
+    """-V's tree of every field, loaded only when asked for."""
+    from kdissect.views.detail import DetailView
+
+    return DetailView(False)
 
 
 def _fields_view(chosen: str, json_flag: bool, names: list[str] | None, settings: list[str] | None):
