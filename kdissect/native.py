@@ -79,6 +79,6 @@ def install() -> None:
 
 
 def variant(module: ModuleType) -> str:
-    """ "compiled" when `module` was loaded from an extension, "pure" from Python source."""
+    """Where `module` was loaded from: "compiled" (an extension) or "pure" (Python source)."""
     origin = getattr(module, "__file__", None) or ""
     return "compiled" if origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)) else "pure"
