@@ -138,7 +138,8 @@ def decode_v2_records(
     """Records in buf[p:end], as far as they go, and no more than `limit` of them (-1: no limit). `cut` says a cap
     cut the bytes: a partial last record is expected.
 
-    The hot loop of a Fetch-heavy capture: no object per field, values sliced straight out of `buf`.
+    The hot loop of a Fetch-heavy capture: no object per field, values sliced straight out of `buf`. A slice never
+    stops before its start (`max(p, rend)` past a bad length): compiled by mypyc, that is a SystemError, not b"".
     """
     records: list[Record] = []
     headers: tuple[Header, ...]
@@ -164,13 +165,13 @@ def decode_v2_records(
             if n < 0:
                 key = None
             else:
-                key = buf[p : p + n if p + n <= rend else rend]  # a length past the record copies no more than it
+                key = buf[p : p + n if p + n <= rend else max(p, rend)]  # a length past the record copies no more than it
                 p += n
             n, p = varint(buf, p)
             if n < 0:
                 value = None
             else:
-                value = buf[p : p + n if p + n <= rend else rend]
+                value = buf[p : p + n if p + n <= rend else max(p, rend)]
                 p += n
             if buf[p] == 0:
                 headers = ()
@@ -229,7 +230,7 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple[Header, ...], int, Pr
         n, p = read_varint(buf, p)
         if n < 0:
             return tuple(headers), rend, ("record.bad-header-key", "error", f"header key length {n}")
-        raw = buf[p : p + n if p + n <= rend else rend]
+        raw = buf[p : p + n if p + n <= rend else max(p, rend)]
         p += n
         key: str | bytes
         try:
@@ -241,7 +242,7 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple[Header, ...], int, Pr
         if n < 0:
             value = None
         else:
-            value = buf[p : p + n if p + n <= rend else rend]
+            value = buf[p : p + n if p + n <= rend else max(p, rend)]
             p += n
         headers.append((key, value))
     return tuple(headers), p, problem
