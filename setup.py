@@ -17,8 +17,9 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _say_pure(why: object) -> None:
-    print(f"kdissect: installing the pure-Python modules, not compiled ({why})", file=sys.stderr)
+def _say_pure(why: str) -> None:
+    reason = why.splitlines()[0] if why else ""
+    print(f"kdissect: installing the pure-Python modules, not compiled ({reason[:160]})", file=sys.stderr)
 
 
 def _native():
