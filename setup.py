@@ -50,7 +50,7 @@ class OptionalBuildExt(build_ext):
     """build_ext that falls back to the pure modules when the C build fails, leaving no half of it behind."""
 
     def run(self) -> None:
-        if os.path.exists(NATIVE.STAMP):
+        if self.inplace and os.path.exists(NATIVE.STAMP):  # a wheel's build leaves the checkout's own alone
             os.remove(NATIVE.STAMP)
         try:
             super().run()

@@ -106,3 +106,14 @@ def test_the_finder_loads_the_source_when_asked_or_stale(monkeypatch):
     assert spec is not None and spec.origin == wire
     monkeypatch.setenv(native.PURE_VARIABLE, "0")
     assert finder.find_spec("kdissect.wire", kdissect.__path__) is None
+
+
+def test_the_compiled_length_reader_takes_every_buffer_the_product_hands_it():
+    """mypyc checks annotations where Python does not: frames are bytearrays, decoders read memoryviews (the dissect
+    fuzzer found a bytearray refused by the compiled read_uvarint: a decode.internal-error)."""
+    from kdissect.wire import WireError, read_uvarint
+
+    for buffer in (b"\x96\x01", bytearray(b"\x96\x01"), memoryview(b"\x96\x01")):
+        assert read_uvarint(buffer, 0) == (150, 2)
+        with pytest.raises(WireError):
+            read_uvarint(buffer[:1], 0)
