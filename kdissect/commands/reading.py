@@ -51,7 +51,7 @@ class Reading:
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
-        from kdissect.dissector import make_dissector
+        from kdissect.dissector import file_dissector
 
         with ExitStack() as stack:
             self.source = stack.enter_context(open_source(self.common.capture or "-"))
@@ -59,8 +59,7 @@ class Reading:
             self.stopper.install()
             stack.callback(self.stopper.restore)
             self._stack = stack.pop_all()
-        self.dissector = make_dissector(self.options)
-        self.source.secrets_to(self.dissector.add_tls_keylog)  # a pcapng's TLS secrets, as its blocks are read
+        self.dissector = file_dissector(self.source, self.options)
         return self
 
     def __exit__(self, *exc: object) -> bool | None:
@@ -115,7 +114,7 @@ class Reading:
                     return
                 if not counters.packets % PROGRESS_EVERY:
                     advance()
-        yield from self.dissector.finish()
+        yield from self.dissector.settle()
 
     def notes(self) -> list[Any]:
         """What the closing view says about the capture file, and why the output stops early if it does."""

@@ -31,7 +31,7 @@ class EventSink:
             if not shown:
                 return False
             if self.writer is not None:
-                self.writer.write(json_lines.exchange_tree(event))
+                self.writer.write_exchange(event)
             else:
                 self.view.exchange(event)
             return True
