@@ -148,7 +148,7 @@ def start(master: str | None = "local[*]", extra: dict[str, str] | None = None):
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "256")
         .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))  # rows are packet blobs
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "true")
-        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.adaptive.enabled", "true")  # the writes' rebalance; the dissecting shuffle's count is fixed (job.py)
         .config("spark.python.worker.reuse", "true")
     )
     builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_quiet_logging()}")
