@@ -129,7 +129,8 @@ def cpu_by_kind(root: int) -> dict[str, float]:
         if pid == root:
             out["driver"] += own
         elif name == "java":
-            out["jvm"] += own  # the JVM's reaped children (the Python daemon, at stop) are counted as Python below
+            out["jvm"] += own
+            out["python"] += reaped  # the JVM's children that ended: Python daemons and workers
         else:
             out["python"] += own + reaped
     return out
@@ -167,7 +168,9 @@ def child(master: str, paths: list[str], out: str, warm: bool, conf: dict[str, s
     mark("diagnostics")
     report = {"packets": totals.packets, "exchanges": totals.exchanges, "records": totals.records, "ranges": totals.ranges}
     report["stages"] = totals.stages
-    report["files"] = {name: sum(len(f) for _, _, f in os.walk(os.path.join(out, "t", name))) for name in ("exchanges", "records", "diagnostics")}
+    written = {name: [f for _, _, f in os.walk(os.path.join(out, "t", name))] for name in ("exchanges", "records", "diagnostics")}
+    report["files"] = {name: sum(1 for f in files for x in f if not x.startswith((".", "_"))) for name, files in written.items()}
+    report["directories"] = {name: sum(1 for f in files if any(not x.startswith((".", "_")) for x in f)) for name, files in written.items()}
     if warm:
         again = run(spark, paths, os.path.join(out, "again"), split_size=SPLIT)
         mark("warm")
@@ -183,7 +186,17 @@ def child(master: str, paths: list[str], out: str, warm: bool, conf: dict[str, s
 def run_spark(master: str, paths: list[str], warm: bool, conf: list[str]) -> dict:
     out = tempfile.mkdtemp(prefix="kdissect-bench-")
     try:
-        args = [sys.executable, os.path.abspath(__file__), "--child", master, "--out", out, *(["--warm"] if warm else []), *(f"--conf={c}" for c in conf), *paths]
+        args = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            master,
+            "--out",
+            out,
+            *(["--warm"] if warm else []),
+            *(f"--conf={c}" for c in conf),
+            *paths,
+        ]
         result = subprocess.run(args, capture_output=True, text=True, check=False, env=ENV, cwd=ROOT)
         if result.returncode:
             raise SystemExit(f"{master} failed:\n{result.stderr[-3000:]}")
@@ -243,7 +256,7 @@ def main() -> None:
                     print(
                         f"  {'':10}   {stage:18} {seconds:6.1f} s   cpu: python {used['python']:5.1f}, jvm {used['jvm']:5.1f}, driver {used['driver']:4.1f}"
                     )
-                print(f"  {'':10}   files written: {r['files']}")
+                print(f"  {'':10}   files written: {r['files']} in directories {r['directories']}")
                 if "warm" in r:
                     print(f"  {'':10}   the same job again, warm: {r['warm']:.1f} s")
             results[name].append(r)
