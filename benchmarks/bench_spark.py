@@ -1,19 +1,23 @@
 """The Spark job against the single-process CLI on the same ~100 MB of captures: local[1], local[2], and
-`kdissect read --json`, reported as packets per second and as ratios to the CLI.
+`kdissect read --json`, as times, CPU times and ratios.
 
-    python benchmarks/bench_spark.py                  # generate the captures (once) and run all three
-    python benchmarks/bench_spark.py --mb 20          # a smaller set
-    python benchmarks/bench_spark.py --only local[2]  # one of them
+    python benchmarks/bench_spark.py --mb 100               # generate the captures (once) and run all three
+    python benchmarks/bench_spark.py --mb 100 --repeat 3    # three rounds, the order reversed every other round
+    python benchmarks/bench_spark.py --only local[2]        # one of them
+    python benchmarks/bench_spark.py --only local[1] --conf spark.driver.memory=2g   # try a Spark setting
 
 The captures are the project's own (captures/*.pcap, Ethernet ones) copied many times into two files, each
 copy with its own client addresses and times, so there are many connections from two "brokers": real Kafka
 traffic, nothing synthetic in its bytes. They are written under benchmarks/data/ (git-ignored), not committed.
 
-Each Spark run is a fresh process, timed three ways: the whole run (Spark's start included), the job alone
-(from the session being up to the tables being written), and the same job run again in the same process, once
-the JVM and the Python workers are warm: what a large job's throughput tends to. The CLI is `kdissect read --json FILE > /dev/null`
-for each file, one after the other, as a user with one process would run it. Spark is started with
---split-size 16 MiB here so that each file is cut into ranges (the default is 64 MiB).
+Each Spark run is a fresh process. Its time is cut into the fixed start-up (the JVM and the SparkSession, then
+a first Python task: what any job pays before its first byte) and the job (from listing the captures to the
+tables written), and each stage of the job is given its CPU time (user+sys, from /proc) by process: the Python
+workers, the JVM, the driver's Python. On a machine others are using, wall times move with their load (each
+line says the load average); CPU times move much less, and their sum over the job is what two cores share:
+`local[2]` cannot take less than half of it. `--warm` also runs the job again in the warm JVM. The CLI is
+`kdissect read --json FILE > /dev/null` for each file, one after the other, as a user with one process would
+run it. Spark is started with --split-size 16 MiB here so that each file is cut into ranges (the default is 64 MiB).
 """
 
 from __future__ import annotations
@@ -248,14 +252,14 @@ def main() -> None:
                 r = run_spark(name, paths, args.warm, args.conf)
                 assert r["packets"] == packets, (r["packets"], packets)
                 cpu = r["cpu"]
+                rate = f"{packets / r['job']:,.0f} packets/s"
                 print(
-                    f"  {name:10} {r['run']:6.1f} s  = fixed {r['fixed']:.1f} s + job {r['job']:.1f} s ({packets / r['job']:,.0f} packets/s);"
+                    f"  {name:10} {r['run']:6.1f} s  = fixed {r['fixed']:.1f} s + job {r['job']:.1f} s ({rate});"
                     f" job cpu: python {cpu['python']:.1f} s, jvm {cpu['jvm']:.1f} s, driver {cpu['driver']:.1f} s   [{load}]"
                 )
                 for stage, seconds, used in r["marks"]:
-                    print(
-                        f"  {'':10}   {stage:18} {seconds:6.1f} s   cpu: python {used['python']:5.1f}, jvm {used['jvm']:5.1f}, driver {used['driver']:4.1f}"
-                    )
+                    cpus = ", ".join(f"{kind} {used[kind]:5.1f}" for kind in ("python", "jvm", "driver"))
+                    print(f"  {'':10}   {stage:18} {seconds:6.1f} s   cpu: {cpus}")
                 print(f"  {'':10}   files written: {r['files']} in directories {r['directories']}")
                 if "warm" in r:
                     print(f"  {'':10}   the same job again, warm: {r['warm']:.1f} s")
@@ -269,7 +273,10 @@ def main() -> None:
         if master in results:
             rs = results[master]
             cpu = statistics.median(sum(r["cpu"].values()) for r in rs)
-            line = f"  {master}: whole run {median(rs, 'run'):.1f} s, fixed start-up {median(rs, 'fixed'):.1f} s, job {median(rs, 'job'):.1f} s, job cpu {cpu:.1f} s"
+            line = (
+                f"  {master}: whole run {median(rs, 'run'):.1f} s, fixed start-up {median(rs, 'fixed'):.1f} s,"
+                f" job {median(rs, 'job'):.1f} s, job cpu {cpu:.1f} s"
+            )
             if "cli" in results:
                 line += f"; × the CLI: whole run {median(rs, 'run') / base:.2f}, job {median(rs, 'job') / base:.2f}"
             print(line)

@@ -14,7 +14,7 @@ from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
 from kdissect.records.values import LegacyMessage, RecordBatch
-from kdissect.schema import API_NAMES, error_name
+from kdissect.schema import API_NAMES
 from kdissect.schema.tree import Struct
 from kdissect.views.json_lines import encode, exchange_tree
 
