@@ -63,7 +63,6 @@ class Decoder:
         """The capture's record budget again, its compiled decoders kept: the Spark job hands one decoder to
         every task a Python worker runs."""
         self.records_left = self.limits.max_records_capture
-        self.topic_names = {}
 
     def _cut(self, field: str, count: int) -> None:
         self._cuts.append((field, count))
