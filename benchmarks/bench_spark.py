@@ -175,6 +175,9 @@ def child(master: str, paths: list[str], out: str, warm: bool, conf: dict[str, s
     written = {name: [f for _, _, f in os.walk(os.path.join(out, "t", name))] for name in ("exchanges", "records", "diagnostics")}
     report["files"] = {name: sum(1 for f in files for x in f if not x.startswith((".", "_"))) for name, files in written.items()}
     report["directories"] = {name: sum(1 for f in files if any(not x.startswith((".", "_")) for x in f)) for name, files in written.items()}
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in sorted(tracker.getJobIdsForGroup(None))]
+    report["tasks"] = [[tracker.getStageInfo(stage).numTasks for stage in sorted(job.stageIds)] for job in jobs if job]
     if warm:
         again = run(spark, paths, os.path.join(out, "again"), split_size=SPLIT)
         mark("warm")
@@ -261,6 +264,7 @@ def main() -> None:
                     cpus = ", ".join(f"{kind} {used[kind]:5.1f}" for kind in ("python", "jvm", "driver"))
                     print(f"  {'':10}   {stage:18} {seconds:6.1f} s   cpu: {cpus}")
                 print(f"  {'':10}   files written: {r['files']} in directories {r['directories']}")
+                print(f"  {'':10}   tasks of each job's stages, in order: {r['tasks']}")
                 if "warm" in r:
                     print(f"  {'':10}   the same job again, warm: {r['warm']:.1f} s")
             results[name].append(r)
