@@ -312,6 +312,30 @@ def test_stages_without_spark_match_the_cli_on_every_capture():
     assert_same_as_cli(out, ALL)
 
 
+def test_a_workers_next_task_reuses_its_decoder_with_the_capture_budget_again():
+    """A Python worker keeps its compiled decoders for its next tasks (core.py); each task starts with the
+    capture's whole record budget, so its tables do not depend on the tasks before it."""
+    from kdissect.pipeline import core
+
+    path = next(p for p in PROJECT if "consumer-group-confluent" in p)
+    config = {"paths": {"0": path}, "ports": [9092]}
+    with open(path, "rb") as raw:
+        info = ranges.probe(0, path, raw, os.path.getsize(path), 1 << 30)
+    task_rows = sorted((r for s in ranges.plan(info, 1 << 30) for r in read_split(s)), key=lambda r: (r.key, r.split, r.chunk))
+
+    def task() -> tuple[list, object]:
+        out = [b.to_pylist() for b in CoreStage(config)([to_batch(task_rows)])]
+        return out, next(iter(core._decoders.values()))
+
+    core._decoders.clear()
+    first, decoder = task()
+    assert any(row["kind"] == "record" for batch in first for row in batch)
+    decoder.records_left = -(10**9)  # as if the tasks before had spent the budget
+    second, again = task()
+    assert again is decoder and len(core._decoders) == 1
+    assert second == first
+
+
 def test_the_job_decrypts_tls_with_the_key_log_it_is_given():
     """`kdissect spark --tls-keylog`: the key log travels in the config to every task, cut in ranges or not."""
     path = os.path.join(ROOT, "captures", "tls12-chacha20-aiokafka.pcap")

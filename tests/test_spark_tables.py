@@ -94,7 +94,7 @@ def test_every_column_is_named_without_quotes(tables):
     assert ("txn", 0, 12) in records  # fetched records, transaction markers left out by the WHERE clause
 
 
-def test_each_partition_directory_holds_one_file(tables):
+def test_a_small_tables_partition_directories_hold_one_file_each(tables):
     for name in ("exchanges", "records", "diagnostics"):
         leaves = {p.parent for p in (tables / name).rglob("*.parquet")}
         assert leaves

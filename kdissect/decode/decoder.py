@@ -59,6 +59,11 @@ class Decoder:
         """Topic id -> name, learnt from every body that states both, on any connection."""
         self._teaching: dict[tuple[int, int], bool] = {}
 
+    def new_capture(self) -> None:
+        """The capture's record budget again, its compiled decoders kept: the Spark job hands one decoder to
+        every task a Python worker runs."""
+        self.records_left = self.limits.max_records_capture
+
     def _cut(self, field: str, count: int) -> None:
         self._cuts.append((field, count))
 

@@ -14,7 +14,7 @@ from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
 from kdissect.records.values import LegacyMessage, RecordBatch
-from kdissect.schema import API_NAMES, error_name
+from kdissect.schema import API_NAMES
 from kdissect.schema.tree import Struct
 from kdissect.views.json_lines import encode, exchange_tree
 
@@ -67,6 +67,12 @@ class Columns:
         self.rows.append(row)
         self.dates.append(date)
         self.apis.append(api)
+
+    def extend(self, rows: list[dict[str, Any]], date: str | None, api: str | None) -> None:
+        """Rows that share their partition values (one exchange's records)."""
+        self.rows += rows
+        self.dates += [date] * len(rows)
+        self.apis += [api] * len(rows)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -145,22 +151,22 @@ def topic_id_at(fields: Struct | None, path: str) -> str | None:
     return found
 
 
-def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str]) -> tuple[dict[str, Any], int]:
-    """The exchanges-table row and the exchange's record count."""
-    bodies = _bodies(exchange)
-    key = exchange.api_key
+def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str], records: int) -> dict[str, Any]:
+    """The exchanges-table row, given the exchange's record count (its rows in `records`).
+
+    Its errors, topics and groups are the JSON tree's own lists (`exchange_tree`), made once for both."""
     request, response = exchange.request, exchange.response
-    errors = [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for side, b in bodies for e in b.errors]
-    diagnostics = []
-    for side, message in (("request", request), ("response", response)):
-        if message is not None:
-            diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)
-    records = sum(sum(1 for _ in placed.records.records()) for _, b in bodies for placed in b.records)
     document = exchange_tree(exchange)
+    errors = document["errors"]
     document["id"] = xid
     document["connection"] = {**document["connection"], "id": cid}  # the tree's connection object is shared
+    diagnostics = []
+    for side, message in (("request", request), ("response", response)):
+        if message is not None and message.diagnostics:
+            diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)
     latency = exchange.latency
-    row = {
+    key = exchange.api_key
+    return {
         "capture": capture,
         "exchange_id": xid,
         "connection_id": cid,
@@ -177,19 +183,18 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
         "correlation_id": exchange.correlation_id,
         "client_id": exchange.client_id,
         "errors": errors,
-        "error_names": list(dict.fromkeys(e["name"] for e in errors)),
-        "topics": list(dict.fromkeys(t for _, b in bodies for t in b.topics)),
-        "groups": list(dict.fromkeys(g for _, b in bodies for g in b.groups)),
+        "error_names": list(dict.fromkeys(e["name"] for e in errors)) if errors else [],
+        "topics": document["topics"],
+        "groups": document["groups"],
         "request_size": request.size if request else None,
         "response_size": response.size if response else None,
         "request_packets": [request.frame.first_packet, request.frame.last_packet] if request else None,
         "response_packets": [response.frame.first_packet, response.frame.last_packet] if response else None,
         "records": records,
         "diagnostics": diagnostics,
-        "json": encode(document)[:-1].decode(),
+        "json": encode(document)[:-1],
         "unresolved_topic_ids": unresolved_topic_ids(exchange, missed) if missed else [],
     }
-    return row, records
 
 
 def _header_key(key: str | bytes) -> str:
