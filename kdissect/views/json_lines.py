@@ -487,7 +487,10 @@ class JsonLinesWriter:
             self._bytes = buffer
 
     def write(self, obj: dict[str, Any]) -> None:
-        line = encode(obj)
+        self.raw(encode(obj))
+
+    def raw(self, line: bytes) -> None:
+        """Encoded lines: this writer's own, or a worker's for one exchange (`read --jobs`)."""
         if self._bytes is not None:
             self._bytes.write(line)
         else:
