@@ -1,0 +1,127 @@
+"""`read --jobs 2` writes what one process writes, byte for byte, exit status and warnings included: every
+capture of real clients, in every output form, with filters, and a crafted capture whose connections interleave
+packet by packet, one of them naming on its own connection the topic ids the others use."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET
+from kdissect.capture.writer import PcapWriter
+from kdissect.cli import main
+from kdissect.commands import jobs
+from kdissect.schema import is_flexible
+from kdissect.testing.body_encoder import encode_body
+from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = sorted(
+    p for folder in (ROOT / "captures", ROOT.parent / "shared" / "captures-public") for p in folder.glob("*.pcap*") if p.is_file()
+)
+FORMS = {
+    "json": ["--json"],
+    "text": [],
+    "fields": ["-T", "fields", "-e", "id", "-e", "api", "-e", "topic", "-e", "error", "-E", "header=y"],
+    "quiet-filtered": ["-q", "-Y", "api == Fetch or error"],
+    "json-filtered": ["--json", "--all-events", "--api", "Produce,Metadata,JoinGroup"],
+}
+
+
+STARTED: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def split_small(monkeypatch):
+    """Every capture here is small: split it anyway (and note each time workers start)."""
+    monkeypatch.setattr(jobs, "SPLIT_BYTES", 0)
+    start = jobs.Workers.start
+
+    def counted(self, *args):
+        STARTED.append(self.n)
+        return start(self, *args)
+
+    monkeypatch.setattr(jobs.Workers, "start", counted)
+
+
+def run(capsys, tmp_path: Path, capture: Path, args: list[str], n: int) -> tuple[int, bytes, str]:
+    out = tmp_path / f"out-{n}"
+    keylog = capture.with_suffix(".keylog")
+    extra = ["--tls-keylog", str(keylog)] if keylog.exists() else []
+    with pytest.raises(SystemExit) as exit:
+        main(["read", str(capture), *args, *extra, "--jobs", str(n), "-o", str(out)])
+    return exit.value.code, out.read_bytes(), capsys.readouterr().err
+
+
+def same(capsys, tmp_path: Path, capture: Path, args: list[str]) -> bytes:
+    STARTED.clear()
+    one = run(capsys, tmp_path, capture, args, 1)
+    assert not STARTED
+    two = run(capsys, tmp_path, capture, args, 2)
+    assert STARTED == [2]
+    assert two[0] == one[0]
+    assert two[2] == one[2]
+    assert two[1] == one[1]
+    return one[1]
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("form", FORMS)
+def test_two_processes_write_what_one_writes(capsys, tmp_path, capture, form):
+    same(capsys, tmp_path, capture, FORMS[form])
+
+
+def test_a_capture_is_read_by_one_process_below_the_threshold(monkeypatch, tmp_path):
+    capture = ROOT / "captures" / "consumer-group-confluent.pcap"
+    assert jobs.splits(str(capture), 2) == 2
+    monkeypatch.setattr(jobs, "SPLIT_BYTES", capture.stat().st_size + 1)
+    assert jobs.splits(str(capture), 2) == 1
+    assert jobs.splits("-", 2) == 1
+
+
+METADATA, FETCH, PRODUCE, LIST_OFFSETS = 3, 1, 0, 2
+
+
+def interleaved(path: Path) -> Path:
+    """Five connections sending at once, packet by packet; connection 1 learns the topic id the Fetches of the
+    others name it by; the last request of each is never answered (settled when the capture ends)."""
+    topic_id = str(uuid.UUID(int=0xC0FFEE))
+    clock = Clock()
+    conversations = [Conversation(client_port=41000 + i, clock=clock) for i in range(5)]
+    calls = [[(METADATA, 12, {"Topics": None}, {"Topics": [{"Name": "orders", "TopicId": topic_id}]})]]
+    fetch = (
+        FETCH,
+        13,
+        {"Topics": [{"TopicId": topic_id, "Partitions": [{"Partition": 0}]}]},
+        {"Responses": [{"TopicId": topic_id, "Partitions": [{"PartitionIndex": 0, "ErrorCode": 6}]}]},
+    )
+    offsets = (LIST_OFFSETS, 7, {"Topics": [{"Name": "orders", "Partitions": [{"PartitionIndex": 0}]}]}, {"Topics": []})
+    calls += [[fetch, offsets, fetch] for _ in conversations[1:]]
+    streams = []
+    for conv, mine in zip(conversations, calls):
+        packets = [conv.handshake]
+        for correlation, (key, version, req, resp) in enumerate(mine, 1):
+            packets.append(lambda c=conv, k=key, v=version, r=req, i=correlation: c.send(CLIENT, request(k, v, i, encode_body(k, v, "request", r)), 40))
+            if correlation < len(mine) or conv is conversations[0]:
+                header = 1 if is_flexible(key, version) else 0
+                packets.append(lambda c=conv, k=key, v=version, r=resp, i=correlation, h=header: c.send(SERVER, response(i, encode_body(k, v, "response", r), h), 40))
+        streams.append(packets)
+    ordered = []
+    while any(streams):  # one step of each connection in turn: their packets and exchanges interleave
+        for steps in streams:
+            if steps:
+                ordered += steps.pop(0)()
+    with open(path, "wb") as f:
+        PcapWriter(f, LINKTYPE_ETHERNET).write_all(ordered)
+    return path
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_interleaved_connections_and_topic_ids_learnt_on_another(capsys, tmp_path, form):
+    capture = interleaved(tmp_path / "interleaved.pcap")
+    out = same(capsys, tmp_path, capture, FORMS[form])
+    if form == "json":
+        assert out.count(b'"TopicId":"orders"') >= 8  # named on connections other than the one that learnt it
+        assert b'"status":"unanswered"' in out
