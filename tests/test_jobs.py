@@ -101,13 +101,13 @@ def interleaved(path: Path) -> Path:
     calls += [[fetch, offsets, fetch] for _ in conversations[1:]]
     streams = []
     for conv, mine in zip(conversations, calls):
-        packets = [conv.handshake]
+        steps = [conv.handshake]
         for correlation, (key, version, req, resp) in enumerate(mine, 1):
-            packets.append(lambda c=conv, k=key, v=version, r=req, i=correlation: c.send(CLIENT, request(k, v, i, encode_body(k, v, "request", r)), 40))
+            steps.append(_sending(conv, CLIENT, request(key, version, correlation, encode_body(key, version, "request", req))))
             if correlation < len(mine) or conv is conversations[0]:
                 header = 1 if is_flexible(key, version) else 0
-                packets.append(lambda c=conv, k=key, v=version, r=resp, i=correlation, h=header: c.send(SERVER, response(i, encode_body(k, v, "response", r), h), 40))
-        streams.append(packets)
+                steps.append(_sending(conv, SERVER, response(correlation, encode_body(key, version, "response", resp), header)))
+        streams.append(steps)
     ordered = []
     while any(streams):  # one step of each connection in turn: their packets and exchanges interleave
         for steps in streams:
@@ -116,6 +116,11 @@ def interleaved(path: Path) -> Path:
     with open(path, "wb") as f:
         PcapWriter(f, LINKTYPE_ETHERNET).write_all(ordered)
     return path
+
+
+def _sending(conv: Conversation, side: int, frame: bytes):
+    """A step of a conversation: the frame in 40-byte segments, made when the step is taken (sequence numbers)."""
+    return lambda: conv.send(side, frame, 40)
 
 
 @pytest.mark.parametrize("form", FORMS)
