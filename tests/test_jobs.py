@@ -4,6 +4,10 @@ packet by packet, one of them naming on its own connection the topic ids the oth
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -27,6 +31,7 @@ FORMS = {
     "fields": ["-T", "fields", "-e", "id", "-e", "api", "-e", "topic", "-e", "error", "-E", "header=y"],
     "quiet-filtered": ["-q", "-Y", "api == Fetch or error"],
     "json-filtered": ["--json", "--all-events", "--api", "Produce,Metadata,JoinGroup"],
+    "count": ["-c", "7", "--errors"],
 }
 
 
@@ -130,3 +135,42 @@ def test_interleaved_connections_and_topic_ids_learnt_on_another(capsys, tmp_pat
     if form == "json":
         assert out.count(b'"TopicId":"orders"') >= 8  # named on connections other than the one that learnt it
         assert b'"status":"unanswered"' in out
+
+
+# -- the habits of one process: Ctrl-C, a closed pipe ---------------------------------------------------------
+
+SHIM = "import sys; from kdissect.cli import main; main(sys.argv[1:])"
+
+
+def _gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_ctrl_c_at_the_terminal_reaches_every_process_and_the_first_writes_what_it_has(many_connections):
+    """A terminal's Ctrl-C goes to the whole process group: the workers leave the decision to the first process,
+    which writes the tables of what it read, marked partial, and exits 130 with no worker left behind."""
+    assert many_connections.stat().st_size >= jobs.SPLIT_BYTES
+    command = [sys.executable, "-c", SHIM, "read", str(many_connections), "--jobs", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    process.stdout.readline()  # the title
+    process.stdout.readline()  # the first row: the workers are running
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "run.interrupted" in out.decode() and "Flows" in out.decode()
+    assert err.decode().startswith("kdissect: interrupted after packet ")
+    assert _gone(process.pid)
+
+
+def test_a_closed_pipe_ends_every_process_quietly(many_connections):
+    command = [sys.executable, "-c", SHIM, "read", str(many_connections), "--json", "--jobs", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert process.stdout.readline().startswith(b'{"type":"exchange"')
+    process.stdout.close()  # `| head -1`
+    assert process.wait(timeout=120) == 0
+    assert process.stderr.read() == b""
+    assert _gone(process.pid)

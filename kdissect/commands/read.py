@@ -56,7 +56,6 @@ def read(
         typer.Option(
             "--jobs",
             metavar="N",
-            min=1,
             help="Processes to read a capture file of 8 MB or more with, each decoding and writing its share of the "
             "connections (default: the cores available; the output is the same as with one). Standard input, and the "
             "rows on a terminal, take one.",
@@ -78,6 +77,8 @@ def read(
         from kdissect.commands.jobs import available
 
         jobs = available()
+    elif jobs < 1:
+        raise UserError(f"--jobs {jobs}: give 1 or more processes")
     if text and common.output is None and sys.stdout.isatty():
         jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
 
