@@ -42,7 +42,8 @@ class WorkerFailed(Exception):
 
 def available() -> int:
     """The cores this process may run on: `--jobs`' default."""
-    return len(os.sched_getaffinity(0))
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere, the machine's
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def splits(capture: str | None, jobs: int) -> int:
