@@ -32,6 +32,7 @@ FORMS = {
     "quiet-filtered": ["-q", "-Y", "api == Fetch or error"],
     "json-filtered": ["--json", "--all-events", "--api", "Produce,Metadata,JoinGroup"],
     "count": ["-c", "7", "--errors"],
+    "detail": ["-V", "-c", "30"],
 }
 
 
