@@ -10,7 +10,9 @@ order; at another's exchange it takes the next item that process sent: the facts
 (`views.summary.Facts`), the bytes its sink wrote for it, the codes of its diagnostics of severity error.
 
 Standard input, pipes and captures smaller than `SPLIT_BYTES` are read by one process: a second one would
-cost more than it saves.
+cost more than it saves. One bound is each process's own: the records a capture may build
+(`Limits.max_records_capture`), so a capture that exhausts it has more of its records built by several processes
+than by one.
 """
 
 from __future__ import annotations
