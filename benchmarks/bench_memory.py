@@ -43,7 +43,7 @@ from kdissect.records.codecs import GZIP, LZ4, ZSTD
 from kdissect.records.crc import crc32c
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
-from kdissect.testing.record_encoder import Draft, encode_batch, encode_record
+from kdissect.testing.record_encoder import Draft, encode_batch, encode_record, nested_fan_out
 from kdissect.wire import write_varint
 
 BOUND_MB = 400
@@ -199,6 +199,7 @@ def _families(scale: float) -> dict[str, tuple[str, object]]:
     tiny = int(8 * 1024 * 1024 / 7 * scale)
     members, frames = int(400_000 * scale), int(200_000 * scale)
     strings, connections, waiting = int(2_000_000 * scale), int(100_000 * scale), int(20_000 * scale)
+    fanout, nested = 100, max(1, int(400 * scale))
     groups = craft.request(15, 0, 1, struct.pack(">i", strings) + b"\0\0" * strings, client_id="bench")
     metadata = craft.request(3, 1, 0, struct.pack(">i", 1) + _string(b"orders"), client_id="bench")
     return {
@@ -211,11 +212,30 @@ def _families(scale: float) -> dict[str, tuple[str, object]]:
             f"{connections} connections each holding half a frame",
             many(connections, lambda conv: conv.handshake() + conv.send(CLIENT, struct.pack(">i", 512) + b"\0" * 256)),
         ),
+        "nested-fan-out": (
+            f"{nested} Produce requests, each a gzip wrapper nesting {fanout}**3 messages and a zstd batch of {fanout} records"
+            " whose values are such wrappers",
+            lambda clock: _nested_requests(clock, nested, fanout),
+        ),
         "waiting-requests": (
             f"{waiting} connections with 30 requests waiting each",
             many(waiting, lambda conv: conv.handshake() + conv.send(CLIENT, b"".join(_with_id(metadata, 8, k) for k in range(30)), MSS)),
         ),
     }
+
+
+def _nested_requests(clock: Clock, requests: int, fanout: int) -> list:
+    """Produce requests whose one partition holds a legacy gzip wrapper of wrappers of wrappers (fanout**3 messages)
+    and another a zstd batch of records whose values are such wrappers: decompression fanning out at every level."""
+    wrapper = nested_fan_out(fanout, 3)
+    values = encode_batch([Draft(None, wrapper) for _ in range(fanout)], codec="zstd")
+    frame = produce_request([wrapper, values])
+    conv = Conversation(clock=clock)
+    packets = conv.handshake()
+    for correlation in range(requests):
+        packets += conv.send(CLIENT, craft.request(0, 3, correlation, frame, client_id="bench"), MSS)
+        packets += conv.send(SERVER, craft.response(correlation, produce_response(0)), MSS)
+    return packets + conv.close()
 
 
 def _one_conversation(clock: Clock, records: bytes) -> list:

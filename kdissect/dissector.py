@@ -46,6 +46,8 @@ class Dissector:
             self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
+        self._live: dict[Connection, None] = {}
+        """Connections not closed yet, in the order they opened: what the global bound prices and evicts from."""
         self.counters = self._shared.counters
         self._held_check_every = max(64 << 10, limits.max_buffered_bytes // HELD_CHECKS)
         self._next_held_check = self._held_check_every
@@ -133,6 +135,7 @@ class Dissector:
         connection = Connection(self._shared, self.counters.connections, a, b, ts)
         self._flows[(a[0], a[1], b[0], b[1])] = (connection, 0)
         self._flows[(b[0], b[1], a[0], a[1])] = (connection, 1)
+        self._live[connection] = None
         return connection
 
     def _evict(self, ts: int) -> None:
@@ -155,16 +158,18 @@ class Dissector:
         """Past `max_buffered_bytes` held in all (priced by `Connection.priced`: objects, segments, waiting requests),
         evict the least recently active connections until half of it is free, and say so once.
 
-        Pricing every connection costs a pass over the table, so it runs once per `HELD_CHECKS`th of the bound taken
-        on (bytes read, segments, new connections, waiting requests): no more than that is held past the bound
-        before it is noticed.
+        Pricing every live connection costs a pass over them, so it runs only once what was taken on since the last
+        pass (bytes read, segments, new connections, waiting requests: each priced at least as much as it can add to
+        what is held) could have reached the bound, and never sooner than a `HELD_CHECKS`th of it after the last. A flood is then
+        priced once per half of the bound it fills, a few pricings per connection, however many connections come.
         """
         counters = self.counters
-        self._next_held_check = counters.bytes + counters.packets * SEGMENT_COST + self._shared.grown + self._held_check_every
+        taken = counters.bytes + counters.packets * SEGMENT_COST + self._shared.grown
         limit = self._shared.limits.max_buffered_bytes
-        held = {c: c.priced() for c, direction in self._flows.values() if direction == 0 and not c.closed}
+        held = {c: c.priced() for c in self._live}
         total = before = sum(held.values())
         if total <= limit:
+            self._next_held_check = taken + max(self._held_check_every, limit - total)
             return
         evicted = 0
         for connection in sorted(held, key=lambda c: c.last_ts):
@@ -175,6 +180,7 @@ class Dissector:
             counters.evicted_connections += 1
             self._close(connection, "evicted", ts)
             self._forget(connection)
+        self._next_held_check = taken + max(self._held_check_every, limit - total)
         message = (
             f"all connections held {before} bytes (priced with their objects, segments and waiting requests), past "
             f"max_buffered_bytes ({limit}): the {evicted} least recently active were evicted, freeing {before - total}"
@@ -183,6 +189,7 @@ class Dissector:
 
     def _close(self, connection: Connection, ended: str, ts: int) -> None:
         connection.close(ended, ts)  # type: ignore[arg-type]
+        self._live.pop(connection, None)
         if connection.ignored:
             self.counters.ignored_connections += 1
         elif connection.empty:
@@ -192,10 +199,16 @@ class Dissector:
 
     def finish(self) -> list[Event]:
         """The capture is over: settle every connection still open."""
+        return list(self.settle())
+
+    def settle(self) -> Iterator[Event]:
+        """`finish`, one connection at a time: each one's events are handed on, and its memory let go, before the
+        next is closed, so the end of a capture of thousands of open connections costs no more than its middle."""
         ts = self.counters.last_ts or 0
-        for connection, direction in list(self._flows.values()):
-            if direction == 0 and not connection.closed:
-                self._close(connection, "capture-end", ts)
+        for connection in list(self._live):
+            self._close(connection, "capture-end", ts)
+            self._forget(connection)
+            yield from self._take()
         self._flows.clear()
         fragments = self._segments.fragments
         if fragments.incomplete() or fragments.dropped:
@@ -220,7 +233,7 @@ class Dissector:
             events = feed(packet)
             if events:
                 yield from events
-        yield from self.finish()
+        yield from self.settle()
 
 
 MAKE = object()
@@ -265,3 +278,11 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
         keep=options.keep,
         tls_keylog=options.tls_keylog,
     )
+
+
+def file_dissector(source: Any, options: Options, decoder: Any = MAKE) -> Dissector:
+    """A dissector for the packets of a capture file (`capture.source.CaptureFile`): the TLS secrets the file
+    embeds (pcapng Decryption Secrets Blocks) are handed to it as they are read, before the packets after them."""
+    dissector = make_dissector(options, decoder)
+    source.secrets_to(dissector.add_tls_keylog)
+    return dissector

@@ -35,7 +35,7 @@ class Limits:
     max_buffered_bytes: int = 192 * MiB
     """Memory held across all connections: frames being assembled, segments waiting for holes, undecided probes,
     requests waiting for responses, and each connection's own objects, priced in bytes with their overhead
-    (`kafka/connection.py`: about 5 KB a connection, 256 bytes a segment, 1 KB plus 8 times its frame a waiting
+    (`kafka/connection.py`: about 2.5 KB a connection, 6 KB once it carries data, 256 bytes a segment, 1 KB plus 8 times its frame a waiting
     request). Each is bounded per stream; this bounds their sum. Past it the least recently active connections
     are evicted, with one notice, until half of it is free."""
     max_decompressed_batch: int = 64 * MiB

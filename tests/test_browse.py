@@ -8,9 +8,11 @@ views and the filters say of the same capture.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import io
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -36,6 +38,7 @@ from kdissect.filter import compile_filter
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
 from kdissect.views.terminal import clock, completed
+from tests.test_live import needs_capture
 
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap"))
 GROUP = ROOT / "captures" / "consumer-group-confluent.pcap"
@@ -389,7 +392,7 @@ def test_the_main_screen_at_80_by_24():
     async def script(app, pilot):
         text = screen_text(app).splitlines()
         assert len(text) == 24 and all(len(line) <= 80 for line in text)
-        assert text[0].split() == ["Exchanges", "Charts"]
+        assert text[0].split() == ["Exchanges", "Charts", "Findings", f"({len(doctor_findings(GROUP))})"]
         assert any(line.split()[:3] == ["#", "client", "→"] for line in text)
         header = next(line for line in text if "completed" in line)
         assert header.split()[:4] == ["#", "completed", "conn", "API"]  # read's columns at 80: milliseconds, no corr
@@ -538,3 +541,428 @@ def test_matches_a_filter_pass_found_before_the_index_wait_for_it():
         assert app.position(app.query_one("#list", Lines).cursor) == joins[-1]
 
     drive(GROUP, script)
+
+
+# -- the findings tab --------------------------------------------------------------------------------------------
+
+STORM = ROOT / "captures" / "doctor-rebalance-storm.pcap"
+
+
+def doctor_findings(path: Path):
+    """What `kdissect doctor --json` says of the capture: the findings the tab must show."""
+    from kdissect.cli import main
+
+    out = io.StringIO()
+    stdout, sys.stdout = sys.stdout, out
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main(["doctor", str(path), "--json"])
+    finally:
+        sys.stdout = stdout
+    assert exit_.value.code in (0, None)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def findings_rows(app: BrowseApp) -> list[list[str]]:
+    table = app.query_one("#findings")
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+def test_the_findings_tab_shows_what_doctor_finds_and_enter_lists_the_evidence():
+    expected = doctor_findings(STORM)
+    storm = next(f for f in expected if f["id"] == "group.rebalance-storm")
+
+    async def script(app, pilot):
+        await pilot.press("f")
+        await pilot.pause(0.3)
+        assert app.query_one("#tabs").active == "findings-tab" and app.query_one("#findings").has_focus
+        assert str(app.query_one("#tabs").get_tab("findings-tab").label) == f"Findings ({len(expected)})"
+        assert findings_rows(app) == [[f["severity"], f["id"], f["title"]] for f in expected]
+        detail = str(app.query_one("#finding", Static).render())
+        first = expected[0]
+        assert first["title"] in detail and first["advice"][:60] in detail and first["explanation"][:60] in detail
+        assert "exchanges " + ", ".join(map(str, first["evidence"]["exchanges"])) in detail
+        at = expected.index(storm)
+        for _ in range(at):
+            await pilot.press("down")
+        await pilot.pause(0.2)
+        assert storm["title"] in str(app.query_one("#finding", Static).render())
+        await pilot.press("enter")
+        await settled(app, pilot)
+        assert app.query_one("#tabs").active == "browse" and app.query_one("#list", Lines).has_focus
+        assert app.applied == "id in {" + ", ".join(map(str, storm["evidence"]["exchanges"])) + "}"
+        lines = app.query_one("#list", Lines)
+        assert [app.position(i) + 1 for i in range(lines.count)] == storm["evidence"]["exchanges"] and lines.cursor == 0
+        assert all(" JoinGroup " in line for line in list_lines(app))
+        # c and g on a finding: its connections, its groups
+        await pilot.press("f")
+        app.query_one("#findings").move_cursor(row=at)
+        await pilot.press("c")
+        await settled(app, pilot)
+        connections = storm["evidence"]["connections"]
+        assert app.applied == "connection in {" + ", ".join(map(str, connections)) + "}"
+        assert {app.index.row(app.position(i)).connection.id for i in range(lines.count)} == set(connections)
+        await pilot.press("f")
+        app.query_one("#findings").move_cursor(row=at)
+        await pilot.press("g")
+        await settled(app, pilot)
+        assert app.applied == 'group == "kdrig-storm"' and storm["evidence"]["groups"] == ["kdrig-storm"]
+        assert [app.position(i) + 1 for i in range(lines.count)] == [e.id for e in exchanges(STORM, 'group == "kdrig-storm"')]
+
+    drive(STORM, script)
+
+
+def test_findings_wait_for_the_whole_index_and_come_when_it_completes(monkeypatch):
+    """The rules judge the capture as a whole: while the index runs the tab says so; its end fills the tab."""
+    gate = threading.Event()
+    run = Index.run
+
+    def held(self, stop=None):
+        gate.wait(30)
+        run(self, stop)
+
+    monkeypatch.setattr(Index, "run", held)
+
+    async def script(app, pilot):
+        await pilot.press("f")
+        app._slow_due = 0.0
+        app.refresh_view()
+        await pilot.pause(0.2)
+        assert not app.index.done and findings_rows(app) == []
+        assert "findings come when the index is complete" in str(app.query_one("#finding", Static).render())
+        gate.set()
+        await settled(app, pilot)
+        assert [row[1] for row in findings_rows(app)] == [f["id"] for f in doctor_findings(STORM)]
+
+    async def run_app():
+        app = BrowseApp(STORM, Options())
+        async with app.run_test(size=(160, 45)) as pilot:
+            await pilot.pause(0.2)
+            return await script(app, pilot)
+
+    asyncio.run(run_app())
+
+
+def test_a_finding_without_exchanges_lists_its_connections_groups_or_topics():
+    from kdissect.browse.findings import evidence_filter
+    from kdissect.doctor.finding import Evidence
+
+    assert evidence_filter(Evidence(connections=(3,), groups=("g",))) == "connection == 3"
+    assert evidence_filter(Evidence(groups=('a "b"', "c"))) == 'group in {"a \\"b\\"", "c"}'
+    assert evidence_filter(Evidence(partitions=(("t", 0), ("t", 1), ("u", None)))) == 'topic in {"t", "u"}'
+    assert evidence_filter(Evidence(connections=(3,)), "groups") is None
+    for expression in ('group in {"a \\"b\\"", "c"}', 'topic in {"t", "u"}', "id in {1, 2}"):
+        compile_filter([("-Y", expression)])  # each is a filter the language reads
+
+
+def test_the_findings_tab_at_80_by_24_and_200_by_50():
+    expected = doctor_findings(STORM)
+
+    async def script(app, pilot):
+        await pilot.press("f")
+        await pilot.pause(0.4)
+        text = screen_text(app).splitlines()
+        width, height = app.size
+        assert len(text) == height and all(len(line) <= width for line in text)
+        assert text[0].split() == ["Exchanges", "Charts", "Findings", f"({len(expected)})"]
+        assert text[2].split() == ["severity", "finding", "title"]
+        for line, finding in zip(text[3:], expected):
+            assert line.split()[:2] == [finding["severity"], finding["id"]]
+            assert finding["title"][: width - 40] in line
+        body = "\n".join(text[3 + len(expected) :])
+        assert f"{expected[0]['severity'].upper()}  {expected[0]['id']}" in body
+        assert "f findings" in text[-1] and "? help" in text[-1]
+        if height >= 50:  # the whole finding fits, its evidence and keys too
+            assert "advice " in body and "evidence" in body and "Enter lists them: id in {" in body
+        return text
+
+    small = drive(STORM, script, size=(80, 24))
+    large = drive(STORM, script, size=(200, 50))
+    assert small[3 : 3 + len(expected)] != large[3 : 3 + len(expected)]  # the titles take the width there is
+
+
+# -- TLS secrets a pcapng embeds ---------------------------------------------------------------------------------
+
+SECRETS = ROOT / "captures" / "tls13-secrets-kafka-python.pcapng"
+
+
+def test_a_pcapng_that_embeds_its_tls_secrets_is_browsed_decrypted():
+    """Its Decryption Secrets Block reaches the index's pass, a filter's pass and a body read again on demand,
+    as it reaches `read`: the list is the plaintext twin's, and an exchange opens to its fields."""
+    plain = exchanges(ROOT / "captures" / "tls13-secrets-kafka-python-plain.pcap")
+    assert plain and all(e.status == "ok" for e in plain)
+    fetch = next(e for e in plain if e.api_key == 1)
+
+    async def script(app, pilot):
+        index = app.index
+        rows = [index.row(i) for i in range(len(index))]
+        assert [(r.api_key, r.api_version, r.correlation_id, r.client_id, r.status) for r in rows] == [
+            (e.api_key, e.api_version, e.correlation_id, e.client_id, e.status) for e in plain
+        ]
+        assert {f.id for f in index.findings}.isdisjoint({"capture.tls-hidden"})
+        await pilot.press("slash", *"api == Fetch", "enter")
+        await settled(app, pilot)
+        assert [app.position(i) + 1 for i in range(app.query_one("#list", Lines).count)] == [e.id for e in plain if e.api_key == 1]
+        await open_exchange(app, pilot, fetch.id)
+        labels = [str(n.label) for n in tree_nodes(app)]
+        assert any(label.startswith("Body FetchRequest v") for label in labels)
+        assert app.exchange.request.frame.data == fetch.request.frame.data
+        assert app.exchange.response.frame.data == fetch.response.frame.data
+
+    drive(SECRETS, script)
+
+
+# -- live: rows as they are captured -----------------------------------------------------------------------------
+
+
+class Replay:
+    """A live capture (`capture.live.LiveCapture`) handing out a capture file's packets as the test releases them."""
+
+    interface = "replay"
+    expression = ""
+
+    def __init__(self, path: Path) -> None:
+        from kdissect.capture import open_capture
+        from kdissect.capture.live import CaptureStats
+
+        with open_capture(path) as capture:
+            self.all = [p._replace(offset=-1) for p in capture.packets()]
+        self.linktype = self.all[0].linktype
+        self.stats = CaptureStats()
+        self.released = 0
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+
+    def release(self, count: int) -> None:
+        self.released = min(len(self.all), self.released + count)
+        os.write(self._write, b".")
+
+    def fileno(self) -> int:
+        return self._read
+
+    def read(self, limit: int):
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._read, 4096)
+        out = self.all[self.stats.packets : min(self.released, self.stats.packets + limit)]
+        self.stats.packets += len(out)
+        return out
+
+    def update_stats(self) -> None:
+        pass
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
+
+
+def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path, monkeypatch):
+    """`live --browse`: the list grows as packets come; a filter covers what was captured and what comes after;
+    a body opens from the pcap the packets were kept in; the findings so far, and all of them once it stops."""
+    from kdissect.browse.live import LiveFeed
+
+    replay = Replay(GROUP)
+    total = len(replay.all)
+    expected = exchanges(GROUP)
+    joins = [e.id for e in exchanges(GROUP, "api == JoinGroup")]
+    kept = tmp_path / "kept.pcap"
+
+    async def run():
+        with open(kept, "wb") as store:
+            app = BrowseApp(kept, Options(), live=LiveFeed(replay, store, packets=total))
+            async with app.run_test(size=(160, 45)) as pilot:
+                lines = app.query_one("#list", Lines)
+
+                async def until(test):
+                    for _ in range(200):
+                        app.refresh_view()
+                        if test():
+                            return
+                        await pilot.pause(0.05)
+                    raise AssertionError("the browser did not get there")
+
+                assert lines.count == 0
+                replay.release(total // 2)
+                await until(lambda: replay.stats.packets == total // 2 and lines.count > 0)
+                await pilot.pause(0.5)
+                app.refresh_view()
+                half = lines.count
+                assert 0 < half < len(expected) and not app.index.done
+                assert "capturing on replay" in str(app.query_one("#status", Static).render())
+                assert lines.cursor == half - 1  # the cursor on the last line follows the rows as they come
+                rows = [app.index.row(app.position(i)) for i in range(half)]
+                assert [(r.id, r.api_key, r.correlation_id, r.status) for r in rows] == [
+                    (e.id, e.api_key, e.correlation_id, e.status) for e in expected[:half]
+                ]
+                assert [line.split()[0] for line in list_lines(app)] == [str(e.id) for e in expected[:half]]
+                await pilot.press("f")
+                app._slow_due = 0.0
+                await until(lambda: "so far)" in str(app.query_one("#tabs").get_tab("findings-tab").label))
+                await pilot.press("f", "slash", *"api == JoinGroup", "enter")
+                await until(lambda: app._scan_done)
+                before = [app.position(i) + 1 for i in range(lines.count)]
+                assert before == [i for i in joins if i <= half]
+                # another filter, whose pass over the kept file is slow: what is captured meanwhile is not lost
+                from kdissect.browse import app as app_module
+
+                scan_may_go, events_of = threading.Event(), app_module.events
+
+                def held(*args):
+                    scan_may_go.wait(30)
+                    yield from events_of(*args)
+
+                monkeypatch.setattr(app_module, "events", held)
+                app.apply_filter("api == JoinGroup or api == SyncGroup")
+                replay.release(total)
+                await until(lambda: app.index.done)
+                scan_may_go.set()
+                await settled(app, pilot)
+                chosen = [e.id for e in exchanges(GROUP, "api == JoinGroup or api == SyncGroup")]
+                assert [app.position(i) + 1 for i in range(lines.count)] == chosen and max(chosen) > half
+                await pilot.press("slash", "ctrl+u", *"api == JoinGroup", "enter")
+                await settled(app, pilot)
+                assert [app.position(i) + 1 for i in range(lines.count)] == joins and len(joins) > len(before)
+                status = str(app.query_one("#status", Static).render())
+                assert f"capture stopped after {total} packets (--packets)" in status
+                assert [r[1] for r in findings_rows(app)] == [f["id"] for f in doctor_findings(GROUP)]
+                assert str(app.query_one("#tabs").get_tab("findings-tab").label) == f"Findings ({len(doctor_findings(GROUP))})"
+                late = next(e for e in expected if e.id == joins[-1])
+                await open_exchange(app, pilot, late.id)
+                assert app.exchange.request.frame.data == late.request.frame.data
+                assert app.exchange.response.frame.data == late.response.frame.data
+                assert any(str(n.label).startswith("Body JoinGroupRequest v") for n in tree_nodes(app))
+        # the kept file holds every packet captured, as captured
+        from kdissect.capture import open_capture
+
+        with open_capture(kept) as capture:
+            assert [(p.ts, p.data) for p in capture.packets()] == [(p.ts, p.data) for p in replay.all]
+
+    asyncio.run(run())
+
+
+@needs_capture
+def test_live_browse_on_loopback(tmp_path):
+    """A real capture on `lo`: a client sends a real client's request frames to a server that answers each with
+    the broker's recorded response; the rows come as they are captured and a body opens from the kept file."""
+    import socket
+    import struct
+
+    from kdissect.browse.live import LiveFeed
+    from kdissect.capture.live import capture_filter, open_live
+
+    recorded = [e for e in exchanges(GROUP) if e.connection.id == 1 and e.request and e.response]
+    assert len(recorded) >= 2
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            for exchange in recorded:
+                size = struct.unpack("!i", conn.recv(4, socket.MSG_WAITALL))[0]
+                conn.recv(size, socket.MSG_WAITALL)
+                data = exchange.response.frame.data
+                conn.sendall(struct.pack("!i", len(data)) + data)
+
+    def client() -> None:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            for exchange in recorded:
+                data = exchange.request.frame.data
+                sock.sendall(struct.pack("!i", len(data)) + data)
+                size = struct.unpack("!i", sock.recv(4, socket.MSG_WAITALL))[0]
+                sock.recv(size, socket.MSG_WAITALL)
+
+    capture = open_live("lo", capture_filter([port]))
+    threading.Thread(target=serve, daemon=True).start()
+
+    async def run():
+        with open(tmp_path / "kept.pcap", "wb") as store:
+            app = BrowseApp(tmp_path / "kept.pcap", Options(ports=frozenset({port})), live=LiveFeed(capture, store))
+            async with app.run_test(size=(160, 45)) as pilot:
+                await pilot.pause(0.3)
+                talk = threading.Thread(target=client)
+                talk.start()
+                lines = app.query_one("#list", Lines)
+                for _ in range(200):
+                    app.refresh_view()
+                    if lines.count == len(recorded):
+                        break
+                    await pilot.pause(0.05)
+                talk.join(10)
+                rows = [app.index.row(app.position(i)) for i in range(lines.count)]
+                assert [(r.api_key, r.correlation_id, r.client_id, r.status) for r in rows] == [
+                    (e.api_key, e.correlation_id, e.client_id, e.status) for e in recorded
+                ]
+                assert "capturing on lo" in str(app.query_one("#status", Static).render())
+                await open_exchange(app, pilot, len(recorded))
+                assert app.exchange.response.frame.data == recorded[-1].response.frame.data
+                assert any(str(n.label).startswith("Body ") for n in tree_nodes(app))
+            app.indexer.join(5)
+            assert not app.indexer.is_alive()  # closing the browser ends the capture's pass
+
+    try:
+        asyncio.run(run())
+    finally:
+        capture.close()
+        server.close()
+
+
+def test_live_browse_follows_a_key_log_the_clients_write_during_the_session(tmp_path):
+    """`live --browse --tls-keylog FILE`: secrets written to the file after the browser started decrypt the
+    connections captured after them, as in `live`."""
+    from kdissect.browse.live import LiveFeed
+
+    tls = ROOT / "captures" / "tls13-aes128-kafka-python.pcap"
+    plain = exchanges(ROOT / "captures" / "tls13-aes128-kafka-python-plain.pcap")
+    replay = Replay(tls)
+    log = tmp_path / "keys.log"
+    log.write_bytes(b"")
+
+    async def run():
+        with open(tmp_path / "kept.pcap", "wb") as store:
+            feed = LiveFeed(replay, store, packets=len(replay.all), keylog=log)
+            app = BrowseApp(tmp_path / "kept.pcap", Options(tls_keylog=b""), live=feed)
+            async with app.run_test(size=(160, 45)) as pilot:
+                await pilot.pause(0.3)
+                log.write_bytes(tls.with_suffix(".keylog").read_bytes())  # the clients log their secrets
+                replay.release(len(replay.all))
+                await settled(app, pilot)
+                rows = [app.index.row(i) for i in range(len(app.index))]
+                assert [(r.api_key, r.correlation_id, r.status) for r in rows] == [(e.api_key, e.correlation_id, e.status) for e in plain]
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("extra", [["--json"], ["--count", "3"]])
+def test_live_browse_refuses_what_only_a_printed_session_does(extra):
+    import subprocess
+
+    from tests.test_live import live_command
+
+    done = subprocess.run(live_command("-i", "lo", "--browse", *extra), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "kdissect: error: --browse shows every exchange in the browser: --json, --count and --all-events do not go with it"
+    ]
+
+
+def test_live_browse_starts_with_a_filter_before_any_packet(tmp_path):
+    """`live --browse -Y EXPR`: the filter applies before anything was captured; its rows come as they do."""
+    from kdissect.browse.live import LiveFeed
+
+    replay = Replay(GROUP)
+    joins = [e.id for e in exchanges(GROUP, "api == JoinGroup")]
+
+    async def run():
+        with open(tmp_path / "kept.pcap", "wb") as store:
+            app = BrowseApp(tmp_path / "kept.pcap", Options(), "api == JoinGroup", live=LiveFeed(replay, store, packets=len(replay.all)))
+            async with app.run_test(size=(160, 45)) as pilot:
+                await pilot.pause(0.3)
+                assert app.matches == [] and app._scan_done
+                replay.release(len(replay.all))
+                await settled(app, pilot)
+                lines = app.query_one("#list", Lines)
+                assert [app.position(i) + 1 for i in range(lines.count)] == joins
+
+    asyncio.run(run())

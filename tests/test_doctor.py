@@ -388,6 +388,26 @@ def test_stats_has_a_findings_section() -> None:
     assert [row["id"] for row in tables["findings"] if row["severity"] == "warning"] == ["consumer.lag"]
 
 
+def test_the_report_wraps_under_each_line_at_80_columns() -> None:
+    """A wrapped explanation continues under its own start, not at the left edge (a reader scans the left edge
+    for finding ids)."""
+    import io
+
+    from kdissect.views.console import PipeConsole
+    from kdissect.views.doctor import print_findings
+
+    stream = io.StringIO()
+    console = PipeConsole(file=stream, highlight=False, soft_wrap=True, width=80)
+    findings, _ = diagnose(packets_of(CAPTURES / "doctor-rebalance-storm.pcap"))
+    print_findings(findings, console, "FILE")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) > 40 and max(map(len, lines)) <= 80
+    assert all(line == line.rstrip() for line in lines)
+    ids_at_edge = {line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")}
+    assert ids_at_edge == {f.id for f in findings}
+    assert all(line.startswith("  ") or line.split(" ")[0] in {"WARNING", "INFO", "ERROR"} for line in lines if line)
+
+
 # -- what is worth knowing: info findings on real captures ---------------------------------------------------------
 
 INFO = {

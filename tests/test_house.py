@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
-    "browse": CORE_STAGES | {"dissector", "views", "filter"},
+    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor"},
     "cli": {"commands"},
     "__main__": {"cli"},

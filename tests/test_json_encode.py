@@ -23,6 +23,7 @@ from kdissect.views.json_lines import (
     encode,
     exchange_tree,
     notice_json,
+    streamed,
     value_json,
 )
 
@@ -56,6 +57,27 @@ def test_every_event_of_a_capture_encodes_as_json_dumps_does(path):
     assert count > 0
 
 
+@pytest.fixture
+def in_small_pieces(monkeypatch):
+    """The streaming writer cut as fine as it goes: two elements a piece, each piece handed on at once."""
+    from kdissect.views import json_lines
+
+    monkeypatch.setattr(json_lines, "PIECE", 2)
+    monkeypatch.setattr(json_lines, "FLUSH", 1)
+
+
+@pytest.mark.parametrize("path", CAPTURES + PUBLIC, ids=os.path.basename)
+def test_every_exchange_streamed_in_pieces_is_the_same_line(path, in_small_pieces):
+    """`streamed` writes a large exchange a few records or elements at a time; joined, the pieces are the line."""
+    count = 0
+    for obj in trees(path):
+        if obj["type"] == "exchange":
+            assert b"".join(streamed(obj)) == encode(obj)
+            count += 1
+    if not count:
+        pytest.skip("no exchange without its TLS keys")
+
+
 FLOATS = [0.0, -0.0, 1.5, 0.1, 1e-4, 9.999e-5, 1e-5, 1e16, 1e15, 1.7976931348623157e308, 5e-324, -2.5e-7, math.inf, -math.inf, math.nan]
 
 
@@ -66,13 +88,13 @@ def exchange_with(struct: Struct) -> dict:
 @pytest.mark.parametrize("value", FLOATS, ids=repr)
 def test_a_float_field_is_spelt_as_json_dumps_spells_it(value):
     struct = Struct(("Value", "Values"), [value, [value, 2.0]])
-    assert encode(exchange_with(struct)) == reference(exchange_with(struct))
+    assert encode(exchange_with(struct)) == reference(exchange_with(struct)) == b"".join(streamed(exchange_with(struct)))
 
 
 @pytest.mark.parametrize("value", [2**63, 2**64, -(2**63) - 1, 2**70])
 def test_an_integer_past_64_bits_is_written_whole(value):
     obj = exchange_with(Struct(("Offset",), [value]))
-    assert encode(obj) == reference(obj)
+    assert encode(obj) == reference(obj) == b"".join(streamed(obj))
     assert json.loads(encode(obj))["request"]["body"]["Offset"] == value
 
 
@@ -90,7 +112,7 @@ def test_annotations_and_nested_structs():
     inner = Struct(("TopicId",), [b"\x00" * 16])
     inner.annotations = {"TopicId": "orders"}
     obj = exchange_with(Struct(("Topics", "Ratio"), [[inner, inner], 1e-9]))
-    assert encode(obj) == reference(obj)
+    assert encode(obj) == reference(obj) == b"".join(streamed(obj))
 
 
 def test_a_text_stream_gets_the_same_lines_as_a_byte_stream():

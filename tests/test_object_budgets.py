@@ -153,3 +153,70 @@ def test_exchanges_name_what_was_cut():
     assert [d.message for d in exchange.request.diagnostics if d.code == "body.array-cut"] == [
         "Topics: 500 elements, the first 50 kept (max_array_elements)"
     ]
+
+
+class _Discard:
+    """A UTF-8 text stream whose byte buffer counts what it is given and keeps none of it."""
+
+    encoding = "utf-8"
+
+    def __init__(self) -> None:
+        self.buffer = self
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_json_writer_streams_a_large_exchange():
+    """One Produce of 10k..40k records: its NDJSON line grows fourfold, while what writing it takes stays flat, as it
+    is made a few records at a time; built whole (records' JSON objects, then the line) it grows with the line."""
+    from kdissect.views.json_lines import JsonLinesWriter, exchange_tree
+
+    streamed, whole, written = [], [], []
+    for scale in (1, 2, 4):
+        events = make_dissector(Options()).run(_produce_capture(1, 10_000 * scale))
+        (exchange,) = [e for e in events if isinstance(e, Exchange)]
+        out = _Discard()
+        streamed.append(_peak(JsonLinesWriter(out).write_exchange, exchange)[1])
+        written.append(out.written)
+        whole.append(_peak(JsonLinesWriter(_Discard()).write, exchange_tree(exchange))[1])
+    assert written[2] > 3.5 * written[0], written
+    assert streamed[2] < 1.3 * streamed[0] and streamed[2] < written[2] // 8, (streamed, written)
+    assert whole[2] > 3 * whole[0], whole
+
+
+def test_nested_compressed_fan_out_stays_within_the_record_budgets():
+    """gzip wrappers of wrappers of wrappers, each holding 12..48 copies of the level below (1,728 to 110,592
+    messages from a few hundred bytes): the record budgets stop what is built, so dissecting and writing the exchange
+    peaks alike at every fan-out, and the messages past the budgets are counted."""
+    from kdissect.testing.record_encoder import nested_fan_out
+    from kdissect.views.json_lines import JsonLinesWriter
+
+    limits = Limits(max_records_batch=500, max_records_exchange=1000)
+    peaks = []
+    for fanout in (12, 24, 48):
+        values = {
+            "Acks": 1,
+            "TimeoutMs": 100,
+            "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": nested_fan_out(fanout, 3)}]}],
+        }
+        conv = Conversation(clock=Clock())
+        packets = conv.handshake() + conv.send(CLIENT, request(PRODUCE, 2, 1, encode_body(PRODUCE, 2, "request", values)))
+        out = _Discard()
+
+        def dissect_and_write(packets=packets, out=out):
+            exchanges = [e for e in make_dissector(Options(limits=limits)).run(packets) if isinstance(e, Exchange)]
+            writer = JsonLinesWriter(out)
+            for exchange in exchanges:
+                writer.write_exchange(exchange)
+            return exchanges
+
+        (exchange,), peak = _peak(dissect_and_write)
+        peaks.append(peak)
+        (placed,) = exchange.request.body.records
+        assert placed.records.not_shown > 0 and sum(1 for _ in placed.records.records()) <= 1000, fanout
+    assert peaks[2] < 1.5 * peaks[0], peaks

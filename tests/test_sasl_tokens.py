@@ -8,9 +8,16 @@ SaslServerAuthenticator and the clients' legacy path exchange them (an empty rep
 
 from __future__ import annotations
 
+import datetime
 import io
+import ssl
 import struct
+from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from rich.console import Console
 
 from kdissect.decode.redaction import Redacted
@@ -33,14 +40,19 @@ def token(data: bytes) -> bytes:
     return struct.pack(">i", len(data)) + data
 
 
+def turns(mechanism: bytes, tokens: list[tuple[bytes, bytes]]) -> list[tuple[int, bytes]]:
+    """What each side sends, in order: SaslHandshake v0, the raw tokens and their replies, then a Metadata request."""
+    out = [(CLIENT, craft.request(17, 0, 1, string(mechanism))), (SERVER, craft.response(1, struct.pack(">hi", 0, 1) + string(mechanism)))]
+    for sent, reply in tokens:
+        out += [(CLIENT, token(sent)), (SERVER, token(reply))]
+    return out + [(CLIENT, craft.request(3, 1, 2, b"\0\0\0\0")), (SERVER, craft.response(2, b"\0" * 12))]
+
+
 def conversation(mechanism: bytes, tokens: list[tuple[bytes, bytes]]) -> list:
     conv = craft.Conversation()
     packets = conv.handshake()
-    packets += conv.send(CLIENT, craft.request(17, 0, 1, string(mechanism)))
-    packets += conv.send(SERVER, craft.response(1, struct.pack(">hi", 0, 1) + string(mechanism)))
-    for sent, reply in tokens:
-        packets += conv.send(CLIENT, token(sent)) + conv.send(SERVER, token(reply))
-    packets += conv.send(CLIENT, craft.request(3, 1, 2, b"\0\0\0\0")) + conv.send(SERVER, craft.response(2, b"\0" * 12))
+    for side, data in turns(mechanism, tokens):
+        packets += conv.send(side, data)
     return packets + conv.close()
 
 
@@ -100,3 +112,74 @@ def test_show_hex_masks_the_password_of_a_raw_token_unless_secrets_are_shown() -
     assert "s3cret" not in hidden and PASSWORD.hex(" ")[:8] not in hidden and "<redacted, 16 bytes>" in hidden
     shown = hex_view(exchanges(packets, spans=True, show_secrets=True)[1])
     assert "s3cret-pw" in shown
+
+
+def tls_conversation(plaintext: list[tuple[int, bytes]], folder: Path) -> tuple[list, bytes]:
+    """The same turns inside a real TLS session (OpenSSL through Python's ssl, over memory buffers, with a
+    self-signed certificate): the packets, and the key log OpenSSL wrote for it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kafka")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    (folder / "key.pem").write_bytes(pem)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client_context.check_hostname, client_context.verify_mode = False, ssl.CERT_NONE
+    client_context.keylog_filename = str(folder / "keys.log")
+    bios = [(ssl.MemoryBIO(), ssl.MemoryBIO()), (ssl.MemoryBIO(), ssl.MemoryBIO())]  # (incoming, outgoing) per side
+    ends = (
+        client_context.wrap_bio(*bios[CLIENT], server_hostname="kafka"),
+        server_context.wrap_bio(*bios[SERVER], server_side=True),
+    )
+    conv = craft.Conversation()
+    packets = conv.handshake()
+
+    def flush(side: int) -> None:
+        data = bios[side][1].read()
+        if data:
+            packets.extend(conv.send(side, data))
+            bios[side ^ 1][0].write(data)
+
+    for _ in range(4):  # the TLS handshake, a flight at a time
+        for side in (CLIENT, SERVER):
+            try:
+                ends[side].do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            flush(side)
+    for side, data in plaintext:
+        ends[side].write(data)
+        flush(side)
+        received = b""
+        while len(received) < len(data):
+            received += ends[side ^ 1].read()
+        flush(side ^ 1)  # a TLS 1.3 server sends its session tickets with its first reply
+        assert received == data
+    return packets + conv.close(), (folder / "keys.log").read_bytes()
+
+
+def test_raw_tokens_after_a_v0_handshake_inside_tls(tmp_path) -> None:
+    """Inside TLS the framers sit behind the TLS gate: the SASL phase makes those framers take the broker's empty
+    reply to PLAIN (a frame of size 0) and the client's token, so they pair as in plaintext, the password redacted."""
+    packets, keylog = tls_conversation(turns(b"PLAIN", [(b"\0alice\0" + PASSWORD, b"")]), tmp_path)
+    assert keylog and PASSWORD not in b"".join(p.data for p in packets)
+    found = exchanges(packets, tls_keylog=keylog, spans=True)
+    assert [(e.status, api_label(e)) for e in found] == [("ok", "SaslHandshake v0"), ("ok", "SASL token"), ("ok", "Metadata v1")]
+    plain = found[1]
+    assert plain.connection.tls is not None and plain.sasl_token and plain.diagnostics == ()
+    assert plain.request.body.fields["AuthBytes"] == Redacted(7 + len(PASSWORD)) and plain.response.frame.size == 0
+    hidden = hex_view(plain)
+    assert "s3cret" not in hidden and PASSWORD.hex(" ")[:8] not in hidden and "<redacted, 16 bytes>" in hidden
+    assert "s3cret-pw" in hex_view(exchanges(packets, tls_keylog=keylog, spans=True, show_secrets=True)[1])

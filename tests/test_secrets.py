@@ -34,7 +34,20 @@ SECRETS = {
     "overrun password": b"Mw3ovXrrUnPwX",
     "cut password": b"Jc6cuTPqsswdY0",
     "raw token password": b"Rw8tKnPqzVx",
+    "jaas password": b"Ja7sPwQnLx3",
+    "listener jaas password": b"Ls9jAsKrWq2",
+    "keystore password": b"Ks4tOrEpWd8",
+    "topic config secret": b"Tc5sEcRtYu1",
+    "sensitive config": b"Se6nSiTvZx0",
+    "described keystore password": b"Dk2sCrPwMn7",
+    "synonym password": b"Sy3nPwDvBq5",
+    "private key": b"Pk8eYbLkQw4",
 }
+ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, CREATE_TOPICS, DESCRIBE_CONFIGS = 33, 44, 19, 32
+
+
+def _jaas(password: bytes) -> str:
+    return f'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="{password.decode()}";'
 
 
 def _flexible_header(key: int, version: int) -> int:
@@ -94,8 +107,58 @@ def craft_capture(path: Path) -> None:
     packets += raw.handshake() + _calls(raw, [(SASL_HANDSHAKE, 0, {"Mechanism": "PLAIN"}, {"Mechanisms": ["PLAIN"]})])
     token = b"\0dave\0" + s["raw token password"]
     packets += raw.send(CLIENT, struct.pack(">i", len(token)) + token) + raw.send(SERVER, struct.pack(">i", 0)) + raw.close()
+    packets += _configs(Conversation(client_port=40007, clock=clock))
     with open(path, "wb") as out:
         PcapWriter(out, packets[0].linktype).write_all(packets)
+
+
+def _configs(conv: Conversation) -> list:
+    """Credentials in config values: set by AlterConfigs, IncrementalAlterConfigs and CreateTopics, read back by
+    DescribeConfigs (a broker that does not null them, and a synonym), one marked sensitive by the broker alone."""
+    s = SECRETS
+    broker = {"ResourceType": 4, "ResourceName": "1"}
+    alter = {
+        "Resources": [
+            {
+                **broker,
+                "Configs": [
+                    {"Name": "sasl.jaas.config", "Value": _jaas(s["jaas password"])},
+                    {"Name": "log.retention.ms", "Value": "1000"},
+                ],
+            }
+        ]
+    }
+    listener = "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config"
+    incremental = {
+        "Resources": [
+            {
+                **broker,
+                "Configs": [
+                    {"Name": listener, "ConfigOperation": 0, "Value": _jaas(s["listener jaas password"])},
+                    {"Name": "ssl.keystore.password", "ConfigOperation": 0, "Value": s["keystore password"].decode()},
+                ],
+            }
+        ]
+    }
+    topic = {"Name": "orders", "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": []}
+    created = {**topic, "Configs": [{"Name": "x.client.secret", "Value": s["topic config secret"].decode()}]}
+    answered = {"Name": "orders", "NumPartitions": 1, "ReplicationFactor": 1}
+    answered["Configs"] = [{"Name": "custom.thing", "Value": s["sensitive config"].decode(), "IsSensitive": True}]
+    synonym = {"Name": "listener.name.ssl.ssl.keystore.password", "Value": s["synonym password"].decode(), "Source": 1}
+    described = [
+        {"Name": "ssl.keystore.password", "Value": s["described keystore password"].decode(), "Synonyms": [synonym]},
+        {"Name": "ssl.keystore.key", "Value": "-----BEGIN PRIVATE KEY-----" + s["private key"].decode(), "Synonyms": []},
+        {"Name": "log.retention.ms", "Value": "1000", "Synonyms": []},
+    ]
+    return conv.handshake() + _calls(
+        conv,
+        [
+            (ALTER_CONFIGS, 1, alter, {"Responses": []}),
+            (INCREMENTAL_ALTER_CONFIGS, 1, incremental, {"Responses": []}),
+            (CREATE_TOPICS, 5, {"Topics": [created], "TimeoutMs": 1000}, {"Topics": [answered]}),
+            (DESCRIBE_CONFIGS, 4, {"Resources": [{**broker, "ConfigurationKeys": None}]}, {"Results": [{**broker, "Configs": described}]}),
+        ],
+    )
 
 
 def forms(secret: bytes) -> list[str]:
@@ -147,11 +210,14 @@ def commands(capture: str) -> list[tuple[str, ...]]:
         ("read", capture, "-T", "fields", "-e", "id", "-e", "api", "-e", "request.AuthBytes", "-e", "response.Hmac", "-e", "request.Hmac"),
         ("read", capture, "-T", "fields", "-e", "request.Upsertions.Salt", "-e", "request.Upsertions.SaltedPassword"),
         ("read", capture, "-T", "fields", "-e", "response.Tokens.Hmac"),
+        ("read", capture, "-T", "fields", "-e", "request.Resources.Configs.Value", "-e", "request.Topics.Configs.Value"),
+        ("read", capture, "-T", "fields", "-e", "response.Results.Configs.Value", "-e", "response.Results.Configs.Synonyms.Value"),
+        ("read", capture, "-Y", 'request.Resources.Configs.Value contains "password"', "--json"),
         ("stats", capture),
         ("stats", capture, "--json"),
     ]
     count = run("read", capture, "--json").count('"type":"exchange"')
-    assert count == 16
+    assert count == 20
     for exchange in range(1, count + 1):
         out += [("show", capture, "--exchange", str(exchange), "--hex"), ("show", capture, "--exchange", str(exchange), "--json")]
     return out + [("show", capture, *every, "--hex")]
@@ -220,4 +286,30 @@ def test_names_decide_what_is_secret():
         )
     )
     assert [f.name for f in fields if f.secret] == ["ClientSecret", "AccessToken", "KeystorePassword"]
+    config = mark_secrets((Field("Name", "string", v), Field("Value", "string", v), Field("IsSensitive", "bool", v)))
+    assert [f.name for f in config if f.config_value] == ["Value"] and not any(f.secret for f in config)
     assert words("HMACKey") == ["hmac", "key"] and words("SaltedPassword") == ["salted", "password"]
+
+
+@pytest.mark.parametrize(
+    "name,secret",
+    [
+        ("sasl.jaas.config", True),
+        ("listener.name.sasl_ssl.plain.sasl.jaas.config", True),
+        ("ssl.keystore.password", True),
+        ("ssl.key.password", True),
+        ("sasl.oauthbearer.client.secret", True),
+        ("delegation.token.secret.key", True),
+        ("ssl.keystore.key", True),
+        ("SSL.KEYSTORE.PASSWORD", True),
+        ("ssl.keystore.location", False),
+        ("ssl.keystore.certificate.chain", False),
+        ("log.retention.ms", False),
+        ("passwordless.mode", False),
+    ],
+)
+def test_config_names_decide_which_values_are_secret(name, secret):
+    from kdissect.decode.redaction import secret_config
+
+    assert secret_config(name) is secret
+    assert secret_config(name, sensitive=True)  # the broker's IsSensitive says so whatever the name

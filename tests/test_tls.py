@@ -521,7 +521,7 @@ def test_on_other_ports_a_client_hello_offering_alpn_is_not_kafka():
 def test_a_live_session_follows_the_key_log_as_clients_write_it(tmp_path):
     """`live --tls-keylog`: whole lines appended after the start go to the dissector; a line still being
     written waits; a file truncated and written anew is read from its start."""
-    from kdissect.commands.live import KeyLogFollower
+    from kdissect.tls.follow import KeyLogFollower
 
     log = tmp_path / "keys.log"
     log.write_bytes(b"# start\n")

@@ -1,4 +1,5 @@
-"""The browser: flows, the exchange list, one exchange's field tree and bytes, the filter bar, the charts tab.
+"""The browser: flows, the exchange list, one exchange's field tree and bytes, the filter bar, the charts and
+findings tabs.
 
 The index (index.py) fills on a worker thread while the first rows are already on screen; a timer picks up what
 it added. A filter is a second pass over the file (scan.py), whose matches fill the list as they are found.
@@ -25,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
 
 from kdissect.browse.charts import charts
+from kdissect.browse.findings import evidence_filter, finding_text
 from kdissect.browse.index import Index
 from kdissect.browse.lines import Lines
 from kdissect.browse.scan import events
@@ -32,7 +34,9 @@ from kdissect.browse.write import JSON_SUFFIXES, write_set
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
+from kdissect.filter.lexer import quote
 from kdissect.views.detail import DetailView, FrameDump, body_hidden
+from kdissect.views.doctor import STYLES
 from kdissect.views.summary import percentile
 from kdissect.views.terminal import duration, exchange_row, header_row, row_columns, status_cell
 
@@ -51,16 +55,20 @@ HEX_BYTES = 10
 
 HELP = """[b]kdissect browse[/b]
 
-  [b]/[/b]        filter (the -Y language of `kdissect read`; Enter applies, Esc cancels)
-  [b]Enter[/b]    open the exchange under the cursor (on a flow: show only its exchanges); a double click too
-  [b]Tab[/b]      next pane          [b]x[/b]  hex pane on or off
-  [b]n / N[/b]    next / previous exchange with an error or a diagnostic
-  [b]c[/b]        the selected exchange's connection    [b]g[/b]  its consumer group
-  [b]s / S[/b]    sort by the next column / reverse the order
-  [b]w[/b]        write the exchanges on the list to FILE.pcap or FILE.ndjson
-  [b]t[/b]        the charts tab and back: latency per API, exchanges per second, consumer groups
-  [b]?[/b]        this help          [b]q[/b]  quit
-  In the tree, the selected field's bytes are highlighted in the hex pane; click a byte to find its field.
+  [b]/[/b]      filter (-Y language of `read`; Enter applies, Esc cancels)
+  [b]Enter[/b]  open the exchange under the cursor; on a flow, its exchanges
+  [b]Tab[/b]    next pane                  [b]x[/b]  hex pane on or off
+  [b]n / N[/b]  next / previous exchange with an error or a diagnostic
+  [b]c[/b]      the exchange's connection  [b]g[/b]  its consumer group
+  [b]s / S[/b]  sort by the next column / reverse the order
+  [b]w[/b]      write the list to FILE.pcap or FILE.ndjson
+  [b]t[/b]      charts and back: latency per API, exchanges per second, groups
+  [b]f[/b]      findings and back (doctor): on a finding, [b]Enter[/b] lists its
+         evidence exchanges, [b]c[/b] its connections, [b]g[/b] its groups
+  [b]?[/b]      this help                  [b]q[/b]  quit
+  The tree's selected field lights its bytes in the hex pane. Mouse:
+  double-click a row to open it, click a byte to find its field, a
+  column name to sort. Live: a cursor on the last row follows new rows.
 
 Press any key to close."""
 
@@ -123,27 +131,32 @@ class BrowseApp(App[None]):
     #filter-bar.open { display: block; }
     #filter-error { color: $error; height: auto; }
     #status { height: 1; background: $panel; }
-    #help, #write { width: 90; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    #findings { height: auto; max-height: 40%; overflow-x: hidden; }
+    #finding-scroll { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    #help, #write { width: 90; max-width: 100%; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
     HelpScreen, WriteScreen { align: center middle; }
     """
     BINDINGS = [
+        Binding("question_mark", "help", "help", key_display="?"),
         Binding("slash", "filter", "filter"),
+        Binding("f", "tab('findings-tab')", "findings"),
+        Binding("t", "tab('charts-tab')", "charts"),
         Binding("n", "flagged(1)", "next error"),
-        Binding("N", "flagged(-1)", "prev error", key_display="N"),
+        Binding("N", "flagged(-1)", "prev error", key_display="N", show=False),
         Binding("c", "follow_connection", "conn"),
         Binding("g", "follow_group", "group"),
         Binding("x", "toggle_hex", "hex"),
         Binding("s", "sort(1)", "sort"),
         Binding("S", "sort(0)", "reverse", show=False),
         Binding("w", "write", "write"),
-        Binding("t", "other_tab", "charts/list"),
-        Binding("question_mark", "help", "help", key_display="?"),
         Binding("q", "quit", "quit"),
     ]
 
-    def __init__(self, path: Path, options: Options, initial_filter: str = "") -> None:
+    def __init__(self, path: Path, options: Options, initial_filter: str = "", live: Any = None) -> None:
+        """`live`: a `browse.live.LiveFeed`, whose packets are kept in `path` as they are captured."""
         super().__init__()
-        self.index = Index(path, options)
+        self.index = Index(path, options, live)
+        self.live = live
         self.path = path
         self.applied = ""
         """The filter text the list shows."""
@@ -152,6 +165,8 @@ class BrowseApp(App[None]):
         self._scan_done = True
         self._generation = 0
         self._stop = threading.Event()
+        self.indexer = threading.Thread(target=self.index.run, args=(self._stop,), daemon=True, name="kdissect-index")
+        """The index's pass; a live one ends within a tick of the app's closing (the command waits for it)."""
         self.order: list[int] | None = None
         """The list's positions in sorted order; None in capture order."""
         self.columns = row_columns(160)
@@ -161,6 +176,7 @@ class BrowseApp(App[None]):
         self.reverse = False
         self._shown = -1
         self._flows_seen = (-1, -1)
+        self._findings_shown: list[Any] | None = None
         self._slow_due = 0.0
         self.exchange: Exchange | None = None
         self._fields: list[tuple[Any, str, int, int]] = []
@@ -188,6 +204,10 @@ class BrowseApp(App[None]):
             with TabPane("Charts", id="charts-tab"):
                 with VerticalScroll(id="charts-scroll"):
                     yield Static("", id="charts")
+            with TabPane("Findings", id="findings-tab"):
+                yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+                with VerticalScroll(id="finding-scroll"):
+                    yield Static("", id="finding")
         with Vertical(id="filter-bar"):
             yield Input(placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter", select_on_focus=False)
             yield Static("", id="filter-error")
@@ -198,7 +218,8 @@ class BrowseApp(App[None]):
         flows = self.query_one("#flows", DataTable)
         for name in ("#", "client → broker", "client ids", "exch", "errors", "p50", "p99"):
             flows.add_column(name, key=name)
-        threading.Thread(target=self.index.run, args=(self._stop,), daemon=True, name="kdissect-index").start()
+        self.query_one("#findings", DataTable).add_columns("severity", "finding", "title")
+        self.indexer.start()
         self.set_interval(REFRESH, self.refresh_view)
         self.query_one("#list", ExchangeList).focus()
         if self._initial_filter:
@@ -290,13 +311,21 @@ class BrowseApp(App[None]):
         lines = self._main("#list", ExchangeList)
         count = self.shown()
         if count != self._shown:
+            # live, a cursor on the last line follows the rows as they come (move it up to stay)
+            tail = self.live is not None and lines.cursor >= lines.count - 1 and not self.query_one("#detail-row").has_class("open")
             self._shown = count
             lines.reset(count)
+            if tail and count:
+                lines.cursor = count - 1
         self._refresh_status()
         if slow:
             self._refresh_flows()
             if self._main("#tabs", TabbedContent).active == "charts-tab":
                 self._main("#charts", Static).update(charts(self.index, max(20, self.size.width - 4)))
+        if self.live is not None and slow and not self.index.done and self._main("#tabs", TabbedContent).active == "findings-tab":
+            self.index.findings_wanted = True  # the findings so far, taken between two turns of the capture
+        if self._findings_shown is not self.index.findings or (slow and self.index.findings is None):
+            self._refresh_findings()
 
     def _refresh_flows(self) -> None:
         summary = self.index.summary
@@ -327,11 +356,70 @@ class BrowseApp(App[None]):
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1))
 
+    def _refresh_findings(self) -> None:
+        """The findings tab: the doctor's findings once the index is complete; until then, how far it is."""
+        findings = self._findings_shown = self.index.findings
+        tabs = self._main("#tabs", TabbedContent)
+        if findings is None:
+            waiting = (
+                "The findings of what was captured so far come when this tab is shown."
+                if self.live is not None
+                else f"The doctor judges the capture as a whole: its findings come when the index is complete{self._progress()}."
+            )
+            self._main("#finding", Static).update(Text(waiting, style="yellow"))
+            return
+        so_far = " so far" if self.live is not None and not self.index.done else ""
+        tabs.get_tab("findings-tab").label = f"Findings ({len(findings)}{so_far})"
+        table = self._main("#findings", DataTable)
+        row = table.cursor_row
+        table.clear()
+        for finding in findings:
+            table.add_row(Text(finding.severity, style=STYLES[finding.severity]), finding.id, finding.title)
+        if findings:
+            row = min(max(row, 0), len(findings) - 1)
+            table.move_cursor(row=row)
+            self._main("#finding", Static).update(finding_text(findings[row]))
+        else:
+            self._main("#finding", Static).update("No findings: the doctor's rules found nothing to say about this capture.")
+
+    def finding(self) -> Any:
+        """The finding under the findings tab's cursor, when that tab is shown."""
+        if self.query_one("#tabs", TabbedContent).active != "findings-tab" or not self._findings_shown:
+            return None
+        row = self.query_one("#findings", DataTable).cursor_row
+        return self._findings_shown[row] if 0 <= row < len(self._findings_shown) else None
+
+    @on(DataTable.RowHighlighted, "#findings")
+    def finding_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self._findings_shown and 0 <= event.cursor_row < len(self._findings_shown):
+            self.query_one("#finding", Static).update(finding_text(self._findings_shown[event.cursor_row]))
+
+    @on(DataTable.RowSelected, "#findings")
+    def finding_chosen(self, event: DataTable.RowSelected) -> None:
+        self._evidence(None)
+
+    def _evidence(self, kind: str | None) -> None:
+        """The list, filtered to the evidence of the selected finding (of `kind`, or the first kind it has)."""
+        finding = self.finding()
+        expression = None if finding is None else evidence_filter(finding.evidence, kind)
+        if expression is None:
+            self.notify(f"this finding names no {kind or 'evidence'}", severity="warning")
+            return
+        self.action_tab("browse")
+        self.follow(expression)
+
     def _refresh_status(self) -> None:
         index = self.index
         text = Text(f" {len(index)} exchanges", style="bold")
-        if not index.done:
+        if self.live is not None:
+            capture = self.live.capture
+            stopped = f"capture stopped after {self.live.stopped}" if self.live.stopped else "capture stopped"
+            text.append(f", {stopped}" if index.done else f", capturing on {capture.interface}", style="yellow")
+            text.append(f" ({capture.stats.packets} packets)")
+        elif not index.done:
             text.append(f", indexing{self._progress()}…", style="yellow")
+        if self.live is not None and self.live.failure:
+            text.append(f"  {self.live.failure}", style="red")
         if index.failure:
             text.append(f"  {index.failure}", style="red")
         if self.matches is not None:
@@ -350,6 +438,8 @@ class BrowseApp(App[None]):
         return self.screen_stack[0].query_one(selector, kind)
 
     def _progress(self) -> str:
+        if self.live is not None:
+            return ""
         try:
             size = self.path.stat().st_size
         except OSError:
@@ -425,6 +515,7 @@ class BrowseApp(App[None]):
         self.applied = text.strip()
         self.order = None
         self._shown = -1
+        self.index.following = None
         if not self.applied:
             self.matches = None
             self._scan_done = True
@@ -432,20 +523,39 @@ class BrowseApp(App[None]):
             wanted = compile_filter([("-Y", self.applied)])
             self.matches = []
             self._scan_done = False
-            threading.Thread(target=self._scan, args=(wanted, self.matches, self._generation), daemon=True, name="kdissect-filter").start()
+            upto = None
+            if self.live is not None:
+                with self.index.lock:  # from here on the index tests what it adds; the pass looks at the rest
+                    upto = len(self.index)
+                    self.index.following = (wanted, upto, [])
+            threading.Thread(
+                target=self._scan, args=(wanted, self.matches, self._generation, upto), daemon=True, name="kdissect-filter"
+            ).start()
         self.refresh_view()
 
-    def _scan(self, wanted: Any, found: list[int], generation: int) -> None:
+    def _scan(self, wanted: Any, found: list[int], generation: int, upto: int | None) -> None:
+        """The filter's pass over the file. Live (`upto`: the exchanges indexed when the filter was applied), the
+        file holds what was captured so far: the pass looks at those exchanges, the index tests every later one
+        (index.following), first into a list of its own, then, once the pass is done, straight onto the list."""
         try:
-            for event in events(self.path, replace(self.index.options, keep=wanted.keep)):
+            for event in events(self.path, replace(self.index.options, keep=wanted.keep)) if upto != 0 else ():
                 if generation != self._generation or self._stop.is_set():
                     return
-                if isinstance(event, Exchange) and wanted.matches(event):
-                    found.append(event.id - 1)
+                if isinstance(event, Exchange):
+                    if upto is not None and event.id > upto:
+                        break
+                    if wanted.matches(event):
+                        found.append(event.id - 1)
         except Exception as exc:  # the capture broke mid-way: the matches so far stay on the list
             self._tell(self.notify, str(exc), severity="error")
         finally:
             if generation == self._generation:
+                if upto is not None:
+                    with self.index.lock:
+                        following = self.index.following
+                        if following is not None and following[0] is wanted:  # not a later filter's
+                            found.extend(following[2])  # what the index matched meanwhile, and will match from now on
+                            self.index.following = (wanted, upto, found)
                 self._scan_done = True
 
     def follow(self, expression: str) -> None:
@@ -454,11 +564,17 @@ class BrowseApp(App[None]):
         self.query_one("#list", ExchangeList).cursor = 0
 
     def action_follow_connection(self) -> None:
+        if self.finding() is not None:
+            self._evidence("connections")
+            return
         position = self.current()
         if position is not None:
             self.follow(f"connection == {self.index.row(position).connection.id}")
 
     def action_follow_group(self) -> None:
+        if self.finding() is not None:
+            self._evidence("groups")
+            return
         position = self.current()
         if position is None:
             return
@@ -466,7 +582,7 @@ class BrowseApp(App[None]):
         if not groups:
             self.notify("this exchange names no consumer group", severity="warning")
             return
-        self.follow(f"group == {groups[0]!r}".replace("'", '"'))
+        self.follow(f"group == {quote(groups[0])}")
 
     @on(DataTable.RowSelected, "#flows")
     def flow_chosen(self, event: DataTable.RowSelected) -> None:
@@ -502,12 +618,13 @@ class BrowseApp(App[None]):
         self.show_header()
         self.refresh_view()
 
-    def action_other_tab(self) -> None:
+    def action_tab(self, name: str) -> None:
+        """Show the tab `name`; when it is shown already, the list again."""
         tabs = self.query_one("#tabs", TabbedContent)
-        charts_shown = tabs.active == "charts-tab"
-        tabs.active = "browse" if charts_shown else "charts-tab"
+        name = "browse" if tabs.active == name else name
+        tabs.active = name
         # focus goes with the tab: a focused widget on the other one would take its tab back
-        self.query_one("#list" if charts_shown else "#charts-scroll").focus()
+        self.query_one({"browse": "#list", "charts-tab": "#charts-scroll", "findings-tab": "#findings"}[name]).focus()
         self._slow_due = 0.0
         self.refresh_view()
 

@@ -17,6 +17,8 @@ from kdissect.browse.scan import events, exchange_at
 from kdissect.decode.body import Body
 from kdissect.decode.session import Session
 from kdissect.dissector import Options, make_decoder
+from kdissect.doctor.engine import Doctor
+from kdissect.doctor.finding import Finding
 from kdissect.events import ConnectionInfo, Exchange, Status
 from kdissect.views.stats import Stats
 from kdissect.views.summary import Summary, exchange_errors
@@ -73,9 +75,13 @@ class Row:
 class Index:
     """Built by `run` (on a worker thread); read by the app at any time, under `lock`."""
 
-    def __init__(self, path: Path, options: Options) -> None:
+    def __init__(self, path: Path, options: Options, live: Any = None) -> None:
+        """`live`: a `browse.live.LiveFeed` whose packets are written to `path` as they are dissected; None to
+        read the capture file at `path`."""
         self.path = path
-        self.options = options
+        self.live = live
+        self.options = replace(options, keep=None)
+        """Every body is decoded: the list's groups and the doctor's rules read them, whatever a filter shows."""
         self.lock = threading.Lock()
         self.summary = Summary()
         self.stats = Stats()
@@ -84,6 +90,14 @@ class Index:
         """File offsets of every CHECKPOINT-th packet (scan.py)."""
         self.done = False
         self.failure: str | None = None
+        self.doctor = Doctor()
+        self.findings: list[Finding] | None = None
+        """The doctor's findings, once the pass has seen every event: its rules judge the capture as a whole. A
+        live capture has no end to wait for: there they are the findings so far, taken when `findings_wanted`."""
+        self.findings_wanted = False
+        self.following: tuple[Any, int, list[int]] | None = None
+        """Live: a filter, the last exchange id its pass over the file looked at, and the list its matches go to:
+        the exchanges captured after that pass are tested here as they come."""
         self.decoder = make_decoder(options)
         self.sessions: list[Any] = []
         """Each connection's decoder session (by connection id - 1: connections make theirs as they open)."""
@@ -105,18 +119,35 @@ class Index:
 
     def run(self, stop: threading.Event | None = None) -> None:
         """The background pass: every exchange of the capture into the index."""
+        if self.live is not None:
+            passed = self.live.events(self.options, self.offsets, self.decoder, stop or threading.Event(), self._findings_so_far)
+        else:
+            passed = events(self.path, self.options, self.offsets, self.decoder)
         try:
-            for event in events(self.path, self.options, self.offsets, self.decoder):
+            for event in passed:
                 if stop is not None and stop.is_set():
                     return
+                self.doctor.add(event)
                 with self.lock:
                     if isinstance(event, Exchange):
                         self.add(event)
+                        following = self.following
+                        if following is not None and event.id > following[1] and following[0].matches(event):
+                            following[2].append(event.id - 1)
                     self.summary.add(event)
         except Exception as exc:  # a capture error ends the pass; what was indexed stays browsable
             self.failure = str(exc)
         finally:
+            if stop is None or not stop.is_set():
+                self.findings = self.doctor.findings()  # after a failure too: on what was read
             self.done = True
+
+    def _findings_so_far(self) -> None:
+        """Between two turns of a live capture: the findings of what was captured so far, when the app asked.
+        The rules settle what is still open when they are asked (a transaction, say), so they judge a copy."""
+        if self.findings_wanted:
+            self.findings_wanted = False
+            self.findings = copy.deepcopy(self.doctor).findings()
 
     def _new_session(self) -> Any:
         session = Session()

@@ -16,7 +16,7 @@ from typing import Any
 
 from kdissect.capture import open_capture
 from kdissect.capture.source import CaptureFile
-from kdissect.dissector import MAKE, Options, make_dissector
+from kdissect.dissector import MAKE, Options, file_dissector
 from kdissect.events import Event, Exchange
 
 CHECKPOINT = 64
@@ -30,7 +30,7 @@ def events(path: Path, options: Options, packets: list[int] | None = None, decod
         feed = source.packets()
         if packets is not None:
             feed = _checkpointed(feed, packets)
-        yield from make_dissector(options, decoder).run(feed)
+        yield from file_dissector(source, options, decoder).run(feed)
 
 
 def _checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:
@@ -50,7 +50,7 @@ def exchange_at(path: Path, options: Options, offsets: list[int], row: Any, deco
         first = 1  # the records' keys and sequence numbers come from the connection's handshake on
     with _opened_at(path, offsets, first) as source:
         feed = (p for p in _between(source.packets(), first, last))
-        for event in make_dissector(replace(options, keep=None), decoder).run(feed):
+        for event in file_dissector(source, replace(options, keep=None), decoder).run(feed):
             if (
                 isinstance(event, Exchange)
                 and event.connection.client == info.client

@@ -15,7 +15,7 @@ from kdissect.capture import open_capture
 from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options
 from kdissect.events import Exchange
-from kdissect.views.json_lines import JsonLinesWriter, exchange_json
+from kdissect.views.json_lines import JsonLinesWriter
 
 JSON_SUFFIXES = (".ndjson", ".jsonl", ".json")
 
@@ -30,7 +30,7 @@ def write_set(out: Path, index: Index, positions: list[int], options: Options) -
             writer = JsonLinesWriter(stream)
             for event in events(index.path, options):
                 if isinstance(event, Exchange) and event.id in wanted:
-                    writer.write(exchange_json(event))
+                    writer.write_exchange(event)
                     written += 1
         return written
     if out.suffix.lower() not in (".pcap", ".cap"):

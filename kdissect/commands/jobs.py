@@ -168,7 +168,7 @@ def _work(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink: Ca
 
 def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink: Callable[[Any], Any], pipe: Any) -> None:
     from kdissect.capture import open_capture
-    from kdissect.dissector import make_dissector
+    from kdissect.dissector import file_dissector
     from kdissect.events import Exchange
     from kdissect.views.summary import exchange_facts
 
@@ -177,8 +177,7 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
     buffer.seek(0)
     buffer.truncate()  # what a writer writes before any exchange (a -T fields header) is the first process's
     with open_capture(capture) as source:
-        dissector = make_dissector(replace(options, keep=owned(k, n, options.keep)))
-        source.secrets_to(dissector.add_tls_keylog)
+        dissector = file_dissector(source, replace(options, keep=owned(k, n, options.keep)))
         batch: list[tuple] = []
         size = 0
         for event in dissector.run(source.packets()):

@@ -1,7 +1,8 @@
 """`kdissect live`: sniff an interface and dissect Kafka as it happens.
 
 `live` takes `read`'s shared options (commands/options.py) with `--count` (exchanges), plus the capture's own:
-`--interface`, `--bpf`, `--write`, `--packets`, `--duration`, `--promisc`; cli.py registers it.
+`--interface`, `--bpf`, `--write`, `--packets`, `--duration`, `--promisc`, and `--browse`, which shows the
+exchanges in the browser of `kdissect browse` as they come (browse/live.py); cli.py registers it.
 
 The loop is single-threaded: it waits on the capture socket and on a wake-up pipe for signals, reads what
 is ready, feeds the packets to the core in capture order and hands the events to the JSON writer or the
@@ -12,12 +13,11 @@ do: the core settles the open connections and the final summary is printed with 
 
 from __future__ import annotations
 
-import os
 import select
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -76,6 +76,16 @@ def live(
         bool,
         typer.Option("--all-events", help="With --json, also write stream notices and connection summaries.", rich_help_panel="Output"),
     ] = False,
+    browse: Annotated[
+        bool,
+        typer.Option(
+            "--browse",
+            help="Browse the exchanges as they are captured (the browser of `kdissect browse`); the packets are kept in "
+            "the --write file, or in a temporary one removed when the browser closes. --packets and --duration stop "
+            "the capture, not the browser.",
+            rich_help_panel="Output",
+        ),
+    ] = False,
 ) -> None:
     """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
     Ctrl-C, --count, --packets or --duration ends the session with the final summary."""
@@ -86,6 +96,8 @@ def live(
     if not interface:
         known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
         raise UserError(f"say which interface to capture on: -i IFACE ({known})")
+    if browse and (common.json or common.count is not None or all_events):
+        raise UserError("--browse shows every exchange in the browser: --json, --count and --all-events do not go with it")
     expression = capture_filter(common.options.ports, bpf)
 
     pcap = None
@@ -100,9 +112,14 @@ def live(
         except LiveError as exc:
             raise UserError(str(exc)) from None
         try:
+            if browse:
+                _browse(capture, common, pcap, packets, duration)
+                return
             with common.open_output() as stream:
                 session = _Session(capture, common, stream, all_events, pcap)
                 if common.tls_keylog is not None:
+                    from kdissect.tls.follow import KeyLogFollower
+
                     session.keylog = KeyLogFollower(common.tls_keylog, len(common.options.tls_keylog), session.dissector.add_tls_keylog)
                 failure = session.run(packets, duration)
         except BrokenPipeError:
@@ -117,32 +134,19 @@ def live(
         raise typer.Exit(1)
 
 
-class KeyLogFollower:
-    """A key log that clients append to while the session runs (SSLKEYLOGFILE): each new whole line goes to the
-    dissector before the packets read after it, so connections that start during the session decrypt too."""
+def _browse(capture: Any, common: Common, store: Any, packets: int | None, duration: float | None) -> None:
+    """The browser on a live capture: its packets kept in `store` (the --write file) or a temporary file."""
+    import tempfile
 
-    def __init__(self, path: Path, offset: int, add: Callable[[bytes], None]) -> None:
-        self.path, self.add = path, add
-        self.offset = offset
-        """Bytes of the file already handed on (the options read the file once, at the start)."""
-        add(b"")  # a key log is in use: records waiting for secrets are held a while
+    from kdissect.browse.app import BrowseApp
+    from kdissect.browse.live import LiveFeed
 
-    def poll(self) -> None:
-        try:
-            size = os.path.getsize(self.path)
-            if size < self.offset:  # truncated and written anew
-                self.offset = 0
-            if size == self.offset:
-                return
-            with open(self.path, "rb") as log:
-                log.seek(self.offset)
-                data = log.read(size - self.offset)
-        except OSError:
-            return  # moved away for a moment: read it again at the next poll
-        whole = data.rfind(b"\n") + 1
-        if whole:
-            self.offset += whole
-            self.add(data[:whole])
+    with tempfile.NamedTemporaryFile(prefix="kdissect-live-", suffix=".pcap") if store is None else store as kept:
+        app = BrowseApp(
+            Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration, common.tls_keylog)
+        )
+        app.run()
+        app.indexer.join(timeout=5)  # it stops within a tick; then the capture and the file can close
 
 
 class _Session:
@@ -161,7 +165,8 @@ class _Session:
         """Stop after this many exchanges shown (--count)."""
         self._exchange = Exchange
         self.dissector = make_dissector(common.options)
-        self.keylog: KeyLogFollower | None = None
+        self.keylog: Any = None
+        """A `tls.follow.KeyLogFollower` with --tls-keylog."""
         self.writer = None
         self.pcap_writer = None
         self.pcap = pcap

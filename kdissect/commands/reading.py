@@ -55,7 +55,7 @@ class Reading:
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
-        from kdissect.dissector import make_dissector
+        from kdissect.dissector import file_dissector
 
         with ExitStack() as stack:
             self.source = stack.enter_context(open_source(self.common.capture or "-"))
@@ -72,8 +72,7 @@ class Reading:
                 self.workers = jobs.Workers(self.jobs)
                 self._stack.callback(self.workers.stop)
                 options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
-        self.dissector = make_dissector(options)
-        self.source.secrets_to(self.dissector.add_tls_keylog)  # a pcapng's TLS secrets, as its blocks are read
+        self.dissector = file_dissector(self.source, options)
         return self
 
     def __exit__(self, *exc: object) -> bool | None:
@@ -139,7 +138,7 @@ class Reading:
                     return
                 if not counters.packets % PROGRESS_EVERY:
                     advance()
-        yield from self.dissector.finish()
+        yield from self.dissector.settle()
 
     def notes(self) -> list[Any]:
         """What the closing view says about the capture file, and why the output stops early if it does."""

@@ -60,10 +60,10 @@ def show(
     found = 0
     with Reading(common, replace(common.options, spans=hexdump), on_console=not common.json) as run:
         if common.json:
-            from kdissect.views.json_lines import JsonLinesWriter, exchange_tree
+            from kdissect.views.json_lines import JsonLinesWriter
 
             writer = JsonLinesWriter(run.stream)
-            emit = lambda ex: writer.write(exchange_tree(ex))
+            emit = writer.write_exchange
         else:
             from kdissect.views.detail import DetailView
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kdissect.decode.redaction import secret_config
 from kdissect.records.values import RecordSet
 from kdissect.schema.model import Field
 from kdissect.schema.tree import Struct
@@ -58,6 +59,8 @@ class Findings:
 def _kind(f: Field) -> str | None:
     if f.secret:
         return "secret"
+    if f.config_value:
+        return "config"
     if f.type == "int16" and f.name.endswith("ErrorCode") and not f.array:
         return "error"
     if f.entity == "topicName" and f.type == "string":
@@ -155,6 +158,10 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
             found.groups.extend(v for v in value if type(v) is str)
         elif kind == "secret":
             found.secrets.append((struct, names.index(name)))
+        elif kind == "config":
+            config = struct.get("Name")
+            if secret_config(config if type(config) is str else "", struct.get("IsSensitive") is True):
+                found.secrets.append((struct, names.index(name)))
     if topic_id and topic_id != ZERO_UUID:
         if stated:
             found.topic_ids.append((topic_id, stated))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass
 from typing import Literal
 
@@ -14,7 +15,7 @@ class Endpoint:
 
     @classmethod
     def from_packed(cls, packed: bytes, port: int) -> Endpoint:
-        return cls(str(ipaddress.ip_address(packed)), port)
+        return cls(socket.inet_ntoa(packed) if len(packed) == 4 else str(ipaddress.ip_address(packed)), port)
 
     def __str__(self) -> str:
         return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"

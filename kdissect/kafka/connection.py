@@ -41,7 +41,7 @@ from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
 from kdissect.kafka.shared import Shared
-from kdissect.net.reassembly import Patience, Reassembler
+from kdissect.net.reassembly import Reassembler
 from kdissect.net.tcp import ACK, SYN
 from kdissect.tls.detect import kafka_client_hello
 from kdissect.tls.gate import TlsSwitch
@@ -53,6 +53,8 @@ HELD_NOTICES = 64
 """Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
 NO_FRAMES: deque = deque(maxlen=0)
 """Shared by every connection that has deferred no response yet; never appended to."""
+UNPAIRED = Pairing(0, 0)
+"""The pairing of every connection not oriented yet: nothing is paired before then, so it is never added to."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
 SASL_HANDSHAKE = 17
@@ -60,8 +62,12 @@ _SIZE_PREFIX = struct.Struct(">i").pack
 
 # What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
 # (`Limits.max_buffered_bytes`) prices connections, segments and waiting requests with these.
-CONNECTION_COST = 6144
-"""A connection's own objects: its streams, framers, TLS gate, pairing and session, and its two flow-table entries."""
+CONNECTION_COST = 2560
+"""A connection's own objects before its first byte: its streams with their probes, pairing and session, and its two
+flow-table entries. A SYN flood's connections cost this and no more."""
+KAFKA_COST = 3584
+"""What a connection takes on with its first byte (or its orientation on an unknown port): its framers, its TLS gate,
+its ends' addresses as text."""
 SEGMENT_COST = 256
 """A segment held out of order or in a probe: its tuple, its bytes object, its heap and dictionary entries."""
 REQUEST_COST = 1024
@@ -153,19 +159,19 @@ class Connection:
         """In the raw SASL phase after SaslHandshake v0: the client's tokens waiting for the broker's replies."""
         self.tls: TlsSwitch | None = None
         self.requests = self.responses = self.unanswered = 0
-        self.pairing = Pairing(shared.limits.max_outstanding_requests, shared.limits.max_outstanding_acks_zero)
-        self.session = shared.new_session()
+        self.pairing = UNPAIRED
+        self.session = None
+        """Both made when the connection is oriented."""
         limits = shared.limits
-        patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)
+        report = self._report
         self.streams = (
-            Reassembler(Probe(), self._report, limits.max_stream_buffer, shared.reorder, patience),
-            Reassembler(Probe(), self._report, limits.max_stream_buffer, shared.reorder, patience),
+            Reassembler(Probe(), report, limits.max_stream_buffer, shared.reorder, shared.patience),
+            Reassembler(Probe(), report, limits.max_stream_buffer, shared.reorder, shared.patience),
         )
         ports = shared.ports
-        if b[1] in ports:
-            self._orient(0)
-        elif a[1] in ports:
-            self._orient(1)
+        self.port_side = 0 if b[1] in ports else 1 if a[1] in ports else None
+        """The client's direction, when a Kafka port says which it is: the connection is oriented at its first byte,
+        so one that never carries any (a SYN flood, a port scan) builds no framers, gates or addresses."""
 
     def segment(self, direction: int, seq: int, ack: int, flags: int, payload: bytes, missing: int, ts: int, index: int) -> None:
         self.last_ts = ts
@@ -189,6 +195,9 @@ class Connection:
 
     def _detect(self) -> None:
         """Decide which side is the client on an unknown port, or that this is not Kafka."""
+        if self.port_side is not None:
+            self._orient(self.port_side)
+            return
         max_size = self.shared.limits.max_frame_size
         probes: tuple[Probe, Probe] = (self.streams[0].sink, self.streams[1].sink)  # type: ignore[assignment]
         if self.initiator is not None and not probes[self.initiator].mid_stream:
@@ -216,12 +225,15 @@ class Connection:
 
     def _orient(self, client_dir: int) -> None:
         self.client_dir = client_dir
+        self.shared.grown += KAFKA_COST
         client, broker = self.ends[client_dir], self.ends[1 - client_dir]
         self.info = ConnectionInfo(self.id, Endpoint.from_packed(*client), Endpoint.from_packed(*broker))
         for notice in self.held:
             self.shared.emit(Notice(notice.diagnostic, self.info, notice.ts, notice.packet))
         self.held.clear()
         limits = self.shared.limits
+        self.pairing = Pairing(limits.max_outstanding_requests, limits.max_outstanding_acks_zero)
+        self.session = self.shared.new_session()
         requests = Framer(self._on_request, self._report, self._find_request, MIN_REQUEST, limits.max_frame_size, True)
         responses = Framer(self._on_response, self._report, self._find_response, MIN_RESPONSE, limits.max_frame_size, True)
         probes = [stream.sink for stream in self.streams]
@@ -273,7 +285,8 @@ class Connection:
             self._sasl_phase(True)
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
-        self.shared.grown += REQUEST_COST + BODY_FACTOR * frame.size
+        if not self.closed:  # a closing connection's last frames are settled at once: they hold nothing
+            self.shared.grown += REQUEST_COST + BODY_FACTOR * frame.size
         if pushed:
             self._settle(*pushed)
 
@@ -381,8 +394,9 @@ class Connection:
 
     def priced(self) -> int:
         """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
-        request waiting for its response with its decoded body."""
-        total = CONNECTION_COST
+        request waiting for its response with its decoded body, every response waiting for its request's bytes."""
+        total = CONNECTION_COST if self.client_dir is None else CONNECTION_COST + KAFKA_COST
+        total += self.deferred_bytes + SEGMENT_COST * len(self.deferred)
         for stream in self.streams:
             sink = stream.sink
             total += stream.pending_bytes + SEGMENT_COST * len(stream.pending)
@@ -406,10 +420,11 @@ class Connection:
         if self.client_dir is None and not self.ignored:
             for stream in self.streams:
                 stream.flush(ts)
-            if any(stream.sink.items for stream in self.streams):  # type: ignore[union-attr]
+            if any(stream.sink.items for stream in self.streams) or (self.held and self.port_side is not None):  # type: ignore[union-attr]
                 self._detect()
         if self.client_dir is None:
-            self.ignored = True
+            self.empty = self.port_side is not None and not self.ignored  # on a Kafka port: a SYN flood, a port scan
+            self.ignored = not self.empty
             self._release()
             return
         for stream in self.streams:

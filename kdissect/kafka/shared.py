@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Event, Message, RequestHeader
 from kdissect.limits import Limits
+from kdissect.net.reassembly import Patience
 from kdissect.tls.keylog import KeyLog
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ class Shared:
         self.ports = ports
         self.limits = limits
         self.reorder = reorder
+        self.patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)
         self.decoder = decoder
         self.keep = keep
         self.events: list[Event] = []

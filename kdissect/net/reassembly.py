@@ -24,6 +24,9 @@ RECENT_SEGMENTS = 32
 """Delivered segments remembered to check retransmissions against: a bounded deque costs one append each."""
 NO_SEGMENTS: deque = deque(maxlen=0)
 """Shared by every stream that has delivered nothing yet; never appended to."""
+NO_PENDING: dict = {}
+NO_HEAP: list = []
+"""Shared by every stream that has held no segment out of order (most never do); `_early` makes its own."""
 
 
 class StreamSink(Protocol):
@@ -100,8 +103,8 @@ class Reassembler:
         self.isn: int | None = None
         self.next_seq = 0
         self.offset = 0
-        self.pending: dict[int, tuple[bytes, int, int, int]] = {}
-        self.pending_heap: list[int] = []
+        self.pending: dict[int, tuple[bytes, int, int, int]] = NO_PENDING
+        self.pending_heap: list[int] = NO_HEAP
         self.pending_bytes = 0
         self.recent: deque[tuple[int, bytes]] = NO_SEGMENTS
         """Made at the first byte: a deque costs 760 bytes, and most connections of a SYN flood never carry one."""
@@ -201,6 +204,8 @@ class Reassembler:
         if at in self.pending:
             self._compare_pending(at, payload, ts, index)  # may grow what is held: the bound below still applies
         else:
+            if self.pending is NO_PENDING:
+                self.pending, self.pending_heap = {}, []
             self.pending[at] = (payload, missing, ts, index)
             heapq.heappush(self.pending_heap, at)
             self.pending_bytes += len(payload)

@@ -276,6 +276,8 @@ class Writer:
             args.append("ignorable=True")
         if f.secret:
             args.append("secret=True")
+        if f.config_value:
+            args.append("config_value=True")
         if f.fields:
             shared = self.struct_vars.get(id(f.fields))
             args.append(f"fields={shared or self.field_tuple(f.fields, depth)}")

@@ -75,6 +75,9 @@ class Field:
     fields: tuple[Field, ...] = ()
     secret: bool = False
     """It carries a credential (schema/secrets.py): redacted in every output unless --show-secrets."""
+    config_value: bool = False
+    """A config's value beside its `Name` (schema/secrets.py): redacted when the name says it holds a credential
+    (sasl.jaas.config, ssl.keystore.password: decode/redaction.py's `secret_config`) or `IsSensitive` says so."""
 
     @property
     def is_struct(self) -> bool:

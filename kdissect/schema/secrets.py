@@ -3,6 +3,10 @@
 Kafka's specs do not mark secrets, but their names say it: a password (SaltedPassword), a secret, an HMAC
 (a delegation token's password), a token (as the last word: TokenId only names one), SASL's AuthBytes. A salt
 is secret beside the salted password it was made with. Only bytes and strings can hold one.
+
+A config's value (a struct of a string `Name` and a string `Value`: AlterConfigs, IncrementalAlterConfigs,
+CreateTopics, DescribeConfigs and its synonyms) is marked `config_value`: whether it is secret depends on the name
+it travels with, so the decoder decides per value (decode/redaction.py's `secret_config`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ def mark_secrets(fields: tuple[Field, ...]) -> tuple[Field, ...]:
     salted = any(s and "salted" in words(f.name) for f, s in zip(fields, secret))
     if salted:
         secret = [s or (f.type == "bytes" and words(f.name) == ["salt"]) for f, s in zip(fields, secret)]
-    if not any(secret):
+    strings = {f.name for f in fields if f.type == "string" and not f.array}
+    config = "Name" in strings and "Value" in strings
+    if not (any(secret) or config):
         return fields
-    return tuple(replace(f, secret=True) if s and not f.secret else f for f, s in zip(fields, secret))
+    return tuple(
+        replace(f, secret=True) if s and not f.secret else replace(f, config_value=True) if config and f.name == "Value" else f
+        for f, s in zip(fields, secret)
+    )

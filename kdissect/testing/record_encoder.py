@@ -180,6 +180,17 @@ def encode_message_set(
     )
 
 
+def nested_fan_out(fanout: int, depth: int, codec: str = "gzip") -> bytes:
+    """A compressed v1 wrapper whose message set is `fanout` copies of a compressed wrapper, `depth` levels down to
+    `fanout` one-byte messages: fanout**depth messages in a few KB (Kafka never nests wrappers; the bytes can)."""
+    codec_id = CODEC_IDS[codec]
+    inner = b"".join(encode_message(i, magic=1, value=b"v") for i in range(fanout))
+    for _ in range(depth):
+        wrapper = encode_message(fanout - 1, magic=1, value=compress(codec_id, inner), attributes=codec_id)
+        inner = wrapper * fanout
+    return wrapper
+
+
 def compress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
     """Compress as Kafka's Java client does (snappy xerial-framed in 32 KiB chunks, lz4 with independent blocks).
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from kdissect.doctor.finding import SEVERITIES, Finding
 from kdissect.doctor.rule import Rule
@@ -36,6 +37,14 @@ def evidence_lines(finding: Finding) -> list[str]:
     return lines
 
 
+def _hanging(console: Console, markup: str, first: int, rest: int, style: str = "") -> None:
+    """Long explanations wrap under their own start, not at the left edge, at any width."""
+    text = Text.from_markup(markup, style=style)
+    for n, line in enumerate(text.wrap(console, max(20, console.width - rest))):
+        line.rstrip()
+        console.print(Text(" " * (rest if n else first)) + line, soft_wrap=True)
+
+
 def print_findings(findings: Iterable[Finding], console: Console, capture: str = "FILE", brief: bool = False) -> None:
     """Worst first. `brief` leaves out the explanations and advice (the section of `stats`)."""
     findings = list(findings)
@@ -48,15 +57,15 @@ def print_findings(findings: Iterable[Finding], console: Console, capture: str =
             continue
         console.print(f"[{STYLES[severity]}]{severity.upper()}[/] ({len(these)})", soft_wrap=False)
         for finding in these:
-            console.print(f"  [{STYLES[severity]}]{finding.id}[/]  {escape(finding.title)}", soft_wrap=False)
+            _hanging(console, f"[{STYLES[severity]}]{finding.id}[/]  {escape(finding.title)}", 2, 4)
             if not brief:
-                console.print(f"    {escape(finding.explanation)}", style="dim", soft_wrap=False)
-                console.print(f"    [bold]advice[/] {escape(finding.advice)}", soft_wrap=False)
+                _hanging(console, escape(finding.explanation), 4, 4, style="dim")
+                _hanging(console, f"[bold]advice[/] {escape(finding.advice)}", 4, 4)
             for line in evidence_lines(finding):
-                console.print(f"    {escape(line)}", soft_wrap=False)
+                _hanging(console, escape(line), 4, 4)
             if finding.evidence.exchanges and not brief:
                 opener = f"kdissect show {escape(capture)} --exchange {finding.evidence.exchanges[0]}"
-                console.print(f"    [dim]open one: {opener}[/]", soft_wrap=False)
+                _hanging(console, f"[dim]open one: {opener}[/]", 4, 4)
         console.print()
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import json
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 import orjson
 
@@ -210,13 +210,15 @@ _BATCH_FIELDS = tuple(f.name for f in dataclasses.fields(RecordBatch) if f.name 
 _batch_values = attrgetter(*_BATCH_FIELDS)
 
 
-def _batch_tree(batch: RecordBatch | LegacyMessage) -> dict[str, Any]:
+def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dict[str, Any]:
+    """A batch's JSON object; without `records`, all but its records (which the streaming writer adds)."""
     if type(batch) is RecordBatch:
         out = dict(zip(_BATCH_FIELDS, _batch_values(batch)))
         out["format"] = "v2"
         out["span"] = list(batch.span)
         out["base_time"] = record_time(batch.base_timestamp)
-        out["records"] = [_record_tree(r) for r in batch.records]
+        if records:
+            out["records"] = [_record_tree(r) for r in batch.records]
         return out
     return _legacy_tree(batch)
 
@@ -238,8 +240,8 @@ def _record_tree(record: Record) -> dict[str, Any]:
     }
 
 
-def _legacy_tree(message: LegacyMessage) -> dict[str, Any]:
-    return {
+def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any]:
+    out = {
         "format": f"v{message.magic}",
         "offset": message.offset,
         "span": list(message.span),
@@ -256,8 +258,10 @@ def _legacy_tree(message: LegacyMessage) -> dict[str, Any]:
         "value": None if message.messages else encode_bytes(message.value),
         "compressed_size": message.compressed_size,
         "uncompressed_size": message.uncompressed_size,
-        "messages": [_legacy_tree(m) for m in message.messages],
     }
+    if messages:
+        out["messages"] = [_legacy_tree(m) for m in message.messages]
+    return out
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -379,6 +383,137 @@ def exchange_tree(exchange: Exchange) -> dict[str, Any]:
     }
 
 
+STREAM_RECORDS = 4096
+"""An exchange holding more records than this, or a frame larger than `STREAM_BYTES` (a body with a long array), is
+written in pieces (`exchange_pieces`): its records and long arrays are made JSON a few at a time, so what one
+exchange holds in memory while it is written does not grow with it."""
+STREAM_BYTES = 1 << 20
+PIECE = 512
+"""Records, or elements of an array of scalars or flat structs, made JSON at a time."""
+FLUSH = 1 << 16
+"""Pieces are gathered up to this many bytes before they are handed to the stream."""
+
+
+def _large(exchange: Exchange) -> bool:
+    """Whether an exchange's frames pass `STREAM_BYTES` or its bodies hold more than `STREAM_RECORDS` records
+    (legacy messages nested in compressed wrappers counted at every depth)."""
+    left = STREAM_RECORDS
+    for message in (exchange.request, exchange.response):
+        if message is None:
+            continue
+        if message.frame.size > STREAM_BYTES:
+            return True
+        body = message.body if isinstance(message.body, Body) else None
+        batches = [b for placed in body.records for b in placed.records.batches] if body is not None else []
+        while batches:
+            batch = batches.pop()
+            if type(batch) is RecordBatch:
+                left -= len(batch.records)
+            else:
+                left -= 1
+                batches += batch.messages
+            if left < 0:
+                return True
+    return False
+
+
+def exchange_pieces(exchange: Exchange) -> Iterator[bytes]:
+    """An exchange's NDJSON line, newline included, in pieces whose concatenation is `encode(exchange_tree(...))`
+    byte for byte: whole for most exchanges, a few records or elements at a time for a large one."""
+    tree = exchange_tree(exchange)
+    if _large(exchange):
+        yield from streamed(tree)
+    else:
+        yield encode(tree)
+
+
+def streamed(obj: dict[str, Any]) -> Iterator[bytes]:
+    """`encode(obj)` in pieces of about `FLUSH` bytes, made as they go."""
+    held = bytearray()
+    for piece in _pieces(obj):
+        held += piece
+        if len(held) >= FLUSH:
+            yield bytes(held)
+            held.clear()
+    held += b"\n"
+    yield bytes(held)
+
+
+def _encoded(value: Any) -> bytes:
+    """One value's JSON as `encode` spells it within a line: orjson, or json.dumps where orjson would differ."""
+    try:
+        return orjson.dumps(value, default=_native, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_tree).encode()
+
+
+_NESTS = (list, tuple, dict, RecordSet)
+
+
+def _heavy(value: Any) -> bool:
+    """Whether a value may hold many others: walked into by `_pieces` rather than encoded whole. A batch, or a
+    wrapper of plain messages, of at most `PIECE` is one piece."""
+    cls = type(value)
+    if cls is Struct:
+        return any(type(v) in _NESTS or type(v) is Struct for v in value.values)
+    if cls is RecordBatch:
+        return len(value.records) > PIECE
+    if cls is LegacyMessage:
+        messages = value.messages
+        return len(messages) > PIECE or any(m.messages for m in messages)
+    return cls in _NESTS
+
+
+_RECORDS = {Record: _record_tree, RecordBatch: _batch_tree, LegacyMessage: _legacy_tree}
+"""What the encoder meets only inside a `RecordSet`, which `_tree` makes JSON whole: the streaming writer meets them
+on their own."""
+
+
+def _leaf(value: Any) -> Any:
+    made = _RECORDS.get(type(value))
+    return value if made is None else made(value)
+
+
+def _pieces(value: Any) -> Iterator[bytes]:
+    """`value`'s JSON, walked down to where its bulk is: records and long arrays go out `PIECE` at a time."""
+    cls = type(value)
+    if not _heavy(value):
+        yield _encoded(_leaf(value))
+    elif cls is dict:
+        sep = b"{"
+        for key, item in value.items():
+            yield sep + _encoded(key) + b":"
+            yield from _pieces(item)
+            sep = b","
+        yield b"{}" if sep == b"{" else b"}"
+    elif cls is Struct:
+        yield from _pieces(_struct_tree(value))
+    elif cls is RecordSet:
+        yield from _pieces({"size": value.size, "truncated": value.truncated, "batches": value.batches})
+    elif cls is RecordBatch:
+        tree = _batch_tree(value, records=False)
+        tree["records"] = value.records
+        yield from _pieces(tree)
+    elif cls is LegacyMessage:
+        tree = _legacy_tree(value, messages=False)
+        tree["messages"] = value.messages
+        yield from _pieces(tree)
+    elif not value:
+        yield b"[]"
+    elif _heavy(value[0]):
+        sep = b"["
+        for item in value:
+            yield sep
+            yield from _pieces(item)
+            sep = b","
+        yield b"]"
+    else:
+        for at in range(0, len(value), PIECE):
+            part = [_leaf(v) for v in value[at : at + PIECE]]
+            yield (b"," if at else b"[") + _encoded(part)[1:-1]
+        yield b"]"
+
+
 def exchange_json(exchange: Exchange) -> dict[str, Any]:
     return value_json(exchange_tree(exchange))
 
@@ -489,11 +624,21 @@ class JsonLinesWriter:
     def write(self, obj: dict[str, Any]) -> None:
         self.raw(encode(obj))
 
-    def raw(self, line: bytes) -> None:
-        """Encoded lines: this writer's own, or a worker's for one exchange (`read --jobs`)."""
-        if self._bytes is not None:
-            self._bytes.write(line)
-        else:
-            self._stream.write(line.decode())
+    def write_exchange(self, exchange: Exchange) -> None:
+        """`write(exchange_tree(exchange))`, a large exchange in pieces (`exchange_pieces`)."""
+        for piece in exchange_pieces(exchange):
+            self._put(piece)
         if self._flush_each:
             self._stream.flush()
+
+    def raw(self, data: bytes) -> None:
+        """Encoded lines as they are: a worker's for one exchange (`read --jobs`)."""
+        self._put(data)
+        if self._flush_each:
+            self._stream.flush()
+
+    def _put(self, data: bytes) -> None:
+        if self._bytes is not None:
+            self._bytes.write(data)
+        else:
+            self._stream.write(data.decode())

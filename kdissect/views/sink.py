@@ -61,6 +61,6 @@ class EventSink:
     def show(self, exchange: Exchange) -> None:
         """Write an exchange the filter let through."""
         if self.writer is not None:
-            self.writer.write(json_lines.exchange_tree(exchange))
+            self.writer.write_exchange(exchange)
         else:
             self.view.exchange(exchange)
