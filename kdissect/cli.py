@@ -62,8 +62,8 @@ def _root(
 
 PANELS = ("Arguments", "Input", "Filters", "Output", "Limits", "Options")
 """The order of the help's sections; options.py names each shared option's section (its `rich_help_panel`)."""
-METAVARS = {"int": "N", "float": "N", "Path": "FILE", "str": "TEXT"}
-"""What a value is called in the help when its option does not say (instead of Python types like <list[str]>)."""
+METAVARS = {"int": "N", "float": "N", "path": "FILE", "str": "TEXT"}
+"""What a value is called in the help when its option does not say, by its click type's name."""
 
 
 class GroupedHelp(typer.core.TyperCommand):
@@ -73,8 +73,7 @@ class GroupedHelp(typer.core.TyperCommand):
         sections: dict[str, list[tuple[str, str]]] = {}
         for param in self.get_params(ctx):
             if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
-                kind = param.bare_type()
-                kind = kind[5:-1] if kind.startswith("list[") else kind  # a list that splits `a,b` says so in its own metavar
+                kind = param.type.name  # a list that splits `a,b` says so in its own metavar
                 param.metavar = METAVARS.get(kind, kind.upper())
             record = param.get_help_record(ctx)
             if record is None:

@@ -9,9 +9,12 @@ instance, equal, hashable and picklable like any other.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def fast_constructor(cls: type[T]) -> Callable[..., T]:

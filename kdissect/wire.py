@@ -13,6 +13,10 @@ INT16 = struct.Struct(">h").unpack_from
 INT32 = struct.Struct(">i").unpack_from
 """Big-endian fixed-width readers: (value,) = INT32(buf, pos)."""
 
+Readable = bytes | bytearray | memoryview
+"""What the readers of lengths take: a frame's buffer is a bytearray, a decoder's a memoryview. The record loop's
+readers take bytes alone, which mypyc indexes fastest (and refuses anything else: it checks annotations)."""
+
 ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(128))
 """Decoded value of every one-byte zigzag varint, indexed by the byte."""
 
@@ -26,7 +30,7 @@ class WireError(ValueError):
         self.offset = offset
 
 
-def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+def read_uvarint(data: Readable, pos: int) -> tuple[int, int]:
     """(value, position after it); WireError when it runs past the data or beyond 5 bytes."""
     try:
         byte = data[pos]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
-GROUND = {"wire", "diagnostic", "limits", "frozen"}
+GROUND = {"wire", "diagnostic", "limits", "frozen", "native"}
 CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
@@ -21,6 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "diagnostic": set(),
     "limits": set(),
     "frozen": set(),
+    "native": set(),  # which modules mypyc compiles; `import kdissect` installs its finder first
     # floor 2: the protocol's tables and their compiled decoders; packets in
     "schema": GROUND,
     "capture": GROUND,
@@ -47,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
     "testing": CORE_STAGES | {"dissector"},
-    "__init__": set(),
+    "__init__": {"native"},
 }
 
 

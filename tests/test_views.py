@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from kdissect.filter import compile_filter, shorthands
 from kdissect.views.detail import DetailView
 from kdissect.views.sink import EventSink
 from kdissect.views.stats import Stats, print_stats
-from kdissect.views.terminal import ReadView
+from kdissect.views.terminal import BATCH, ReadView
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 
@@ -110,9 +111,30 @@ def test_control_characters_and_tabs_in_a_row_are_what_rich_writes(client_id, co
     odd = dataclasses.replace(exchange, request=dataclasses.replace(exchange.request, header=header))
     direct, through_rich = file_console(colours, record=False), file_console(colours, record=True)
     for out in (direct, through_rich):
-        ReadView(out).exchange(odd)
+        view = ReadView(out)
+        view.exchange(odd)
+        view.flush()
     text = through_rich.file.getvalue()
     assert "\x07" not in text and ("\t" in client_id or "bell" in text)
+    assert direct.file.getvalue() == text
+
+
+@pytest.mark.parametrize("colours", [None, "truecolor"])
+def test_rows_gathered_for_one_write_keep_their_order_around_a_row_rich_writes(colours):
+    """Direct rows go out in batches; a row only rich can write (a tab in it) comes after the rows before it."""
+    exchanges = [e for e in _exchanges("captures/consumer-group-kafka-python.pcap")]
+    tabbed = next(e for e in exchanges if e.client_id)
+    header = dataclasses.replace(tabbed.request.header, client_id="a\tb")
+    tabbed = dataclasses.replace(tabbed, request=dataclasses.replace(tabbed.request, header=header))
+    stream = (exchanges * (2 * BATCH // len(exchanges) + 1))[: BATCH + 3] + [tabbed] + exchanges[:5]
+    direct, through_rich = file_console(colours, record=False), file_console(colours, record=True)
+    for out in (direct, through_rich):
+        view = ReadView(out)
+        for exchange in stream:
+            view.exchange(exchange)
+        view.flush()
+    text = through_rich.file.getvalue()
+    assert len(text.splitlines()) == 1 + len(stream) and re.search(" a +b ", text.splitlines()[BATCH + 4])
     assert direct.file.getvalue() == text
 
 

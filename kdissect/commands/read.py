@@ -90,13 +90,14 @@ def read(
             from kdissect.views.json_lines import JsonLinesWriter
 
             return EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events)
-        from kdissect.views.detail import DetailView
         from kdissect.views.terminal import ReadView
 
-        view = ReadView(console, rows=not common.quiet, detail=DetailView(False) if common.detail else None, header=header)
+        detail = _detail_view() if common.detail else None
+        view = ReadView(console, rows=not common.quiet, detail=detail, flush_each=not header, header=header)
         return EventSink(common.wanted, view=view)
 
     def worker_sink(stream):
+        """A worker's: its rows written as each is made, without the header (the first process writes it)."""
         from kdissect.views.console import make_console
 
         return sink_on(stream, make_console(stream) if text else None, header=False)
@@ -111,6 +112,13 @@ def read(
         if text:
             sink.view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
     run.finish()
+
+
+def _detail_view():
+    """-V's tree of every field, loaded only when asked for."""
+    from kdissect.views.detail import DetailView
+
+    return DetailView(False)
 
 
 def _fields_view(chosen: str, json_flag: bool, names: list[str] | None, settings: list[str] | None):

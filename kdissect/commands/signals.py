@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import signal
-import socket
 from typing import Any
 
 
@@ -17,9 +17,8 @@ class Stopper:
 
     def __init__(self) -> None:
         self.stopping: str | None = None
-        self._reader, self._writer = socket.socketpair()
-        self._reader.setblocking(False)
-        self._writer.setblocking(False)
+        self._reader = self._writer = -1
+        """The wake-up pipe, open from `install` to `restore` (a pipe: the socket module costs start-up time)."""
         self._saved: dict[int, Any] = {}
         self._saved_fd: int | None = None
 
@@ -29,11 +28,14 @@ class Stopper:
         return 128 + signal.Signals[self.stopping or "SIGINT"].value
 
     def fileno(self) -> int:
-        return self._reader.fileno()
+        return self._reader
 
     def install(self) -> None:
+        self._reader, self._writer = os.pipe()
+        os.set_blocking(self._reader, False)
+        os.set_blocking(self._writer, False)
         try:
-            self._saved_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+            self._saved_fd = signal.set_wakeup_fd(self._writer, warn_on_full_buffer=False)
             for signum in self.SIGNALS:
                 self._saved[signum] = signal.signal(signum, self._handle)
         except ValueError:  # not the main thread: signals stay as they were
@@ -46,7 +48,7 @@ class Stopper:
 
     def drain(self) -> None:
         try:
-            while self._reader.recv(64):
+            while os.read(self._reader, 64):
                 pass
         except (BlockingIOError, InterruptedError):
             pass
@@ -58,5 +60,7 @@ class Stopper:
         if self._saved_fd is not None:
             signal.set_wakeup_fd(self._saved_fd)
             self._saved_fd = None
-        self._reader.close()
-        self._writer.close()
+        if self._reader >= 0:
+            os.close(self._reader)
+            os.close(self._writer)
+            self._reader = self._writer = -1

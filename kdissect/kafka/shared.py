@@ -6,7 +6,6 @@ to the dissector that owns them.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -16,8 +15,6 @@ from kdissect.events import ConnectionInfo, Event, Message, RequestHeader
 from kdissect.limits import Limits
 from kdissect.net.reassembly import Patience
 from kdissect.tls.keylog import KeyLog
-
-log = logging.getLogger(__name__)
 
 
 class BodyDecoder(Protocol):
@@ -117,6 +114,8 @@ class Shared:
 
 
 def _decoder_failed(message: Message, exc: Exception) -> Message:
-    log.debug("decoder failure", exc_info=exc)
+    import logging  # only here: logging costs start-up time and a decoder failure is rare
+
+    logging.getLogger(__name__).debug("decoder failure", exc_info=exc)
     diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
     return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))

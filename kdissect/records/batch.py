@@ -14,7 +14,7 @@ from kdissect.records.codecs import CODEC_NAMES, NONE, Problem
 from kdissect.records.context import Context
 from kdissect.records.control import decode_control
 from kdissect.records.crc import crc32c
-from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Record, RecordBatch, new_record
+from kdissect.records.values import CREATE_TIME, LOG_APPEND_TIME, Header, Record, RecordBatch, new_record
 from kdissect.wire import WireError, read_varint, read_varlong
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -138,9 +138,11 @@ def decode_v2_records(
     """Records in buf[p:end], as far as they go, and no more than `limit` of them (-1: no limit). `cut` says a cap
     cut the bytes: a partial last record is expected.
 
-    The hot loop of a Fetch-heavy capture: no object per field, values sliced straight out of `buf`.
+    The hot loop of a Fetch-heavy capture: no object per field, values sliced straight out of `buf`. A slice never
+    stops before its start (`max(p, rend)` past a bad length): compiled by mypyc, that is a SystemError, not b"".
     """
     records: list[Record] = []
+    headers: tuple[Header, ...]
     append = records.append
     new = new_record
     varint = read_varint
@@ -163,13 +165,13 @@ def decode_v2_records(
             if n < 0:
                 key = None
             else:
-                key = buf[p : p + n if p + n <= rend else rend]  # a length past the record copies no more than it
+                key = buf[p : p + n if p + n <= rend else max(p, rend)]  # a length past the record copies no more than it
                 p += n
             n, p = varint(buf, p)
             if n < 0:
                 value = None
             else:
-                value = buf[p : p + n if p + n <= rend else rend]
+                value = buf[p : p + n if p + n <= rend else max(p, rend)]
                 p += n
             if buf[p] == 0:
                 headers = ()
@@ -214,7 +216,7 @@ def decode_v2_records(
     return records
 
 
-def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]:
+def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple[Header, ...], int, Problem | None]:
     """The header count and headers at p: (headers, position after them, a problem or None).
 
     A count that cannot fit before the record's end is refused whole; a key that is not UTF-8 stays bytes.
@@ -222,14 +224,15 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]
     count, p = read_varint(buf, p)
     if count < 0 or count * 2 > rend - p:
         return (), rend, ("record.bad-header-count", "error", f"{count} headers in {rend - p} bytes")
-    headers = []
-    problem = None
+    headers: list[Header] = []
+    problem: Problem | None = None
     for _ in range(count):
         n, p = read_varint(buf, p)
         if n < 0:
             return tuple(headers), rend, ("record.bad-header-key", "error", f"header key length {n}")
-        raw = buf[p : p + n if p + n <= rend else rend]
+        raw = buf[p : p + n if p + n <= rend else max(p, rend)]
         p += n
+        key: str | bytes
         try:
             key = raw.decode()
         except UnicodeDecodeError:
@@ -239,7 +242,7 @@ def _headers(buf: bytes, p: int, rend: int) -> tuple[tuple, int, Problem | None]
         if n < 0:
             value = None
         else:
-            value = buf[p : p + n if p + n <= rend else rend]
+            value = buf[p : p + n if p + n <= rend else max(p, rend)]
             p += n
         headers.append((key, value))
     return tuple(headers), p, problem

@@ -13,6 +13,7 @@ import cramjam
 import lz4.frame
 import zstandard
 
+from kdissect.diagnostic import Severity
 from kdissect.records.crc import xxh32
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
@@ -29,7 +30,7 @@ _STEP = 1 << 20
 _FIRST_WINDOW = 256
 """Input first offered to a gzip member; doubled each time the member needs more."""
 
-Problem = tuple[str, str, str]
+Problem = tuple[str, Severity, str]
 Buffer = bytes | memoryview
 
 

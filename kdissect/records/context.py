@@ -62,7 +62,7 @@ class Context:
         data, over, problems = decompress(codec, payload, cap)
         self.budget.remaining = remaining - len(data)
         for code, severity, message in problems:
-            self.report(code, message, severity, scope, offset, path)  # type: ignore[arg-type]
+            self.report(code, message, severity, scope, offset, path)
         if over:
             which = f"the per-batch cap of {per_batch}" if cap == per_batch else f"the {remaining} bytes left of the exchange's budget"
             self.report(

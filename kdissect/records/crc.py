@@ -30,7 +30,7 @@ def _round(acc: int, lane: int) -> int:
     return _rotl((acc + lane * _P2) & _M, 13) * _P1 & _M
 
 
-def xxh32(data: bytes, seed: int = 0) -> int:
+def xxh32(data: bytes | memoryview, seed: int = 0) -> int:
     """XXH32 of `data`, as the lz4 frame format uses it."""
     n = len(data)
     i = 0

@@ -120,7 +120,7 @@ def decode_inner_set(
     data: bytes, wrapper_offset: int, wrapper_magic: int, path: str, ctx: Context, depth: int, cut: bool, append_ts: int | None
 ) -> list[LegacyMessage]:
     """The message set inside a compressed wrapper; magic 1 inner offsets count back from the wrapper's offset."""
-    entries = []
+    entries: list[tuple[int, int]] = []
     allowed = ctx.allowed()
     counted = last_offset = 0
     pos = 0

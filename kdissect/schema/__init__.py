@@ -77,6 +77,7 @@ class VersionTable(list):
     what request detection checks a header against, per candidate frame."""
 
     __slots__ = ("top",)
+    top: int
 
 
 APIS: dict[int, Api] = {}

@@ -8,13 +8,15 @@ connections pay nothing after their first chunk. Gaps and the start before that 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import TlsInfo
-from kdissect.tls.decryptor import TlsSession
 from kdissect.tls.detect import starts_tls
 from kdissect.tls.keylog import KeyLog
+
+if TYPE_CHECKING:
+    from kdissect.tls.decryptor import TlsSession
 
 
 class Gate:
@@ -83,6 +85,8 @@ class TlsSwitch:
         self.decided = True
         gates = [stream.sink for stream in self.streams]
         if tls:
+            from kdissect.tls.decryptor import TlsSession  # the ciphers' libraries load with the first TLS connection
+
             c = self.client_dir
             self.session = TlsSession(self.keys, self.report, (self.framers[c], self.framers[1 - c]), self.on_info, self.waiting)
             self.on_info(self.session.info())  # TLS from its first bytes, even when its hellos were not captured

@@ -143,13 +143,20 @@ def stamp(ts_ns: int | None) -> str:
     return _utc(ts_ns, "%Y-%m-%d %H:%M:%S.")
 
 
+_last_second: dict[str, tuple[int, str]] = {}
+"""Per layout, the last second formatted and its text: a capture's rows come second after second."""
+
+
 def _utc(ts_ns: int, layout: str) -> str:
     """A capture time with microseconds; pcapng can state times no calendar holds, which say so instead."""
     seconds, ns = divmod(ts_ns, 1_000_000_000)
-    try:
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime(layout) + f"{ns // 1000:06d}"
-    except (OverflowError, ValueError, OSError):
-        return "out of range"
+    last = _last_second.get(layout)
+    if last is None or last[0] != seconds:
+        try:
+            last = _last_second[layout] = (seconds, datetime.fromtimestamp(seconds, timezone.utc).strftime(layout))
+        except (OverflowError, ValueError, OSError):
+            return "out of range"
+    return last[1] + f"{ns // 1000:06d}"
 
 
 def duration(ns: int | None) -> str:
@@ -288,6 +295,12 @@ def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text |
     return row
 
 
+BATCH = 256
+"""Rows written to a file in one write."""
+STATUSES = 4096
+"""Distinct status cells kept made (a bound: a hostile capture can make each exchange's different)."""
+
+
 class ReadView:
     """Prints one capture: a title, exchange rows as they come, and the closing panels."""
 
@@ -299,6 +312,9 @@ class ReadView:
         """Rows written straight to a file, styles as rich spells them, without rich's per-row rendering (on a
         terminal rich crops rows to its width; a recording console, NO_COLOR and Jupyter keep rich's path)."""
         self._codes: dict[str, tuple[str, str]] = {}
+        self._statuses: dict[tuple[Any, ...], str] = {}
+        self._pending: list[str] = []
+        """Direct rows not yet written: they go out in one write per `BATCH` rows, or before anything else is printed."""
         self.rows = rows
         """False for the summary only (-q)."""
         self.detail = detail
@@ -319,12 +335,29 @@ class ReadView:
             return
         self._header()
         if self._direct:
-            cells = strip_control_codes(row_cells(exchange, self.columns))
+            cells = row_cells(exchange, self.columns)
+            if not cells.isprintable():  # a client id's control codes go as rich drops them
+                cells = strip_control_codes(cells)
             if "\t" not in cells:  # rich expands tabs by cell width
-                status = status_parts(*status_values(exchange))
-                self._write(cells + "".join(self._styled(strip_control_codes(t), s) for t, s in status) + "\n")
+                pending = self._pending
+                pending.append(cells + self._status(exchange) + "\n")
+                if self._flush_each or len(pending) >= BATCH:
+                    self.flush()
                 return
+            self.flush()
         console.print(exchange_row(exchange, self.columns), highlight=False, **self.fit)
+
+    def _status(self, exchange: Exchange) -> str:
+        """The status cell as rich writes it, made once for each distinct status."""
+        errors, status, assumed, diagnostics = status_values(exchange)
+        key = (tuple(errors), status, assumed, tuple(diagnostics))
+        text = self._statuses.get(key)
+        if text is None:
+            if len(self._statuses) >= STATUSES:
+                self._statuses.clear()
+            parts = status_parts(errors, status, assumed, diagnostics)
+            text = self._statuses[key] = "".join(self._styled(strip_control_codes(t), s) for t, s in parts)
+        return text
 
     def _header(self) -> None:
         if not self._header_printed:
@@ -336,7 +369,10 @@ class ReadView:
         if self.rows:
             if self.detail is None:
                 self._header()
-            self._write(text)
+            pending = self._pending
+            pending.append(text)
+            if self._flush_each or self.detail is not None or len(pending) >= BATCH:
+                self.flush()
 
     def _styled(self, text: str, style: str) -> str:
         codes = self._codes.get(style)
@@ -346,12 +382,16 @@ class ReadView:
             codes = self._codes[style] = (before, after)
         return f"{codes[0]}{text}{codes[1]}"
 
-    def _write(self, line: str) -> None:
-        console = self.console
+    def flush(self) -> None:
+        """Write the rows gathered so far."""
+        console, pending = self.console, self._pending
+        if not pending:
+            return
+        self._pending = []
         if console.quiet:
             return
         try:
-            console.file.write(line)
+            console.file.write("".join(pending))
             if self._flush_each:
                 console.file.flush()
         except BrokenPipeError:
@@ -365,6 +405,7 @@ class ReadView:
         return {"soft_wrap": True}
 
     def closing(self, summary: Summary, counters: Counters, linktypes: list[int], notes: list[Diagnostic]) -> None:
+        self.flush()
         console = self.console
         console.print()
         console.print(self._totals(summary, counters, linktypes))
