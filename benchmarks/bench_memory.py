@@ -320,7 +320,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated captures to measure: traffic, hostile and the families' names")
     parser.add_argument("--against", metavar="DIR", help="also measure the kdissect checked out in DIR (e.g. main), for before/after")
     parser.add_argument("--keep", metavar="DIR", help="write the captures here and keep them")
-    parser.add_argument("--jobs", help="read --jobs N (default: the CLI's own, the cores available)")
+    parser.add_argument("--jobs", help="read --jobs N (default: the CLI's own, one process)")
     args = parser.parse_args()
     jobs = ["--jobs", args.jobs] if args.jobs else []
     folder = args.keep or tempfile.mkdtemp(prefix="kdissect-bench-memory-")

@@ -79,6 +79,14 @@ def test_two_processes_write_what_one_writes(capsys, tmp_path, capture, form):
     same(capsys, tmp_path, capture, FORMS[form])
 
 
+def test_jobs_0_takes_the_cores_available(capsys, tmp_path):
+    capture = ROOT / "captures" / "consumer-group-confluent.pcap"
+    STARTED.clear()
+    zero = run(capsys, tmp_path, capture, ["--json"], 0)
+    assert STARTED == ([jobs.available()] if jobs.available() > 1 else [])
+    assert zero == run(capsys, tmp_path, capture, ["--json"], 1)
+
+
 def test_a_capture_is_read_by_one_process_below_the_threshold(monkeypatch, tmp_path):
     capture = ROOT / "captures" / "consumer-group-confluent.pcap"
     assert jobs.splits(str(capture), 2) == 2

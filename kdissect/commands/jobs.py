@@ -43,7 +43,7 @@ class WorkerFailed(Exception):
 
 
 def available() -> int:
-    """The cores this process may run on: `--jobs`' default."""
+    """The cores this process may run on: `--jobs 0`."""
     affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere, the machine's
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 

@@ -57,8 +57,8 @@ def read(
             "--jobs",
             metavar="N",
             help="Processes to read a capture file of 8 MB or more with, each decoding and writing its share of the "
-            "connections (default: the cores available; the output is the same as with one). Standard input, and the "
-            "rows on a terminal, take one.",
+            "connections; 0: the cores available (default 1; the output is the same). Standard input, and the rows on a "
+            "terminal, take one.",
             rich_help_panel="Limits",
         ),
     ] = None,
@@ -74,11 +74,13 @@ def read(
         raise UserError("-V (the detail tree) goes with the text output, not with --json or -T fields")
     text = fields_view is None and not json_out
     if jobs is None:
+        jobs = 1
+    elif jobs == 0:
         from kdissect.commands.jobs import available
 
         jobs = available()
-    elif jobs < 1:
-        raise UserError(f"--jobs {jobs}: give 1 or more processes")
+    elif jobs < 0:
+        raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
     if text and common.output is None and sys.stdout.isatty():
         jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
 
