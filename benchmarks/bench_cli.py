@@ -7,12 +7,14 @@ runs; CPU time is the process's own user + system time, the fairer figure on a s
 - small messages (one 64-byte record per Produce and Fetch, no bare ACKs): `read --json`, the terminal view
   and `stats`, against tshark's one-line summary (`tshark -r`) and `tshark -T json`;
 - batch-heavy (20 records per batch, five codecs): `read --json`, every record decoded, against `tshark -V`;
-- start-up: `kdissect --help` and `read` of a tiny capture, against `python -c pass`.
+- start-up: `kdissect --help` and `read` of a tiny capture, against `python -c pass`;
+- `read --json` of both captures with `--jobs 1` and `--jobs N` (default 2): WALL time against tshark's, the
+  figure several processes change (their CPU time adds up).
 
 Python writes no byte-code cache under PYTHONDONTWRITEBYTECODE, and then compiles every module at each start:
 the runs here use a cache in a temporary directory, as an installed package has one.
 
-    python benchmarks/bench_cli.py [--small-mb 25] [--batch-mb 100] [--repeat 3]
+    python benchmarks/bench_cli.py [--small-mb 25] [--batch-mb 100] [--repeat 3] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -54,13 +56,16 @@ def median(command: list[str], env: dict[str, str], repeat: int) -> tuple[float,
     return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
-def table(title: str, rows: list[tuple[str, tuple[float, float]]], references: dict[str, tuple[float, float]]) -> None:
+def table(title: str, rows: list[tuple[str, tuple[float, float]]], references: dict[str, tuple[float, float]], wall: bool = False) -> None:
+    """Each row's CPU time (or, with `wall`, its wall time) over each reference's."""
     names = list(references)
+    which = 0 if wall else 1
     print(f"\n{title}")
-    print(f"{'':40} {'wall s':>8} {'CPU s':>8}" + "".join(f" {'× ' + n:>22}" for n in names))
-    for label, (wall, cpu) in rows:
-        ratios = "".join(f" {cpu / ref[1]:22.2f}" for ref in references.values())
-        print(f"{label:40} {wall:8.2f} {cpu:8.2f}{ratios}")
+    print(f"{'':40} {'wall s':>8} {'CPU s':>8}" + "".join(f" {'× ' + n + (' wall' if wall else ''):>22}" for n in names))
+    for label, times in rows:
+        wall_s, cpu = times
+        ratios = "".join(f" {times[which] / ref[which]:22.2f}" for ref in references.values())
+        print(f"{label:40} {wall_s:8.2f} {cpu:8.2f}{ratios}")
 
 
 def main() -> None:
@@ -68,6 +73,7 @@ def main() -> None:
     parser.add_argument("--small-mb", type=int, default=25, help="size of the small-message capture (default 25)")
     parser.add_argument("--batch-mb", type=int, default=100, help="size of the batch-heavy capture (default 100)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per command; the median is shown (default 3)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes for the --jobs rows (default 2)")
     args = parser.parse_args()
     if not shutil.which("tshark"):
         raise SystemExit("tshark is not installed: no reference to compare with (apt-get install tshark)")
@@ -85,8 +91,8 @@ def main() -> None:
     table(
         f"small messages: {small} ({os.path.getsize(small) / 1e6:.0f} MB)",
         [
-            ("kdissect read --json", run(*KDISSECT, "read", small, "--json", "-q")),
-            ("kdissect read (terminal view, to a file)", run(*KDISSECT, "read", small)),
+            ("kdissect read --json", run(*KDISSECT, "read", small, "--json", "-q", "--jobs", "1")),
+            ("kdissect read (terminal view, to a file)", run(*KDISSECT, "read", small, "--jobs", "1")),
             ("kdissect stats", run(*KDISSECT, "stats", small, "-q")),
             ("tshark -r (one line per packet)", one_line),
             ("tshark -T json", tshark_json),
@@ -96,8 +102,24 @@ def main() -> None:
     verbose = run("tshark", "-r", batch, "-V")
     table(
         f"batch-heavy: {batch} ({os.path.getsize(batch) / 1e6:.0f} MB)",
-        [("kdissect read --json", run(*KDISSECT, "read", batch, "--json", "-q")), ("tshark -V", verbose)],
+        [("kdissect read --json", run(*KDISSECT, "read", batch, "--json", "-q", "--jobs", "1")), ("tshark -V", verbose)],
         {"tshark -V": verbose},
+    )
+    load = os.getloadavg()[0]
+    table(
+        f"read --json with --jobs, wall time (load average {load:.1f} before; on a busy machine several processes gain little)",
+        [
+            (f"small: kdissect read --json --jobs {n}", run(*KDISSECT, "read", small, "--json", "-q", "--jobs", str(n)))
+            for n in (1, args.jobs)
+        ]
+        + [("small: tshark -r", one_line)]
+        + [
+            (f"batch-heavy: kdissect read --json --jobs {n}", run(*KDISSECT, "read", batch, "--json", "-q", "--jobs", str(n)))
+            for n in (1, args.jobs)
+        ]
+        + [("batch-heavy: tshark -V", verbose)],
+        {"tshark -r": one_line, "tshark -V": verbose},
+        wall=True,
     )
     bare = run(sys.executable, "-c", "pass")
     table(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -50,6 +51,17 @@ def read(
             rich_help_panel="Output",
         ),
     ] = None,
+    jobs: Annotated[
+        Optional[int],
+        typer.Option(
+            "--jobs",
+            metavar="N",
+            help="Processes to read a capture file of 8 MB or more with, each decoding and writing its share of the "
+            "connections; 0: the cores available (default 1; the output is the same). Standard input, and the rows on a "
+            "terminal, take one.",
+            rich_help_panel="Limits",
+        ),
+    ] = None,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.views.sink import EventSink
@@ -60,24 +72,47 @@ def read(
     json_out = common.json or output_format == "json"
     if common.detail and (fields_view is not None or json_out):
         raise UserError("-V (the detail tree) goes with the text output, not with --json or -T fields")
-    with Reading(common, on_console=fields_view is None and not json_out) as run:
+    text = fields_view is None and not json_out
+    if jobs is None:
+        jobs = 1
+    elif jobs == 0:
+        from kdissect.commands.jobs import available
+
+        jobs = available()
+    elif jobs < 0:
+        raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
+    if text and common.output is None and sys.stdout.isatty():
+        jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
+
+    def sink_on(stream, console, header: bool = True):
+        """The command's sink writing to `stream` (through `console` for the text view)."""
         if fields_view is not None:
-            sink = EventSink(common.wanted, view=fields_view(run.stream))
-        elif json_out:
+            return EventSink(common.wanted, view=fields_view(stream))
+        if json_out:
             from kdissect.views.json_lines import JsonLinesWriter
 
-            sink = EventSink(common.wanted, writer=JsonLinesWriter(run.stream), all_events=all_events)
-        else:
-            from kdissect.views.terminal import ReadView
+            return EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events)
+        from kdissect.views.terminal import ReadView
 
-            view = ReadView(run.console, rows=not common.quiet, detail=_detail_view() if common.detail else None)
-            view.title(run.source.name, run.source.format, run.source.compression)
-            sink = EventSink(common.wanted, view=view)
-        for event in run.events():
+        detail = _detail_view() if common.detail else None
+        view = ReadView(console, rows=not common.quiet, detail=detail, flush_each=not header, header=header)
+        return EventSink(common.wanted, view=view)
+
+    def worker_sink(stream):
+        """A worker's: its rows written as each is made, without the header (the first process writes it)."""
+        from kdissect.views.console import make_console
+
+        return sink_on(stream, make_console(stream) if text else None, header=False)
+
+    with Reading(common, on_console=text, jobs=jobs) as run:
+        sink = sink_on(run.stream, run.console if text else None)
+        if text:
+            sink.view.title(run.source.name, run.source.format, run.source.compression)
+        for event in run.events(worker_sink):
             if sink.add(event):
                 run.took()
-        if fields_view is None and not json_out:
-            view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
+        if text:
+            sink.view.closing(sink.summary, run.dissector.counters, run.source.linktypes(), run.notes())
     run.finish()
 
 

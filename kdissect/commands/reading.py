@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, closing, contextmanager
+from dataclasses import replace
 from typing import Any
 
 from kdissect.commands.options import Common, ExitStatus, UserError
@@ -36,9 +37,12 @@ class Reading:
     so requests in flight are not reported as unanswered.
     """
 
-    def __init__(self, common: Common, options: Any = None, on_console: bool = True) -> None:
+    def __init__(self, common: Common, options: Any = None, on_console: bool = True, jobs: int = 1) -> None:
         self.common = common
         self.options = options or common.options
+        self.jobs = jobs
+        """Processes to read the capture with (`commands/jobs.py`); 1 unless the capture is a large enough file."""
+        self.workers: Any = None
         self.on_console = on_console
         """The command prints through `console` (rich), so a progress bar can share the terminal with it."""
         self.stopper = Stopper()
@@ -59,7 +63,16 @@ class Reading:
             self.stopper.install()
             stack.callback(self.stopper.restore)
             self._stack = stack.pop_all()
-        self.dissector = file_dissector(self.source, self.options)
+        options = self.options
+        if self.jobs > 1:
+            from kdissect.commands import jobs
+
+            self.jobs = jobs.splits(self.common.capture, self.jobs)
+            if self.jobs > 1:
+                self.workers = jobs.Workers(self.jobs)
+                self._stack.callback(self.workers.stop)
+                options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
+        self.dissector = file_dissector(self.source, options)
         return self
 
     def __exit__(self, *exc: object) -> bool | None:
@@ -88,17 +101,28 @@ class Reading:
         """The command has everything it wanted: stop reading, quietly."""
         self.stopped_by = self.stopped_by or "done"
 
-    def events(self) -> Iterator[Any]:
-        """The core's events, packet by packet, until the capture ends or the run is stopped."""
-        from kdissect.events import Exchange, Notice
+    def events(self, worker_sink: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+        """The core's events, packet by packet, until the capture ends or the run is stopped.
 
-        with closing(self._dissected()) as events:
+        Read with other processes (`jobs`), the exchanges of their connections come as `views.sink.Settled`:
+        `worker_sink(stream)` makes the `EventSink` each of them writes with, as the command's own would."""
+        from kdissect.events import Exchange, Notice
+        from kdissect.views.sink import Settled
+
+        dissected = self._dissected()
+        if self.workers is not None:
+            assert worker_sink is not None, "a command read by several processes gives their sink"
+            self.workers.start(self.common.capture, self.options, self.common.wanted, worker_sink, self.stream.flush)
+            dissected = self.workers.merge(dissected)
+        with closing(dissected) as events:
             for event in events:
                 kind = type(event)
                 if kind is Exchange:
                     for d in event.diagnostics:
                         if d.severity == "error":
                             self.damage[d.code] += 1
+                elif kind is Settled:
+                    self.damage.update(event.damage)
                 elif kind is Notice and event.diagnostic.severity == "error":
                     self.damage[event.diagnostic.code] += 1
                 yield event

@@ -95,3 +95,7 @@ class FieldsWriter:
         join = self.layout.aggregator.join
         cells = (self._quoted(join(_text(v, f) for v in f.values(exchange))) for f in self.fields)
         self.stream.write(self.layout.separator.join(cells) + "\n")
+
+    def raw(self, text: str) -> None:
+        """The lines a worker's writer wrote for one exchange (`read --jobs`)."""
+        self.stream.write(text)

@@ -622,14 +622,18 @@ class JsonLinesWriter:
             self._bytes = buffer
 
     def write(self, obj: dict[str, Any]) -> None:
-        self._put(encode(obj))
-        if self._flush_each:
-            self._stream.flush()
+        self.raw(encode(obj))
 
     def write_exchange(self, exchange: Exchange) -> None:
         """`write(exchange_tree(exchange))`, a large exchange in pieces (`exchange_pieces`)."""
         for piece in exchange_pieces(exchange):
             self._put(piece)
+        if self._flush_each:
+            self._stream.flush()
+
+    def raw(self, data: bytes) -> None:
+        """Encoded lines as they are: a worker's for one exchange (`read --jobs`)."""
+        self._put(data)
         if self._flush_each:
             self._stream.flush()
 

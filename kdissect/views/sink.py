@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from kdissect.events import ConnectionEnd, Event, Exchange, Notice
 from kdissect.filter import Filter
 from kdissect.views import json_lines
-from kdissect.views.summary import Summary
+from kdissect.views.summary import Facts, Summary
+
+
+class Settled(NamedTuple):
+    """An exchange another process decoded, tested and wrote (`read --jobs`): this process's own copy (its
+    bodies not decoded here), what the totals count of it, what the other process's sink wrote for it, and the
+    codes of its diagnostics of severity error."""
+
+    exchange: Exchange
+    facts: Facts
+    output: bytes
+    damage: tuple[str, ...]
 
 
 class EventSink:
@@ -23,18 +34,22 @@ class EventSink:
         self.all_events = all_events
         self.summary = Summary()
 
-    def add(self, event: Event) -> bool:
+    def add(self, event: Event | Settled) -> bool:
         """Route one event; True when it is an exchange the filter let through."""
         if isinstance(event, Exchange):
             shown = self.wanted.matches(event)
             self.summary.add(event, shown)
-            if not shown:
-                return False
-            if self.writer is not None:
-                self.writer.write_exchange(event)
-            else:
-                self.view.exchange(event)
-            return True
+            if shown:
+                self.show(event)
+            return shown
+        if isinstance(event, Settled):
+            self.summary.count(event.exchange.connection, event.facts)
+            if event.facts.shown:
+                if self.writer is not None:
+                    self.writer.raw(event.output)
+                else:
+                    self.view.raw(event.output.decode())
+            return event.facts.shown
         self.summary.add(event)
         if self.writer is not None and self.all_events:
             if isinstance(event, Notice):
@@ -42,3 +57,10 @@ class EventSink:
             elif isinstance(event, ConnectionEnd):
                 self.writer.write(json_lines.connection_end_json(event))
         return False
+
+    def show(self, exchange: Exchange) -> None:
+        """Write an exchange the filter let through."""
+        if self.writer is not None:
+            self.writer.write_exchange(exchange)
+        else:
+            self.view.exchange(exchange)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kdissect.decode.body import Body
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
@@ -55,6 +56,38 @@ def _counted_status(exchange: Exchange, shown: bool) -> str:
     if not shown and exchange.status == "ok" and response is not None and response.body is None:
         return UNDECODED
     return exchange.status
+
+
+class Facts(NamedTuple):
+    """What the totals count of one exchange: a few values, cheap to send between processes."""
+
+    id: int
+    shown: bool
+    counted_status: str
+    status: str
+    client_id: str | None
+    label: str
+    latency: int | None
+    diagnostics: tuple[str, ...]
+    errors: tuple[int, ...]
+    """Distinct error codes, in the order of their set (as the totals have always counted them)."""
+
+
+def exchange_facts(exchange: Exchange, shown: bool) -> Facts:
+    status = _counted_status(exchange, shown)
+    if not shown:
+        return Facts(exchange.id, False, status, exchange.status, None, "", None, (), ())
+    return Facts(
+        exchange.id,
+        True,
+        status,
+        exchange.status,
+        exchange.client_id,
+        api_label(exchange),
+        exchange.latency,
+        tuple(d.code for d in exchange.diagnostics),
+        tuple({code for _, code, _ in exchange_errors(exchange)}),
+    )
 
 
 @dataclass
@@ -115,33 +148,36 @@ class Summary:
             self._flow(event.connection).end = event
 
     def _exchange(self, exchange: Exchange, shown: bool) -> None:
+        self.count(exchange.connection, exchange_facts(exchange, shown))
+
+    def count(self, info: ConnectionInfo, facts: Facts) -> None:
+        """Count one exchange from its facts: how `add` counts an exchange, and how a process reading a capture
+        with others (`read --jobs`) counts the exchanges another one decoded."""
         self.exchanges += 1
-        self.statuses[_counted_status(exchange, shown)] += 1
-        flow = self._flow(exchange.connection)
-        if not shown:
+        self.statuses[facts.counted_status] += 1
+        flow = self._flow(info)
+        if not facts.shown:
             flow.hidden += 1
             return
         self.shown += 1
         flow.exchanges += 1
-        if exchange.client_id:
-            flow.client_ids[exchange.client_id] += 1
-        label = api_label(exchange)
-        flow.apis[label.split(" v")[0]] += 1
-        if exchange.status == "unanswered":
+        if facts.client_id:
+            flow.client_ids[facts.client_id] += 1
+        flow.apis[facts.label.split(" v")[0]] += 1
+        if facts.status == "unanswered":
             flow.unanswered += 1
-        if exchange.latency is not None:
-            flow.latencies.append(exchange.latency)
-        for d in exchange.diagnostics:
-            self.diagnostics[d.code] += 1
+        if facts.latency is not None:
+            flow.latencies.append(facts.latency)
+        for code in facts.diagnostics:
+            self.diagnostics[code] += 1
             flow.diagnostics += 1
-        codes = {code for _, code, _ in exchange_errors(exchange)}
-        flow.errors += len(codes)
-        for code in codes:
+        flow.errors += len(facts.errors)
+        for code in facts.errors:
             tally = self.errors.setdefault(code, ErrorTally())
             tally.count += 1
-            tally.apis[label] += 1
+            tally.apis[facts.label] += 1
             if len(tally.exchanges) < self.FIRST_EXCHANGES:
-                tally.exchanges.append(exchange.id)
+                tally.exchanges.append(facts.id)
 
     @staticmethod
     def error_label(code: int) -> str:

@@ -304,7 +304,7 @@ STATUSES = 4096
 class ReadView:
     """Prints one capture: a title, exchange rows as they come, and the closing panels."""
 
-    def __init__(self, console: Console, rows: bool = True, detail: Any = None, flush_each: bool = False) -> None:
+    def __init__(self, console: Console, rows: bool = True, detail: Any = None, flush_each: bool = False, header: bool = True) -> None:
         self.console = console
         self._flush_each = flush_each
         """Each row flushed as it is written (live sessions; rich flushes every print)."""
@@ -320,7 +320,8 @@ class ReadView:
         self.detail = detail
         """A `DetailView` to print each exchange as a tree instead of a row (-V)."""
         self.columns = row_columns(console.width)
-        self._header_printed = False
+        self._header_printed = not header
+        """False: the rows' header line is printed before the first row (a `read --jobs` worker's rows have none)."""
 
     def title(self, name: str, fmt: str, compression: str | None) -> None:
         self.console.print(Text(f"{name}", style="bold") + Text(f"  {fmt}" + (f" ({compression})" if compression else ""), style="dim"))
@@ -332,9 +333,7 @@ class ReadView:
         if self.detail is not None:
             console.print(self.detail.render(exchange), soft_wrap=not console.is_terminal)
             return
-        if not self._header_printed:
-            console.print(header_row(self.columns), **self.fit)
-            self._header_printed = True
+        self._header()
         if self._direct:
             cells = row_cells(exchange, self.columns)
             if not cells.isprintable():  # a client id's control codes go as rich drops them
@@ -359,6 +358,21 @@ class ReadView:
             parts = status_parts(errors, status, assumed, diagnostics)
             text = self._statuses[key] = "".join(self._styled(strip_control_codes(t), s) for t, s in parts)
         return text
+
+    def _header(self) -> None:
+        if not self._header_printed:
+            self.console.print(header_row(self.columns), **self.fit)
+            self._header_printed = True
+
+    def raw(self, text: str) -> None:
+        """What a worker's view of the same console wrote for one exchange (`read --jobs`), in its place."""
+        if self.rows:
+            if self.detail is None:
+                self._header()
+            pending = self._pending
+            pending.append(text)
+            if self._flush_each or self.detail is not None or len(pending) >= BATCH:
+                self.flush()
 
     def _styled(self, text: str, style: str) -> str:
         codes = self._codes.get(style)
