@@ -57,7 +57,7 @@ def read(
             "--jobs",
             metavar="N",
             help="Processes to read a capture file of 8 MB or more with, each decoding and writing its share of the "
-            "connections; 0: the cores available (default 1; the output is the same). Standard input, and the rows on a "
+            "connections (default, and 0: the cores available; the output is the same). Standard input, and the rows on a "
             "terminal, take one.",
             rich_help_panel="Limits",
         ),
@@ -73,9 +73,7 @@ def read(
     if common.detail and (fields_view is not None or json_out):
         raise UserError("-V (the detail tree) goes with the text output, not with --json or -T fields")
     text = fields_view is None and not json_out
-    if jobs is None:
-        jobs = 1
-    elif jobs == 0:
+    if jobs is None or jobs == 0:
         from kdissect.commands.jobs import available
 
         jobs = available()
