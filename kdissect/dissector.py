@@ -224,7 +224,7 @@ class Dissector:
                     0,
                 )
             )
-        return self._take()
+        yield from self._take()
 
     def run(self, packets: Iterable[Packet]) -> Iterator[Event]:
         """Drive the dissector over an iterable of packets: the whole loop of a file driver."""
