@@ -163,6 +163,11 @@ class Direction:
     def gap(self, length: int, ts: int) -> None:
         self.records.gap(length, ts)
 
+    @staticmethod
+    def fill(offset: int, data: bytes) -> int:
+        """Late ciphertext for a hole: the record reader skipped past it already, so it cannot be placed."""
+        return 0
+
     def finish(self) -> None:
         self.records.finish()
         if self.held:
