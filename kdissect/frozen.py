@@ -8,7 +8,7 @@ instance, equal, hashable and picklable like any other.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:
@@ -18,15 +18,20 @@ T = TypeVar("T", bound="DataclassInstance")
 
 
 def fast_constructor(cls: type[T]) -> Callable[..., T]:
-    """A positional constructor of `cls` that skips the frozen dataclass's per-field setattr.
+    """A constructor of `cls` that skips the frozen dataclass's per-field setattr, taking the same arguments
+    (defaults included).
 
     It is a twin class whose `__init__` sets the fields and then switches the instance to `cls`, so making a
     value costs one Python call.
     """
+    if any(f.default_factory is not MISSING for f in fields(cls)):
+        raise TypeError(f"{cls.__name__}: a field with a default_factory has no fast constructor")
     names = [f.name for f in fields(cls)]
-    source = f"def __init__(self, {', '.join(names)}):\n"
+    defaults = {f"_default_{f.name}": f.default for f in fields(cls) if f.default is not MISSING}
+    params = [name if f"_default_{name}" not in defaults else f"{name}=_default_{name}" for name in names]
+    source = f"def __init__(self, {', '.join(params)}):\n"
     source += "".join(f"    self.{name} = {name}\n" for name in names)
     source += "    self.__class__ = frozen\n"
     namespace: dict[str, Any] = {}
-    exec(source, {"frozen": cls}, namespace)  # the same technique dataclasses use for their own __init__
+    exec(source, {"frozen": cls, **defaults}, namespace)  # the same technique dataclasses use for their own __init__
     return type(f"{cls.__name__}Builder", (), {"__slots__": tuple(names), "__init__": namespace["__init__"]})

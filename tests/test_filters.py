@@ -507,7 +507,7 @@ def test_the_second_filter_is_named_when_it_is_wrong():
 
 
 def test_fixed_options_are_shorthands_of_the_language():
-    from kdissect.filter import shorthands
+    from kdissect.filter.shorthands import shorthands
 
     parts = shorthands(api="Produce,fetch", version="9-12", topic=['a"b'], errors=True, connection="1,2", min_latency=1.5)
     assert parts == [

@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
-from kdissect.filter import compile_filter, shorthands
+from kdissect.filter import compile_filter
+from kdissect.filter.shorthands import shorthands
 from kdissect.views.detail import DetailView
 from kdissect.views.sink import EventSink
 from kdissect.views.stats import Stats, print_stats

@@ -541,12 +541,16 @@ SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connec
 def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
     """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`; a UserError (one line
     with the column, a caret and what was meant) for a mistake. A list option's values may each be `a,b`."""
-    from kdissect.filter import FilterError, compile_filter
-    from kdissect.filter import shorthands as fixed
-
     given = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
     given.update({name: ",".join(given[name]) for name in ("api", "version", "connection") if given.get(name)})
     expressions = expressions or []
+    if not expressions and all(value is None or value is False or value == [] or value == "" for value in given.values()):
+        from kdissect.filter.verdict import EVERYTHING
+
+        return EVERYTHING
+    from kdissect.filter import FilterError, compile_filter
+    from kdissect.filter.shorthands import shorthands as fixed
+
     labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
         return compile_filter([*fixed(**given), *zip(labels, expressions)])

@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from kdissect.events import Exchange
 from kdissect.filter.compile import compile_node, compile_value, conjunction
 from kdissect.filter.errors import FilterError
 from kdissect.filter.fields import ALIASES, Resolved
 from kdissect.filter.parser import fields_of, parse, parse_value
+from kdissect.filter.verdict import EVERYTHING, Filter
 from kdissect.kafka.shared import Keep
-
-
-def _everything(exchange: Exchange) -> bool:
-    return True
-
-
-@dataclass(frozen=True, slots=True)
-class Filter:
-    """Which exchanges a user asked to see."""
-
-    text: str
-    """The whole expression, each part in parentheses; empty for everything. What the Spark job ships."""
-    matches: Callable[[Exchange], bool] = _everything
-    keep: Keep | None = None
-    """The verdict from headers (the core's `Options.keep`): False when no body can make `matches` true.
-    None when headers never decide."""
-    fields: frozenset[str] = frozenset()
-    """The fields the expression uses (aliases by their own names)."""
-
-    @property
-    def active(self) -> bool:
-        return bool(self.text)
-
-
-EVERYTHING = Filter("")
 
 
 def compile_filter(parts: Sequence[tuple[str, str]]) -> Filter:

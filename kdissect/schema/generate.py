@@ -245,7 +245,7 @@ class Writer:
         args.append(f"source={q(message.source)}")
         if message.latest_unstable:
             args.append("latest_unstable=True")
-        return self.bind(var, f"MessageSpec({', '.join(args)})")
+        return self.bind(var, f"_message({', '.join(args)})")
 
     def field_tuple(self, fields: tuple[Field, ...], depth: int) -> str:
         if not fields:
@@ -281,7 +281,7 @@ class Writer:
         if f.fields:
             shared = self.struct_vars.get(id(f.fields))
             args.append(f"fields={shared or self.field_tuple(f.fields, depth)}")
-        return f"Field({', '.join(args)})"
+        return f"_field({', '.join(args)})"
 
 
 def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -> str:
@@ -307,7 +307,11 @@ def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -
         "# and kdissect/schema/error_codes.tsv (org.apache.kafka.common.protocol.Errors).\n",
         "# ruff: noqa: E501\n",
         '"""Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""\n\n',
+        "from kdissect.frozen import fast_constructor\n",
         "from kdissect.schema.model import NEVER, OPEN, Api, Field, MessageSpec, StructSpec, Versions\n\n",
+        "_field = fast_constructor(Field)\n",
+        "_message = fast_constructor(MessageSpec)\n",
+        '"""Frozen Fields and MessageSpecs built without their per-attribute setattr: thousands are made at each start."""\n\n',
     ]
     for v in sorted(w.versions - {NEVER}, key=lambda v: (v.lo, v.hi)):
         hi = "OPEN" if v.hi == OPEN else str(v.hi)

@@ -8,7 +8,12 @@
 # ruff: noqa: E501
 """Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""
 
+from kdissect.frozen import fast_constructor
 from kdissect.schema.model import NEVER, OPEN, Api, Field, MessageSpec, StructSpec, Versions
+
+_field = fast_constructor(Field)
+_message = fast_constructor(MessageSpec)
+"""Frozen Fields and MessageSpecs built without their per-attribute setattr: thousands are made at each start."""
 
 V0to0 = Versions(0, 0)
 V0to1 = Versions(0, 1)
@@ -62,3250 +67,3250 @@ V16up = Versions(16, OPEN)
 V17up = Versions(17, OPEN)
 V18up = Versions(18, OPEN)
 
-_ProduceRequest = MessageSpec("ProduceRequest", "request", 0, V3to13, V9up, (
-    Field("TransactionalId", "string", V3up, nullable=V3up, default="null", entity="transactionalId"),
-    Field("Acks", "int16", V0up),
-    Field("TimeoutMs", "int32", V0up),
-    Field("TopicData", "TopicProduceData", V0up, array=True, fields=(
-        Field("Name", "string", V0to12, map_key=True, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, map_key=True, ignorable=True),
-        Field("PartitionData", "PartitionProduceData", V0up, array=True, fields=(
-            Field("Index", "int32", V0up),
-            Field("Records", "records", V0up, nullable=V0up),
+_ProduceRequest = _message("ProduceRequest", "request", 0, V3to13, V9up, (
+    _field("TransactionalId", "string", V3up, nullable=V3up, default="null", entity="transactionalId"),
+    _field("Acks", "int16", V0up),
+    _field("TimeoutMs", "int32", V0up),
+    _field("TopicData", "TopicProduceData", V0up, array=True, fields=(
+        _field("Name", "string", V0to12, map_key=True, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, map_key=True, ignorable=True),
+        _field("PartitionData", "PartitionProduceData", V0up, array=True, fields=(
+            _field("Index", "int32", V0up),
+            _field("Records", "records", V0up, nullable=V0up),
         )),
     )),
 ), source="trunk")
-_ProduceRequest_v39 = MessageSpec("ProduceRequest", "request", 0, V0to11, V9up, (
-    Field("TransactionalId", "string", V3up, nullable=V3up, default="null", entity="transactionalId"),
-    Field("Acks", "int16", V0up),
-    Field("TimeoutMs", "int32", V0up),
-    Field("TopicData", "TopicProduceData", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("PartitionData", "PartitionProduceData", V0up, array=True, fields=(
-            Field("Index", "int32", V0up),
-            Field("Records", "records", V0up, nullable=V0up),
+_ProduceRequest_v39 = _message("ProduceRequest", "request", 0, V0to11, V9up, (
+    _field("TransactionalId", "string", V3up, nullable=V3up, default="null", entity="transactionalId"),
+    _field("Acks", "int16", V0up),
+    _field("TimeoutMs", "int32", V0up),
+    _field("TopicData", "TopicProduceData", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("PartitionData", "PartitionProduceData", V0up, array=True, fields=(
+            _field("Index", "int32", V0up),
+            _field("Records", "records", V0up, nullable=V0up),
         )),
     )),
 ), source="3.9")
-_ProduceResponse = MessageSpec("ProduceResponse", "response", 0, V3to13, V9up, (
-    Field("Responses", "TopicProduceResponse", V0up, array=True, fields=(
-        Field("Name", "string", V0to12, map_key=True, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, map_key=True, ignorable=True),
-        Field("PartitionResponses", "PartitionProduceResponse", V0up, array=True, fields=(
-            Field("Index", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("BaseOffset", "int64", V0up),
-            Field("LogAppendTimeMs", "int64", V2up, default="-1", ignorable=True),
-            Field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
-            Field("RecordErrors", "BatchIndexAndErrorMessage", V8up, array=True, ignorable=True, fields=(
-                Field("BatchIndex", "int32", V8up),
-                Field("BatchIndexErrorMessage", "string", V8up, nullable=V8up, default="null"),
+_ProduceResponse = _message("ProduceResponse", "response", 0, V3to13, V9up, (
+    _field("Responses", "TopicProduceResponse", V0up, array=True, fields=(
+        _field("Name", "string", V0to12, map_key=True, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, map_key=True, ignorable=True),
+        _field("PartitionResponses", "PartitionProduceResponse", V0up, array=True, fields=(
+            _field("Index", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("BaseOffset", "int64", V0up),
+            _field("LogAppendTimeMs", "int64", V2up, default="-1", ignorable=True),
+            _field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
+            _field("RecordErrors", "BatchIndexAndErrorMessage", V8up, array=True, ignorable=True, fields=(
+                _field("BatchIndex", "int32", V8up),
+                _field("BatchIndexErrorMessage", "string", V8up, nullable=V8up, default="null"),
             )),
-            Field("ErrorMessage", "string", V8up, nullable=V8up, default="null", ignorable=True),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V10up, tagged=V10up, tag=0, fields=(
-                Field("LeaderId", "int32", V10up, default="-1", entity="brokerId"),
-                Field("LeaderEpoch", "int32", V10up, default="-1"),
+            _field("ErrorMessage", "string", V8up, nullable=V8up, default="null", ignorable=True),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V10up, tagged=V10up, tag=0, fields=(
+                _field("LeaderId", "int32", V10up, default="-1", entity="brokerId"),
+                _field("LeaderEpoch", "int32", V10up, default="-1"),
             )),
         )),
     )),
-    Field("ThrottleTimeMs", "int32", V1up, default="0", ignorable=True),
-    Field("NodeEndpoints", "NodeEndpoint", V10up, array=True, tagged=V10up, tag=0, fields=(
-        Field("NodeId", "int32", V10up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V10up),
-        Field("Port", "int32", V10up),
-        Field("Rack", "string", V10up, nullable=V10up, default="null"),
+    _field("ThrottleTimeMs", "int32", V1up, default="0", ignorable=True),
+    _field("NodeEndpoints", "NodeEndpoint", V10up, array=True, tagged=V10up, tag=0, fields=(
+        _field("NodeId", "int32", V10up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V10up),
+        _field("Port", "int32", V10up),
+        _field("Rack", "string", V10up, nullable=V10up, default="null"),
     )),
 ), source="trunk")
-_ProduceResponse_v39 = MessageSpec("ProduceResponse", "response", 0, V0to11, V9up, (
-    Field("Responses", "TopicProduceResponse", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("PartitionResponses", "PartitionProduceResponse", V0up, array=True, fields=(
-            Field("Index", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("BaseOffset", "int64", V0up),
-            Field("LogAppendTimeMs", "int64", V2up, default="-1", ignorable=True),
-            Field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
-            Field("RecordErrors", "BatchIndexAndErrorMessage", V8up, array=True, ignorable=True, fields=(
-                Field("BatchIndex", "int32", V8up),
-                Field("BatchIndexErrorMessage", "string", V8up, nullable=V8up, default="null"),
+_ProduceResponse_v39 = _message("ProduceResponse", "response", 0, V0to11, V9up, (
+    _field("Responses", "TopicProduceResponse", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("PartitionResponses", "PartitionProduceResponse", V0up, array=True, fields=(
+            _field("Index", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("BaseOffset", "int64", V0up),
+            _field("LogAppendTimeMs", "int64", V2up, default="-1", ignorable=True),
+            _field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
+            _field("RecordErrors", "BatchIndexAndErrorMessage", V8up, array=True, ignorable=True, fields=(
+                _field("BatchIndex", "int32", V8up),
+                _field("BatchIndexErrorMessage", "string", V8up, nullable=V8up, default="null"),
             )),
-            Field("ErrorMessage", "string", V8up, nullable=V8up, default="null", ignorable=True),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V10up, tagged=V10up, tag=0, fields=(
-                Field("LeaderId", "int32", V10up, default="-1", entity="brokerId"),
-                Field("LeaderEpoch", "int32", V10up, default="-1"),
+            _field("ErrorMessage", "string", V8up, nullable=V8up, default="null", ignorable=True),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V10up, tagged=V10up, tag=0, fields=(
+                _field("LeaderId", "int32", V10up, default="-1", entity="brokerId"),
+                _field("LeaderEpoch", "int32", V10up, default="-1"),
             )),
         )),
     )),
-    Field("ThrottleTimeMs", "int32", V1up, default="0", ignorable=True),
-    Field("NodeEndpoints", "NodeEndpoint", V10up, array=True, tagged=V10up, tag=0, fields=(
-        Field("NodeId", "int32", V10up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V10up),
-        Field("Port", "int32", V10up),
-        Field("Rack", "string", V10up, nullable=V10up, default="null"),
+    _field("ThrottleTimeMs", "int32", V1up, default="0", ignorable=True),
+    _field("NodeEndpoints", "NodeEndpoint", V10up, array=True, tagged=V10up, tag=0, fields=(
+        _field("NodeId", "int32", V10up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V10up),
+        _field("Port", "int32", V10up),
+        _field("Rack", "string", V10up, nullable=V10up, default="null"),
     )),
 ), source="3.9")
-_FetchRequest = MessageSpec("FetchRequest", "request", 1, V4to18, V12up, (
-    Field("ClusterId", "string", V12up, nullable=V12up, tagged=V12up, tag=0, default="null", ignorable=True),
-    Field("ReplicaId", "int32", V0to14, default="-1", entity="brokerId"),
-    Field("ReplicaState", "ReplicaState", V15up, tagged=V15up, tag=1, fields=(
-        Field("ReplicaId", "int32", V15up, default="-1", entity="brokerId"),
-        Field("ReplicaEpoch", "int64", V15up, default="-1"),
+_FetchRequest = _message("FetchRequest", "request", 1, V4to18, V12up, (
+    _field("ClusterId", "string", V12up, nullable=V12up, tagged=V12up, tag=0, default="null", ignorable=True),
+    _field("ReplicaId", "int32", V0to14, default="-1", entity="brokerId"),
+    _field("ReplicaState", "ReplicaState", V15up, tagged=V15up, tag=1, fields=(
+        _field("ReplicaId", "int32", V15up, default="-1", entity="brokerId"),
+        _field("ReplicaEpoch", "int64", V15up, default="-1"),
     )),
-    Field("MaxWaitMs", "int32", V0up),
-    Field("MinBytes", "int32", V0up),
-    Field("MaxBytes", "int32", V3up, default="0x7fffffff", ignorable=True),
-    Field("IsolationLevel", "int8", V4up, default="0", ignorable=True),
-    Field("SessionId", "int32", V7up, default="0", ignorable=True),
-    Field("SessionEpoch", "int32", V7up, default="-1", ignorable=True),
-    Field("Topics", "FetchTopic", V0up, array=True, fields=(
-        Field("Topic", "string", V0to12, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, ignorable=True),
-        Field("Partitions", "FetchPartition", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V9up, default="-1", ignorable=True),
-            Field("FetchOffset", "int64", V0up),
-            Field("LastFetchedEpoch", "int32", V12up, default="-1"),
-            Field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
-            Field("PartitionMaxBytes", "int32", V0up),
-            Field("ReplicaDirectoryId", "uuid", V17up, tagged=V17up, tag=0, ignorable=True),
-            Field("HighWatermark", "int64", V18up, tagged=V18up, tag=1, default="9223372036854775807", ignorable=True),
+    _field("MaxWaitMs", "int32", V0up),
+    _field("MinBytes", "int32", V0up),
+    _field("MaxBytes", "int32", V3up, default="0x7fffffff", ignorable=True),
+    _field("IsolationLevel", "int8", V4up, default="0", ignorable=True),
+    _field("SessionId", "int32", V7up, default="0", ignorable=True),
+    _field("SessionEpoch", "int32", V7up, default="-1", ignorable=True),
+    _field("Topics", "FetchTopic", V0up, array=True, fields=(
+        _field("Topic", "string", V0to12, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, ignorable=True),
+        _field("Partitions", "FetchPartition", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V9up, default="-1", ignorable=True),
+            _field("FetchOffset", "int64", V0up),
+            _field("LastFetchedEpoch", "int32", V12up, default="-1"),
+            _field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
+            _field("PartitionMaxBytes", "int32", V0up),
+            _field("ReplicaDirectoryId", "uuid", V17up, tagged=V17up, tag=0, ignorable=True),
+            _field("HighWatermark", "int64", V18up, tagged=V18up, tag=1, default="9223372036854775807", ignorable=True),
         )),
     )),
-    Field("ForgottenTopicsData", "ForgottenTopic", V7up, array=True, fields=(
-        Field("Topic", "string", V7to12, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, ignorable=True),
-        Field("Partitions", "int32", V7up, array=True),
+    _field("ForgottenTopicsData", "ForgottenTopic", V7up, array=True, fields=(
+        _field("Topic", "string", V7to12, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, ignorable=True),
+        _field("Partitions", "int32", V7up, array=True),
     )),
-    Field("RackId", "string", V11up, default="", ignorable=True),
+    _field("RackId", "string", V11up, default="", ignorable=True),
 ), source="trunk")
-_FetchRequest_v39 = MessageSpec("FetchRequest", "request", 1, V0to17, V12up, (
-    Field("ClusterId", "string", V12up, nullable=V12up, tagged=V12up, tag=0, default="null", ignorable=True),
-    Field("ReplicaId", "int32", V0to14, default="-1", entity="brokerId"),
-    Field("ReplicaState", "ReplicaState", V15up, tagged=V15up, tag=1, fields=(
-        Field("ReplicaId", "int32", V15up, default="-1", entity="brokerId"),
-        Field("ReplicaEpoch", "int64", V15up, default="-1"),
+_FetchRequest_v39 = _message("FetchRequest", "request", 1, V0to17, V12up, (
+    _field("ClusterId", "string", V12up, nullable=V12up, tagged=V12up, tag=0, default="null", ignorable=True),
+    _field("ReplicaId", "int32", V0to14, default="-1", entity="brokerId"),
+    _field("ReplicaState", "ReplicaState", V15up, tagged=V15up, tag=1, fields=(
+        _field("ReplicaId", "int32", V15up, default="-1", entity="brokerId"),
+        _field("ReplicaEpoch", "int64", V15up, default="-1"),
     )),
-    Field("MaxWaitMs", "int32", V0up),
-    Field("MinBytes", "int32", V0up),
-    Field("MaxBytes", "int32", V3up, default="0x7fffffff", ignorable=True),
-    Field("IsolationLevel", "int8", V4up, default="0", ignorable=True),
-    Field("SessionId", "int32", V7up, default="0", ignorable=True),
-    Field("SessionEpoch", "int32", V7up, default="-1", ignorable=True),
-    Field("Topics", "FetchTopic", V0up, array=True, fields=(
-        Field("Topic", "string", V0to12, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, ignorable=True),
-        Field("Partitions", "FetchPartition", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V9up, default="-1", ignorable=True),
-            Field("FetchOffset", "int64", V0up),
-            Field("LastFetchedEpoch", "int32", V12up, default="-1"),
-            Field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
-            Field("PartitionMaxBytes", "int32", V0up),
-            Field("ReplicaDirectoryId", "uuid", V17up, tagged=V17up, tag=0, ignorable=True),
+    _field("MaxWaitMs", "int32", V0up),
+    _field("MinBytes", "int32", V0up),
+    _field("MaxBytes", "int32", V3up, default="0x7fffffff", ignorable=True),
+    _field("IsolationLevel", "int8", V4up, default="0", ignorable=True),
+    _field("SessionId", "int32", V7up, default="0", ignorable=True),
+    _field("SessionEpoch", "int32", V7up, default="-1", ignorable=True),
+    _field("Topics", "FetchTopic", V0up, array=True, fields=(
+        _field("Topic", "string", V0to12, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, ignorable=True),
+        _field("Partitions", "FetchPartition", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V9up, default="-1", ignorable=True),
+            _field("FetchOffset", "int64", V0up),
+            _field("LastFetchedEpoch", "int32", V12up, default="-1"),
+            _field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
+            _field("PartitionMaxBytes", "int32", V0up),
+            _field("ReplicaDirectoryId", "uuid", V17up, tagged=V17up, tag=0, ignorable=True),
         )),
     )),
-    Field("ForgottenTopicsData", "ForgottenTopic", V7up, array=True, fields=(
-        Field("Topic", "string", V7to12, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, ignorable=True),
-        Field("Partitions", "int32", V7up, array=True),
+    _field("ForgottenTopicsData", "ForgottenTopic", V7up, array=True, fields=(
+        _field("Topic", "string", V7to12, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, ignorable=True),
+        _field("Partitions", "int32", V7up, array=True),
     )),
-    Field("RackId", "string", V11up, default="", ignorable=True),
+    _field("RackId", "string", V11up, default="", ignorable=True),
 ), source="3.9")
-_FetchResponse = MessageSpec("FetchResponse", "response", 1, V4to18, V12up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V7up, ignorable=True),
-    Field("SessionId", "int32", V7up, default="0"),
-    Field("Responses", "FetchableTopicResponse", V0up, array=True, fields=(
-        Field("Topic", "string", V0to12, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("HighWatermark", "int64", V0up),
-            Field("LastStableOffset", "int64", V4up, default="-1", ignorable=True),
-            Field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
-            Field("DivergingEpoch", "EpochEndOffset", V12up, tagged=V12up, tag=0, fields=(
-                Field("Epoch", "int32", V12up, default="-1"),
-                Field("EndOffset", "int64", V12up, default="-1"),
+_FetchResponse = _message("FetchResponse", "response", 1, V4to18, V12up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V7up, ignorable=True),
+    _field("SessionId", "int32", V7up, default="0"),
+    _field("Responses", "FetchableTopicResponse", V0up, array=True, fields=(
+        _field("Topic", "string", V0to12, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("HighWatermark", "int64", V0up),
+            _field("LastStableOffset", "int64", V4up, default="-1", ignorable=True),
+            _field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
+            _field("DivergingEpoch", "EpochEndOffset", V12up, tagged=V12up, tag=0, fields=(
+                _field("Epoch", "int32", V12up, default="-1"),
+                _field("EndOffset", "int64", V12up, default="-1"),
             )),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V12up, tagged=V12up, tag=1, fields=(
-                Field("LeaderId", "int32", V12up, default="-1", entity="brokerId"),
-                Field("LeaderEpoch", "int32", V12up, default="-1"),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V12up, tagged=V12up, tag=1, fields=(
+                _field("LeaderId", "int32", V12up, default="-1", entity="brokerId"),
+                _field("LeaderEpoch", "int32", V12up, default="-1"),
             )),
-            Field("SnapshotId", "SnapshotId", V12up, tagged=V12up, tag=2, fields=(
-                Field("EndOffset", "int64", V0up, default="-1"),
-                Field("Epoch", "int32", V0up, default="-1"),
+            _field("SnapshotId", "SnapshotId", V12up, tagged=V12up, tag=2, fields=(
+                _field("EndOffset", "int64", V0up, default="-1"),
+                _field("Epoch", "int32", V0up, default="-1"),
             )),
-            Field("AbortedTransactions", "AbortedTransaction", V4up, array=True, nullable=V4up, ignorable=True, fields=(
-                Field("ProducerId", "int64", V4up, entity="producerId"),
-                Field("FirstOffset", "int64", V4up),
+            _field("AbortedTransactions", "AbortedTransaction", V4up, array=True, nullable=V4up, ignorable=True, fields=(
+                _field("ProducerId", "int64", V4up, entity="producerId"),
+                _field("FirstOffset", "int64", V4up),
             )),
-            Field("PreferredReadReplica", "int32", V11up, default="-1", entity="brokerId"),
-            Field("Records", "records", V0up, nullable=V0up),
+            _field("PreferredReadReplica", "int32", V11up, default="-1", entity="brokerId"),
+            _field("Records", "records", V0up, nullable=V0up),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V16up, array=True, tagged=V16up, tag=0, fields=(
-        Field("NodeId", "int32", V16up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V16up),
-        Field("Port", "int32", V16up),
-        Field("Rack", "string", V16up, nullable=V16up, default="null"),
+    _field("NodeEndpoints", "NodeEndpoint", V16up, array=True, tagged=V16up, tag=0, fields=(
+        _field("NodeId", "int32", V16up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V16up),
+        _field("Port", "int32", V16up),
+        _field("Rack", "string", V16up, nullable=V16up, default="null"),
     )),
 ), source="trunk")
-_FetchResponse_v39 = MessageSpec("FetchResponse", "response", 1, V0to17, V12up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V7up, ignorable=True),
-    Field("SessionId", "int32", V7up, default="0"),
-    Field("Responses", "FetchableTopicResponse", V0up, array=True, fields=(
-        Field("Topic", "string", V0to12, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V13up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("HighWatermark", "int64", V0up),
-            Field("LastStableOffset", "int64", V4up, default="-1", ignorable=True),
-            Field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
-            Field("DivergingEpoch", "EpochEndOffset", V12up, tagged=V12up, tag=0, fields=(
-                Field("Epoch", "int32", V12up, default="-1"),
-                Field("EndOffset", "int64", V12up, default="-1"),
+_FetchResponse_v39 = _message("FetchResponse", "response", 1, V0to17, V12up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V7up, ignorable=True),
+    _field("SessionId", "int32", V7up, default="0"),
+    _field("Responses", "FetchableTopicResponse", V0up, array=True, fields=(
+        _field("Topic", "string", V0to12, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V13up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("HighWatermark", "int64", V0up),
+            _field("LastStableOffset", "int64", V4up, default="-1", ignorable=True),
+            _field("LogStartOffset", "int64", V5up, default="-1", ignorable=True),
+            _field("DivergingEpoch", "EpochEndOffset", V12up, tagged=V12up, tag=0, fields=(
+                _field("Epoch", "int32", V12up, default="-1"),
+                _field("EndOffset", "int64", V12up, default="-1"),
             )),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V12up, tagged=V12up, tag=1, fields=(
-                Field("LeaderId", "int32", V12up, default="-1", entity="brokerId"),
-                Field("LeaderEpoch", "int32", V12up, default="-1"),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V12up, tagged=V12up, tag=1, fields=(
+                _field("LeaderId", "int32", V12up, default="-1", entity="brokerId"),
+                _field("LeaderEpoch", "int32", V12up, default="-1"),
             )),
-            Field("SnapshotId", "SnapshotId", V12up, tagged=V12up, tag=2, fields=(
-                Field("EndOffset", "int64", V0up, default="-1"),
-                Field("Epoch", "int32", V0up, default="-1"),
+            _field("SnapshotId", "SnapshotId", V12up, tagged=V12up, tag=2, fields=(
+                _field("EndOffset", "int64", V0up, default="-1"),
+                _field("Epoch", "int32", V0up, default="-1"),
             )),
-            Field("AbortedTransactions", "AbortedTransaction", V4up, array=True, nullable=V4up, ignorable=True, fields=(
-                Field("ProducerId", "int64", V4up, entity="producerId"),
-                Field("FirstOffset", "int64", V4up),
+            _field("AbortedTransactions", "AbortedTransaction", V4up, array=True, nullable=V4up, ignorable=True, fields=(
+                _field("ProducerId", "int64", V4up, entity="producerId"),
+                _field("FirstOffset", "int64", V4up),
             )),
-            Field("PreferredReadReplica", "int32", V11up, default="-1", entity="brokerId"),
-            Field("Records", "records", V0up, nullable=V0up),
+            _field("PreferredReadReplica", "int32", V11up, default="-1", entity="brokerId"),
+            _field("Records", "records", V0up, nullable=V0up),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V16up, array=True, tagged=V16up, tag=0, fields=(
-        Field("NodeId", "int32", V16up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V16up),
-        Field("Port", "int32", V16up),
-        Field("Rack", "string", V16up, nullable=V16up, default="null"),
-    )),
-), source="3.9")
-_ListOffsetsRequest = MessageSpec("ListOffsetsRequest", "request", 2, V1to11, V6up, (
-    Field("ReplicaId", "int32", V0up, entity="brokerId"),
-    Field("IsolationLevel", "int8", V2up),
-    Field("Topics", "ListOffsetsTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "ListOffsetsPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V4up, default="-1", ignorable=True),
-            Field("Timestamp", "int64", V0up),
-        )),
-    )),
-    Field("TimeoutMs", "int32", V10up, ignorable=True),
-), source="trunk")
-_ListOffsetsRequest_v39 = MessageSpec("ListOffsetsRequest", "request", 2, V0to9, V6up, (
-    Field("ReplicaId", "int32", V0up, entity="brokerId"),
-    Field("IsolationLevel", "int8", V2up),
-    Field("Topics", "ListOffsetsTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "ListOffsetsPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V4up, default="-1", ignorable=True),
-            Field("Timestamp", "int64", V0up),
-            Field("MaxNumOffsets", "int32", V0to0, default="1"),
-        )),
+    _field("NodeEndpoints", "NodeEndpoint", V16up, array=True, tagged=V16up, tag=0, fields=(
+        _field("NodeId", "int32", V16up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V16up),
+        _field("Port", "int32", V16up),
+        _field("Rack", "string", V16up, nullable=V16up, default="null"),
     )),
 ), source="3.9")
-_ListOffsetsResponse = MessageSpec("ListOffsetsResponse", "response", 2, V1to11, V6up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("Topics", "ListOffsetsTopicResponse", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "ListOffsetsPartitionResponse", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("Timestamp", "int64", V1up, default="-1"),
-            Field("Offset", "int64", V1up, default="-1"),
-            Field("LeaderEpoch", "int32", V4up, default="-1"),
+_ListOffsetsRequest = _message("ListOffsetsRequest", "request", 2, V1to11, V6up, (
+    _field("ReplicaId", "int32", V0up, entity="brokerId"),
+    _field("IsolationLevel", "int8", V2up),
+    _field("Topics", "ListOffsetsTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "ListOffsetsPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V4up, default="-1", ignorable=True),
+            _field("Timestamp", "int64", V0up),
         )),
     )),
+    _field("TimeoutMs", "int32", V10up, ignorable=True),
 ), source="trunk")
-_ListOffsetsResponse_v39 = MessageSpec("ListOffsetsResponse", "response", 2, V0to9, V6up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("Topics", "ListOffsetsTopicResponse", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "ListOffsetsPartitionResponse", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("OldStyleOffsets", "int64", V0to0, array=True),
-            Field("Timestamp", "int64", V1up, default="-1"),
-            Field("Offset", "int64", V1up, default="-1"),
-            Field("LeaderEpoch", "int32", V4up, default="-1"),
+_ListOffsetsRequest_v39 = _message("ListOffsetsRequest", "request", 2, V0to9, V6up, (
+    _field("ReplicaId", "int32", V0up, entity="brokerId"),
+    _field("IsolationLevel", "int8", V2up),
+    _field("Topics", "ListOffsetsTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "ListOffsetsPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V4up, default="-1", ignorable=True),
+            _field("Timestamp", "int64", V0up),
+            _field("MaxNumOffsets", "int32", V0to0, default="1"),
         )),
     )),
 ), source="3.9")
-_MetadataRequest = MessageSpec("MetadataRequest", "request", 3, V0to13, V9up, (
-    Field("Topics", "MetadataRequestTopic", V0up, array=True, nullable=V1up, fields=(
-        Field("TopicId", "uuid", V10up, ignorable=True),
-        Field("Name", "string", V0up, nullable=V10up, entity="topicName"),
-    )),
-    Field("AllowAutoTopicCreation", "bool", V4up, default="true"),
-    Field("IncludeClusterAuthorizedOperations", "bool", V8to10),
-    Field("IncludeTopicAuthorizedOperations", "bool", V8up),
-), source="trunk")
-_MetadataResponse = MessageSpec("MetadataResponse", "response", 3, V0to13, V9up, (
-    Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
-    Field("Brokers", "MetadataResponseBroker", V0up, array=True, fields=(
-        Field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
-        Field("Rack", "string", V1up, nullable=V1up, default="null", ignorable=True),
-    )),
-    Field("ClusterId", "string", V2up, nullable=V2up, default="null", ignorable=True),
-    Field("ControllerId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
-    Field("Topics", "MetadataResponseTopic", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("Name", "string", V0up, nullable=V12up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V10up, ignorable=True),
-        Field("IsInternal", "bool", V1up, default="false", ignorable=True),
-        Field("Partitions", "MetadataResponsePartition", V0up, array=True, fields=(
-            Field("ErrorCode", "int16", V0up),
-            Field("PartitionIndex", "int32", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V7up, default="-1", ignorable=True),
-            Field("ReplicaNodes", "int32", V0up, array=True, entity="brokerId"),
-            Field("IsrNodes", "int32", V0up, array=True, entity="brokerId"),
-            Field("OfflineReplicas", "int32", V5up, array=True, entity="brokerId", ignorable=True),
+_ListOffsetsResponse = _message("ListOffsetsResponse", "response", 2, V1to11, V6up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("Topics", "ListOffsetsTopicResponse", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "ListOffsetsPartitionResponse", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("Timestamp", "int64", V1up, default="-1"),
+            _field("Offset", "int64", V1up, default="-1"),
+            _field("LeaderEpoch", "int32", V4up, default="-1"),
         )),
-        Field("TopicAuthorizedOperations", "int32", V8up, default="-2147483648"),
     )),
-    Field("ClusterAuthorizedOperations", "int32", V8to10, default="-2147483648"),
-    Field("ErrorCode", "int16", V13up, ignorable=True),
+), source="trunk")
+_ListOffsetsResponse_v39 = _message("ListOffsetsResponse", "response", 2, V0to9, V6up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("Topics", "ListOffsetsTopicResponse", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "ListOffsetsPartitionResponse", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("OldStyleOffsets", "int64", V0to0, array=True),
+            _field("Timestamp", "int64", V1up, default="-1"),
+            _field("Offset", "int64", V1up, default="-1"),
+            _field("LeaderEpoch", "int32", V4up, default="-1"),
+        )),
+    )),
+), source="3.9")
+_MetadataRequest = _message("MetadataRequest", "request", 3, V0to13, V9up, (
+    _field("Topics", "MetadataRequestTopic", V0up, array=True, nullable=V1up, fields=(
+        _field("TopicId", "uuid", V10up, ignorable=True),
+        _field("Name", "string", V0up, nullable=V10up, entity="topicName"),
+    )),
+    _field("AllowAutoTopicCreation", "bool", V4up, default="true"),
+    _field("IncludeClusterAuthorizedOperations", "bool", V8to10),
+    _field("IncludeTopicAuthorizedOperations", "bool", V8up),
+), source="trunk")
+_MetadataResponse = _message("MetadataResponse", "response", 3, V0to13, V9up, (
+    _field("ThrottleTimeMs", "int32", V3up, ignorable=True),
+    _field("Brokers", "MetadataResponseBroker", V0up, array=True, fields=(
+        _field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+        _field("Rack", "string", V1up, nullable=V1up, default="null", ignorable=True),
+    )),
+    _field("ClusterId", "string", V2up, nullable=V2up, default="null", ignorable=True),
+    _field("ControllerId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
+    _field("Topics", "MetadataResponseTopic", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("Name", "string", V0up, nullable=V12up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V10up, ignorable=True),
+        _field("IsInternal", "bool", V1up, default="false", ignorable=True),
+        _field("Partitions", "MetadataResponsePartition", V0up, array=True, fields=(
+            _field("ErrorCode", "int16", V0up),
+            _field("PartitionIndex", "int32", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V7up, default="-1", ignorable=True),
+            _field("ReplicaNodes", "int32", V0up, array=True, entity="brokerId"),
+            _field("IsrNodes", "int32", V0up, array=True, entity="brokerId"),
+            _field("OfflineReplicas", "int32", V5up, array=True, entity="brokerId", ignorable=True),
+        )),
+        _field("TopicAuthorizedOperations", "int32", V8up, default="-2147483648"),
+    )),
+    _field("ClusterAuthorizedOperations", "int32", V8to10, default="-2147483648"),
+    _field("ErrorCode", "int16", V13up, ignorable=True),
 ), source="trunk")
 _LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState = (
-    Field("TopicName", "string", V0to1, entity="topicName", ignorable=True),
-    Field("PartitionIndex", "int32", V0up),
-    Field("ControllerEpoch", "int32", V0up),
-    Field("Leader", "int32", V0up, entity="brokerId"),
-    Field("LeaderEpoch", "int32", V0up),
-    Field("Isr", "int32", V0up, array=True, entity="brokerId"),
-    Field("PartitionEpoch", "int32", V0up),
-    Field("Replicas", "int32", V0up, array=True, entity="brokerId"),
-    Field("AddingReplicas", "int32", V3up, array=True, entity="brokerId", ignorable=True),
-    Field("RemovingReplicas", "int32", V3up, array=True, entity="brokerId", ignorable=True),
-    Field("IsNew", "bool", V1up, default="false", ignorable=True),
-    Field("LeaderRecoveryState", "int8", V6up, default="0"),
+    _field("TopicName", "string", V0to1, entity="topicName", ignorable=True),
+    _field("PartitionIndex", "int32", V0up),
+    _field("ControllerEpoch", "int32", V0up),
+    _field("Leader", "int32", V0up, entity="brokerId"),
+    _field("LeaderEpoch", "int32", V0up),
+    _field("Isr", "int32", V0up, array=True, entity="brokerId"),
+    _field("PartitionEpoch", "int32", V0up),
+    _field("Replicas", "int32", V0up, array=True, entity="brokerId"),
+    _field("AddingReplicas", "int32", V3up, array=True, entity="brokerId", ignorable=True),
+    _field("RemovingReplicas", "int32", V3up, array=True, entity="brokerId", ignorable=True),
+    _field("IsNew", "bool", V1up, default="false", ignorable=True),
+    _field("LeaderRecoveryState", "int8", V6up, default="0"),
 )
-_LeaderAndIsrRequest_v39 = MessageSpec("LeaderAndIsrRequest", "request", 4, V0to7, V4up, (
-    Field("ControllerId", "int32", V0up, entity="brokerId"),
-    Field("isKRaftController", "bool", V7up, default="false"),
-    Field("ControllerEpoch", "int32", V0up),
-    Field("BrokerEpoch", "int64", V2up, default="-1", ignorable=True),
-    Field("Type", "int8", V5up),
-    Field("UngroupedPartitionStates", "LeaderAndIsrPartitionState", V0to1, array=True, fields=_LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),
-    Field("TopicStates", "LeaderAndIsrTopicState", V2up, array=True, fields=(
-        Field("TopicName", "string", V2up, entity="topicName"),
-        Field("TopicId", "uuid", V5up, ignorable=True),
-        Field("PartitionStates", "LeaderAndIsrPartitionState", V2up, array=True, fields=_LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),
+_LeaderAndIsrRequest_v39 = _message("LeaderAndIsrRequest", "request", 4, V0to7, V4up, (
+    _field("ControllerId", "int32", V0up, entity="brokerId"),
+    _field("isKRaftController", "bool", V7up, default="false"),
+    _field("ControllerEpoch", "int32", V0up),
+    _field("BrokerEpoch", "int64", V2up, default="-1", ignorable=True),
+    _field("Type", "int8", V5up),
+    _field("UngroupedPartitionStates", "LeaderAndIsrPartitionState", V0to1, array=True, fields=_LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),
+    _field("TopicStates", "LeaderAndIsrTopicState", V2up, array=True, fields=(
+        _field("TopicName", "string", V2up, entity="topicName"),
+        _field("TopicId", "uuid", V5up, ignorable=True),
+        _field("PartitionStates", "LeaderAndIsrPartitionState", V2up, array=True, fields=_LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),
     )),
-    Field("LiveLeaders", "LeaderAndIsrLiveLeader", V0up, array=True, fields=(
-        Field("BrokerId", "int32", V0up, entity="brokerId"),
-        Field("HostName", "string", V0up),
-        Field("Port", "int32", V0up),
+    _field("LiveLeaders", "LeaderAndIsrLiveLeader", V0up, array=True, fields=(
+        _field("BrokerId", "int32", V0up, entity="brokerId"),
+        _field("HostName", "string", V0up),
+        _field("Port", "int32", V0up),
     )),
 ), common_structs=(StructSpec("LeaderAndIsrPartitionState", V0up, _LeaderAndIsrRequest_v39_LeaderAndIsrPartitionState),), source="3.9")
 _LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError = (
-    Field("TopicName", "string", V0to4, entity="topicName", ignorable=True),
-    Field("PartitionIndex", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
+    _field("TopicName", "string", V0to4, entity="topicName", ignorable=True),
+    _field("PartitionIndex", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
 )
-_LeaderAndIsrResponse_v39 = MessageSpec("LeaderAndIsrResponse", "response", 4, V0to7, V4up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("PartitionErrors", "LeaderAndIsrPartitionError", V0to4, array=True, fields=_LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),
-    Field("Topics", "LeaderAndIsrTopicError", V5up, array=True, fields=(
-        Field("TopicId", "uuid", V5up, map_key=True),
-        Field("PartitionErrors", "LeaderAndIsrPartitionError", V5up, array=True, fields=_LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),
+_LeaderAndIsrResponse_v39 = _message("LeaderAndIsrResponse", "response", 4, V0to7, V4up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("PartitionErrors", "LeaderAndIsrPartitionError", V0to4, array=True, fields=_LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),
+    _field("Topics", "LeaderAndIsrTopicError", V5up, array=True, fields=(
+        _field("TopicId", "uuid", V5up, map_key=True),
+        _field("PartitionErrors", "LeaderAndIsrPartitionError", V5up, array=True, fields=_LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),
     )),
 ), common_structs=(StructSpec("LeaderAndIsrPartitionError", V0up, _LeaderAndIsrResponse_v39_LeaderAndIsrPartitionError),), source="3.9")
-_StopReplicaRequest_v39 = MessageSpec("StopReplicaRequest", "request", 5, V0to4, V2up, (
-    Field("ControllerId", "int32", V0up, entity="brokerId"),
-    Field("isKRaftController", "bool", V4up, default="false"),
-    Field("ControllerEpoch", "int32", V0up),
-    Field("BrokerEpoch", "int64", V1up, default="-1", ignorable=True),
-    Field("DeletePartitions", "bool", V0to2),
-    Field("UngroupedPartitions", "StopReplicaPartitionV0", V0to0, array=True, fields=(
-        Field("TopicName", "string", V0to0, entity="topicName"),
-        Field("PartitionIndex", "int32", V0to0),
+_StopReplicaRequest_v39 = _message("StopReplicaRequest", "request", 5, V0to4, V2up, (
+    _field("ControllerId", "int32", V0up, entity="brokerId"),
+    _field("isKRaftController", "bool", V4up, default="false"),
+    _field("ControllerEpoch", "int32", V0up),
+    _field("BrokerEpoch", "int64", V1up, default="-1", ignorable=True),
+    _field("DeletePartitions", "bool", V0to2),
+    _field("UngroupedPartitions", "StopReplicaPartitionV0", V0to0, array=True, fields=(
+        _field("TopicName", "string", V0to0, entity="topicName"),
+        _field("PartitionIndex", "int32", V0to0),
     )),
-    Field("Topics", "StopReplicaTopicV1", V1to2, array=True, fields=(
-        Field("Name", "string", V1to2, entity="topicName"),
-        Field("PartitionIndexes", "int32", V1to2, array=True),
+    _field("Topics", "StopReplicaTopicV1", V1to2, array=True, fields=(
+        _field("Name", "string", V1to2, entity="topicName"),
+        _field("PartitionIndexes", "int32", V1to2, array=True),
     )),
-    Field("TopicStates", "StopReplicaTopicState", V3up, array=True, fields=(
-        Field("TopicName", "string", V3up, entity="topicName"),
-        Field("PartitionStates", "StopReplicaPartitionState", V3up, array=True, fields=(
-            Field("PartitionIndex", "int32", V3up),
-            Field("LeaderEpoch", "int32", V3up, default="-1"),
-            Field("DeletePartition", "bool", V3up),
+    _field("TopicStates", "StopReplicaTopicState", V3up, array=True, fields=(
+        _field("TopicName", "string", V3up, entity="topicName"),
+        _field("PartitionStates", "StopReplicaPartitionState", V3up, array=True, fields=(
+            _field("PartitionIndex", "int32", V3up),
+            _field("LeaderEpoch", "int32", V3up, default="-1"),
+            _field("DeletePartition", "bool", V3up),
         )),
     )),
 ), source="3.9")
-_StopReplicaResponse_v39 = MessageSpec("StopReplicaResponse", "response", 5, V0to4, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("PartitionErrors", "StopReplicaPartitionError", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("PartitionIndex", "int32", V0up),
-        Field("ErrorCode", "int16", V0up),
+_StopReplicaResponse_v39 = _message("StopReplicaResponse", "response", 5, V0to4, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("PartitionErrors", "StopReplicaPartitionError", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("PartitionIndex", "int32", V0up),
+        _field("ErrorCode", "int16", V0up),
     )),
 ), source="3.9")
 _UpdateMetadataRequest_v39_UpdateMetadataPartitionState = (
-    Field("TopicName", "string", V0to4, entity="topicName", ignorable=True),
-    Field("PartitionIndex", "int32", V0up),
-    Field("ControllerEpoch", "int32", V0up),
-    Field("Leader", "int32", V0up, entity="brokerId"),
-    Field("LeaderEpoch", "int32", V0up),
-    Field("Isr", "int32", V0up, array=True, entity="brokerId"),
-    Field("ZkVersion", "int32", V0up),
-    Field("Replicas", "int32", V0up, array=True, entity="brokerId"),
-    Field("OfflineReplicas", "int32", V4up, array=True, entity="brokerId", ignorable=True),
+    _field("TopicName", "string", V0to4, entity="topicName", ignorable=True),
+    _field("PartitionIndex", "int32", V0up),
+    _field("ControllerEpoch", "int32", V0up),
+    _field("Leader", "int32", V0up, entity="brokerId"),
+    _field("LeaderEpoch", "int32", V0up),
+    _field("Isr", "int32", V0up, array=True, entity="brokerId"),
+    _field("ZkVersion", "int32", V0up),
+    _field("Replicas", "int32", V0up, array=True, entity="brokerId"),
+    _field("OfflineReplicas", "int32", V4up, array=True, entity="brokerId", ignorable=True),
 )
-_UpdateMetadataRequest_v39 = MessageSpec("UpdateMetadataRequest", "request", 6, V0to8, V6up, (
-    Field("ControllerId", "int32", V0up, entity="brokerId"),
-    Field("isKRaftController", "bool", V8up, default="false"),
-    Field("Type", "int8", V8up, tagged=V8up, tag=0, default="0"),
-    Field("ControllerEpoch", "int32", V0up),
-    Field("BrokerEpoch", "int64", V5up, default="-1", ignorable=True),
-    Field("UngroupedPartitionStates", "UpdateMetadataPartitionState", V0to4, array=True, fields=_UpdateMetadataRequest_v39_UpdateMetadataPartitionState),
-    Field("TopicStates", "UpdateMetadataTopicState", V5up, array=True, fields=(
-        Field("TopicName", "string", V5up, entity="topicName"),
-        Field("TopicId", "uuid", V7up, ignorable=True),
-        Field("PartitionStates", "UpdateMetadataPartitionState", V5up, array=True, fields=_UpdateMetadataRequest_v39_UpdateMetadataPartitionState),
+_UpdateMetadataRequest_v39 = _message("UpdateMetadataRequest", "request", 6, V0to8, V6up, (
+    _field("ControllerId", "int32", V0up, entity="brokerId"),
+    _field("isKRaftController", "bool", V8up, default="false"),
+    _field("Type", "int8", V8up, tagged=V8up, tag=0, default="0"),
+    _field("ControllerEpoch", "int32", V0up),
+    _field("BrokerEpoch", "int64", V5up, default="-1", ignorable=True),
+    _field("UngroupedPartitionStates", "UpdateMetadataPartitionState", V0to4, array=True, fields=_UpdateMetadataRequest_v39_UpdateMetadataPartitionState),
+    _field("TopicStates", "UpdateMetadataTopicState", V5up, array=True, fields=(
+        _field("TopicName", "string", V5up, entity="topicName"),
+        _field("TopicId", "uuid", V7up, ignorable=True),
+        _field("PartitionStates", "UpdateMetadataPartitionState", V5up, array=True, fields=_UpdateMetadataRequest_v39_UpdateMetadataPartitionState),
     )),
-    Field("LiveBrokers", "UpdateMetadataBroker", V0up, array=True, fields=(
-        Field("Id", "int32", V0up, entity="brokerId"),
-        Field("V0Host", "string", V0to0, ignorable=True),
-        Field("V0Port", "int32", V0to0, ignorable=True),
-        Field("Endpoints", "UpdateMetadataEndpoint", V1up, array=True, ignorable=True, fields=(
-            Field("Port", "int32", V1up),
-            Field("Host", "string", V1up),
-            Field("Listener", "string", V3up, ignorable=True),
-            Field("SecurityProtocol", "int16", V1up),
+    _field("LiveBrokers", "UpdateMetadataBroker", V0up, array=True, fields=(
+        _field("Id", "int32", V0up, entity="brokerId"),
+        _field("V0Host", "string", V0to0, ignorable=True),
+        _field("V0Port", "int32", V0to0, ignorable=True),
+        _field("Endpoints", "UpdateMetadataEndpoint", V1up, array=True, ignorable=True, fields=(
+            _field("Port", "int32", V1up),
+            _field("Host", "string", V1up),
+            _field("Listener", "string", V3up, ignorable=True),
+            _field("SecurityProtocol", "int16", V1up),
         )),
-        Field("Rack", "string", V2up, nullable=V0up, ignorable=True),
+        _field("Rack", "string", V2up, nullable=V0up, ignorable=True),
     )),
 ), common_structs=(StructSpec("UpdateMetadataPartitionState", V0up, _UpdateMetadataRequest_v39_UpdateMetadataPartitionState),), source="3.9")
-_UpdateMetadataResponse_v39 = MessageSpec("UpdateMetadataResponse", "response", 6, V0to8, V6up, (
-    Field("ErrorCode", "int16", V0up),
+_UpdateMetadataResponse_v39 = _message("UpdateMetadataResponse", "response", 6, V0to8, V6up, (
+    _field("ErrorCode", "int16", V0up),
 ), source="3.9")
-_ControlledShutdownRequest_v39 = MessageSpec("ControlledShutdownRequest", "request", 7, V0to3, V3up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("BrokerEpoch", "int64", V2up, default="-1", ignorable=True),
+_ControlledShutdownRequest_v39 = _message("ControlledShutdownRequest", "request", 7, V0to3, V3up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("BrokerEpoch", "int64", V2up, default="-1", ignorable=True),
 ), source="3.9")
-_ControlledShutdownResponse_v39 = MessageSpec("ControlledShutdownResponse", "response", 7, V0to3, V3up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("RemainingPartitions", "RemainingPartition", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, map_key=True, entity="topicName"),
-        Field("PartitionIndex", "int32", V0up, map_key=True),
+_ControlledShutdownResponse_v39 = _message("ControlledShutdownResponse", "response", 7, V0to3, V3up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("RemainingPartitions", "RemainingPartition", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, map_key=True, entity="topicName"),
+        _field("PartitionIndex", "int32", V0up, map_key=True),
     )),
 ), source="3.9")
-_OffsetCommitRequest = MessageSpec("OffsetCommitRequest", "request", 8, V2to10, V8up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("GenerationIdOrMemberEpoch", "int32", V1up, default="-1", ignorable=True),
-    Field("MemberId", "string", V1up, ignorable=True),
-    Field("GroupInstanceId", "string", V7up, nullable=V7up, default="null"),
-    Field("RetentionTimeMs", "int64", V2to4, default="-1", ignorable=True),
-    Field("Topics", "OffsetCommitRequestTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0to9, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V10up, ignorable=True),
-        Field("Partitions", "OffsetCommitRequestPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("CommittedOffset", "int64", V0up),
-            Field("CommittedLeaderEpoch", "int32", V6up, default="-1", ignorable=True),
-            Field("CommittedMetadata", "string", V0up, nullable=V0up),
+_OffsetCommitRequest = _message("OffsetCommitRequest", "request", 8, V2to10, V8up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("GenerationIdOrMemberEpoch", "int32", V1up, default="-1", ignorable=True),
+    _field("MemberId", "string", V1up, ignorable=True),
+    _field("GroupInstanceId", "string", V7up, nullable=V7up, default="null"),
+    _field("RetentionTimeMs", "int64", V2to4, default="-1", ignorable=True),
+    _field("Topics", "OffsetCommitRequestTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0to9, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V10up, ignorable=True),
+        _field("Partitions", "OffsetCommitRequestPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("CommittedOffset", "int64", V0up),
+            _field("CommittedLeaderEpoch", "int32", V6up, default="-1", ignorable=True),
+            _field("CommittedMetadata", "string", V0up, nullable=V0up),
         )),
     )),
 ), source="trunk")
-_OffsetCommitRequest_v39 = MessageSpec("OffsetCommitRequest", "request", 8, V0to9, V8up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("GenerationIdOrMemberEpoch", "int32", V1up, default="-1", ignorable=True),
-    Field("MemberId", "string", V1up, ignorable=True),
-    Field("GroupInstanceId", "string", V7up, nullable=V7up, default="null"),
-    Field("RetentionTimeMs", "int64", V2to4, default="-1", ignorable=True),
-    Field("Topics", "OffsetCommitRequestTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "OffsetCommitRequestPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("CommittedOffset", "int64", V0up),
-            Field("CommittedLeaderEpoch", "int32", V6up, default="-1", ignorable=True),
-            Field("CommitTimestamp", "int64", V1to1, default="-1"),
-            Field("CommittedMetadata", "string", V0up, nullable=V0up),
+_OffsetCommitRequest_v39 = _message("OffsetCommitRequest", "request", 8, V0to9, V8up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("GenerationIdOrMemberEpoch", "int32", V1up, default="-1", ignorable=True),
+    _field("MemberId", "string", V1up, ignorable=True),
+    _field("GroupInstanceId", "string", V7up, nullable=V7up, default="null"),
+    _field("RetentionTimeMs", "int64", V2to4, default="-1", ignorable=True),
+    _field("Topics", "OffsetCommitRequestTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "OffsetCommitRequestPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("CommittedOffset", "int64", V0up),
+            _field("CommittedLeaderEpoch", "int32", V6up, default="-1", ignorable=True),
+            _field("CommitTimestamp", "int64", V1to1, default="-1"),
+            _field("CommittedMetadata", "string", V0up, nullable=V0up),
         )),
     )),
 ), source="3.9")
-_OffsetCommitResponse = MessageSpec("OffsetCommitResponse", "response", 8, V2to10, V8up, (
-    Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
-    Field("Topics", "OffsetCommitResponseTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0to9, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V10up, ignorable=True),
-        Field("Partitions", "OffsetCommitResponsePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
+_OffsetCommitResponse = _message("OffsetCommitResponse", "response", 8, V2to10, V8up, (
+    _field("ThrottleTimeMs", "int32", V3up, ignorable=True),
+    _field("Topics", "OffsetCommitResponseTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0to9, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V10up, ignorable=True),
+        _field("Partitions", "OffsetCommitResponsePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
         )),
     )),
 ), source="trunk")
-_OffsetCommitResponse_v39 = MessageSpec("OffsetCommitResponse", "response", 8, V0to9, V8up, (
-    Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
-    Field("Topics", "OffsetCommitResponseTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "OffsetCommitResponsePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
+_OffsetCommitResponse_v39 = _message("OffsetCommitResponse", "response", 8, V0to9, V8up, (
+    _field("ThrottleTimeMs", "int32", V3up, ignorable=True),
+    _field("Topics", "OffsetCommitResponseTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "OffsetCommitResponsePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
         )),
     )),
 ), source="3.9")
-_OffsetFetchRequest = MessageSpec("OffsetFetchRequest", "request", 9, V1to10, V6up, (
-    Field("GroupId", "string", V0to7, entity="groupId"),
-    Field("Topics", "OffsetFetchRequestTopic", V0to7, array=True, nullable=V2to7, fields=(
-        Field("Name", "string", V0to7, entity="topicName"),
-        Field("PartitionIndexes", "int32", V0to7, array=True),
+_OffsetFetchRequest = _message("OffsetFetchRequest", "request", 9, V1to10, V6up, (
+    _field("GroupId", "string", V0to7, entity="groupId"),
+    _field("Topics", "OffsetFetchRequestTopic", V0to7, array=True, nullable=V2to7, fields=(
+        _field("Name", "string", V0to7, entity="topicName"),
+        _field("PartitionIndexes", "int32", V0to7, array=True),
     )),
-    Field("Groups", "OffsetFetchRequestGroup", V8up, array=True, fields=(
-        Field("GroupId", "string", V8up, entity="groupId"),
-        Field("MemberId", "string", V9up, nullable=V9up, default="null", ignorable=True),
-        Field("MemberEpoch", "int32", V9up, default="-1", ignorable=True),
-        Field("Topics", "OffsetFetchRequestTopics", V8up, array=True, nullable=V8up, fields=(
-            Field("Name", "string", V8to9, entity="topicName", ignorable=True),
-            Field("TopicId", "uuid", V10up, ignorable=True),
-            Field("PartitionIndexes", "int32", V8up, array=True),
+    _field("Groups", "OffsetFetchRequestGroup", V8up, array=True, fields=(
+        _field("GroupId", "string", V8up, entity="groupId"),
+        _field("MemberId", "string", V9up, nullable=V9up, default="null", ignorable=True),
+        _field("MemberEpoch", "int32", V9up, default="-1", ignorable=True),
+        _field("Topics", "OffsetFetchRequestTopics", V8up, array=True, nullable=V8up, fields=(
+            _field("Name", "string", V8to9, entity="topicName", ignorable=True),
+            _field("TopicId", "uuid", V10up, ignorable=True),
+            _field("PartitionIndexes", "int32", V8up, array=True),
         )),
     )),
-    Field("RequireStable", "bool", V7up, default="false"),
+    _field("RequireStable", "bool", V7up, default="false"),
 ), source="trunk")
-_OffsetFetchRequest_v39 = MessageSpec("OffsetFetchRequest", "request", 9, V0to9, V6up, (
-    Field("GroupId", "string", V0to7, entity="groupId"),
-    Field("Topics", "OffsetFetchRequestTopic", V0to7, array=True, nullable=V2to7, fields=(
-        Field("Name", "string", V0to7, entity="topicName"),
-        Field("PartitionIndexes", "int32", V0to7, array=True),
+_OffsetFetchRequest_v39 = _message("OffsetFetchRequest", "request", 9, V0to9, V6up, (
+    _field("GroupId", "string", V0to7, entity="groupId"),
+    _field("Topics", "OffsetFetchRequestTopic", V0to7, array=True, nullable=V2to7, fields=(
+        _field("Name", "string", V0to7, entity="topicName"),
+        _field("PartitionIndexes", "int32", V0to7, array=True),
     )),
-    Field("Groups", "OffsetFetchRequestGroup", V8up, array=True, fields=(
-        Field("GroupId", "string", V8up, entity="groupId"),
-        Field("MemberId", "string", V9up, nullable=V9up, default="null", ignorable=True),
-        Field("MemberEpoch", "int32", V9up, default="-1", ignorable=True),
-        Field("Topics", "OffsetFetchRequestTopics", V8up, array=True, nullable=V8up, fields=(
-            Field("Name", "string", V8up, entity="topicName"),
-            Field("PartitionIndexes", "int32", V8up, array=True),
+    _field("Groups", "OffsetFetchRequestGroup", V8up, array=True, fields=(
+        _field("GroupId", "string", V8up, entity="groupId"),
+        _field("MemberId", "string", V9up, nullable=V9up, default="null", ignorable=True),
+        _field("MemberEpoch", "int32", V9up, default="-1", ignorable=True),
+        _field("Topics", "OffsetFetchRequestTopics", V8up, array=True, nullable=V8up, fields=(
+            _field("Name", "string", V8up, entity="topicName"),
+            _field("PartitionIndexes", "int32", V8up, array=True),
         )),
     )),
-    Field("RequireStable", "bool", V7up, default="false"),
+    _field("RequireStable", "bool", V7up, default="false"),
 ), source="3.9")
-_OffsetFetchResponse = MessageSpec("OffsetFetchResponse", "response", 9, V1to10, V6up, (
-    Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
-    Field("Topics", "OffsetFetchResponseTopic", V0to7, array=True, fields=(
-        Field("Name", "string", V0to7, entity="topicName"),
-        Field("Partitions", "OffsetFetchResponsePartition", V0to7, array=True, fields=(
-            Field("PartitionIndex", "int32", V0to7),
-            Field("CommittedOffset", "int64", V0to7),
-            Field("CommittedLeaderEpoch", "int32", V5to7, default="-1", ignorable=True),
-            Field("Metadata", "string", V0to7, nullable=V0to7),
-            Field("ErrorCode", "int16", V0to7),
+_OffsetFetchResponse = _message("OffsetFetchResponse", "response", 9, V1to10, V6up, (
+    _field("ThrottleTimeMs", "int32", V3up, ignorable=True),
+    _field("Topics", "OffsetFetchResponseTopic", V0to7, array=True, fields=(
+        _field("Name", "string", V0to7, entity="topicName"),
+        _field("Partitions", "OffsetFetchResponsePartition", V0to7, array=True, fields=(
+            _field("PartitionIndex", "int32", V0to7),
+            _field("CommittedOffset", "int64", V0to7),
+            _field("CommittedLeaderEpoch", "int32", V5to7, default="-1", ignorable=True),
+            _field("Metadata", "string", V0to7, nullable=V0to7),
+            _field("ErrorCode", "int16", V0to7),
         )),
     )),
-    Field("ErrorCode", "int16", V2to7, default="0", ignorable=True),
-    Field("Groups", "OffsetFetchResponseGroup", V8up, array=True, fields=(
-        Field("GroupId", "string", V8up, entity="groupId"),
-        Field("Topics", "OffsetFetchResponseTopics", V8up, array=True, fields=(
-            Field("Name", "string", V8to9, entity="topicName", ignorable=True),
-            Field("TopicId", "uuid", V10up, ignorable=True),
-            Field("Partitions", "OffsetFetchResponsePartitions", V8up, array=True, fields=(
-                Field("PartitionIndex", "int32", V8up),
-                Field("CommittedOffset", "int64", V8up),
-                Field("CommittedLeaderEpoch", "int32", V8up, default="-1", ignorable=True),
-                Field("Metadata", "string", V8up, nullable=V8up),
-                Field("ErrorCode", "int16", V8up),
+    _field("ErrorCode", "int16", V2to7, default="0", ignorable=True),
+    _field("Groups", "OffsetFetchResponseGroup", V8up, array=True, fields=(
+        _field("GroupId", "string", V8up, entity="groupId"),
+        _field("Topics", "OffsetFetchResponseTopics", V8up, array=True, fields=(
+            _field("Name", "string", V8to9, entity="topicName", ignorable=True),
+            _field("TopicId", "uuid", V10up, ignorable=True),
+            _field("Partitions", "OffsetFetchResponsePartitions", V8up, array=True, fields=(
+                _field("PartitionIndex", "int32", V8up),
+                _field("CommittedOffset", "int64", V8up),
+                _field("CommittedLeaderEpoch", "int32", V8up, default="-1", ignorable=True),
+                _field("Metadata", "string", V8up, nullable=V8up),
+                _field("ErrorCode", "int16", V8up),
             )),
         )),
-        Field("ErrorCode", "int16", V8up, default="0"),
+        _field("ErrorCode", "int16", V8up, default="0"),
     )),
 ), source="trunk")
-_OffsetFetchResponse_v39 = MessageSpec("OffsetFetchResponse", "response", 9, V0to9, V6up, (
-    Field("ThrottleTimeMs", "int32", V3up, ignorable=True),
-    Field("Topics", "OffsetFetchResponseTopic", V0to7, array=True, fields=(
-        Field("Name", "string", V0to7, entity="topicName"),
-        Field("Partitions", "OffsetFetchResponsePartition", V0to7, array=True, fields=(
-            Field("PartitionIndex", "int32", V0to7),
-            Field("CommittedOffset", "int64", V0to7),
-            Field("CommittedLeaderEpoch", "int32", V5to7, default="-1", ignorable=True),
-            Field("Metadata", "string", V0to7, nullable=V0to7),
-            Field("ErrorCode", "int16", V0to7),
+_OffsetFetchResponse_v39 = _message("OffsetFetchResponse", "response", 9, V0to9, V6up, (
+    _field("ThrottleTimeMs", "int32", V3up, ignorable=True),
+    _field("Topics", "OffsetFetchResponseTopic", V0to7, array=True, fields=(
+        _field("Name", "string", V0to7, entity="topicName"),
+        _field("Partitions", "OffsetFetchResponsePartition", V0to7, array=True, fields=(
+            _field("PartitionIndex", "int32", V0to7),
+            _field("CommittedOffset", "int64", V0to7),
+            _field("CommittedLeaderEpoch", "int32", V5to7, default="-1", ignorable=True),
+            _field("Metadata", "string", V0to7, nullable=V0to7),
+            _field("ErrorCode", "int16", V0to7),
         )),
     )),
-    Field("ErrorCode", "int16", V2to7, default="0", ignorable=True),
-    Field("Groups", "OffsetFetchResponseGroup", V8up, array=True, fields=(
-        Field("GroupId", "string", V8up, entity="groupId"),
-        Field("Topics", "OffsetFetchResponseTopics", V8up, array=True, fields=(
-            Field("Name", "string", V8up, entity="topicName"),
-            Field("Partitions", "OffsetFetchResponsePartitions", V8up, array=True, fields=(
-                Field("PartitionIndex", "int32", V8up),
-                Field("CommittedOffset", "int64", V8up),
-                Field("CommittedLeaderEpoch", "int32", V8up, default="-1", ignorable=True),
-                Field("Metadata", "string", V8up, nullable=V8up),
-                Field("ErrorCode", "int16", V8up),
+    _field("ErrorCode", "int16", V2to7, default="0", ignorable=True),
+    _field("Groups", "OffsetFetchResponseGroup", V8up, array=True, fields=(
+        _field("GroupId", "string", V8up, entity="groupId"),
+        _field("Topics", "OffsetFetchResponseTopics", V8up, array=True, fields=(
+            _field("Name", "string", V8up, entity="topicName"),
+            _field("Partitions", "OffsetFetchResponsePartitions", V8up, array=True, fields=(
+                _field("PartitionIndex", "int32", V8up),
+                _field("CommittedOffset", "int64", V8up),
+                _field("CommittedLeaderEpoch", "int32", V8up, default="-1", ignorable=True),
+                _field("Metadata", "string", V8up, nullable=V8up),
+                _field("ErrorCode", "int16", V8up),
             )),
         )),
-        Field("ErrorCode", "int16", V8up, default="0"),
+        _field("ErrorCode", "int16", V8up, default="0"),
     )),
 ), source="3.9")
-_FindCoordinatorRequest = MessageSpec("FindCoordinatorRequest", "request", 10, V0to6, V3up, (
-    Field("Key", "string", V0to3),
-    Field("KeyType", "int8", V1up, default="0"),
-    Field("CoordinatorKeys", "string", V4up, array=True),
+_FindCoordinatorRequest = _message("FindCoordinatorRequest", "request", 10, V0to6, V3up, (
+    _field("Key", "string", V0to3),
+    _field("KeyType", "int8", V1up, default="0"),
+    _field("CoordinatorKeys", "string", V4up, array=True),
 ), source="trunk")
-_FindCoordinatorResponse = MessageSpec("FindCoordinatorResponse", "response", 10, V0to6, V3up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V0to3),
-    Field("ErrorMessage", "string", V1to3, nullable=V1to3, ignorable=True),
-    Field("NodeId", "int32", V0to3, entity="brokerId"),
-    Field("Host", "string", V0to3),
-    Field("Port", "int32", V0to3),
-    Field("Coordinators", "Coordinator", V4up, array=True, fields=(
-        Field("Key", "string", V4up),
-        Field("NodeId", "int32", V4up, entity="brokerId"),
-        Field("Host", "string", V4up),
-        Field("Port", "int32", V4up),
-        Field("ErrorCode", "int16", V4up),
-        Field("ErrorMessage", "string", V4up, nullable=V4up, ignorable=True),
+_FindCoordinatorResponse = _message("FindCoordinatorResponse", "response", 10, V0to6, V3up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V0to3),
+    _field("ErrorMessage", "string", V1to3, nullable=V1to3, ignorable=True),
+    _field("NodeId", "int32", V0to3, entity="brokerId"),
+    _field("Host", "string", V0to3),
+    _field("Port", "int32", V0to3),
+    _field("Coordinators", "Coordinator", V4up, array=True, fields=(
+        _field("Key", "string", V4up),
+        _field("NodeId", "int32", V4up, entity="brokerId"),
+        _field("Host", "string", V4up),
+        _field("Port", "int32", V4up),
+        _field("ErrorCode", "int16", V4up),
+        _field("ErrorMessage", "string", V4up, nullable=V4up, ignorable=True),
     )),
 ), source="trunk")
-_JoinGroupRequest = MessageSpec("JoinGroupRequest", "request", 11, V0to9, V6up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("SessionTimeoutMs", "int32", V0up),
-    Field("RebalanceTimeoutMs", "int32", V1up, default="-1", ignorable=True),
-    Field("MemberId", "string", V0up),
-    Field("GroupInstanceId", "string", V5up, nullable=V5up, default="null"),
-    Field("ProtocolType", "string", V0up),
-    Field("Protocols", "JoinGroupRequestProtocol", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("Metadata", "bytes", V0up),
+_JoinGroupRequest = _message("JoinGroupRequest", "request", 11, V0to9, V6up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("SessionTimeoutMs", "int32", V0up),
+    _field("RebalanceTimeoutMs", "int32", V1up, default="-1", ignorable=True),
+    _field("MemberId", "string", V0up),
+    _field("GroupInstanceId", "string", V5up, nullable=V5up, default="null"),
+    _field("ProtocolType", "string", V0up),
+    _field("Protocols", "JoinGroupRequestProtocol", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("Metadata", "bytes", V0up),
     )),
-    Field("Reason", "string", V8up, nullable=V8up, default="null", ignorable=True),
+    _field("Reason", "string", V8up, nullable=V8up, default="null", ignorable=True),
 ), source="trunk")
-_JoinGroupResponse = MessageSpec("JoinGroupResponse", "response", 11, V0to9, V6up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("GenerationId", "int32", V0up, default="-1"),
-    Field("ProtocolType", "string", V7up, nullable=V7up, default="null", ignorable=True),
-    Field("ProtocolName", "string", V0up, nullable=V7up),
-    Field("Leader", "string", V0up),
-    Field("SkipAssignment", "bool", V9up, default="false"),
-    Field("MemberId", "string", V0up),
-    Field("Members", "JoinGroupResponseMember", V0up, array=True, fields=(
-        Field("MemberId", "string", V0up),
-        Field("GroupInstanceId", "string", V5up, nullable=V5up, default="null", ignorable=True),
-        Field("Metadata", "bytes", V0up),
-    )),
-), source="trunk")
-_HeartbeatRequest = MessageSpec("HeartbeatRequest", "request", 12, V0to4, V4up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("GenerationId", "int32", V0up),
-    Field("MemberId", "string", V0up),
-    Field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
-), source="trunk")
-_HeartbeatResponse = MessageSpec("HeartbeatResponse", "response", 12, V0to4, V4up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-), source="trunk")
-_LeaveGroupRequest = MessageSpec("LeaveGroupRequest", "request", 13, V0to5, V4up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("MemberId", "string", V0to2),
-    Field("Members", "MemberIdentity", V3up, array=True, fields=(
-        Field("MemberId", "string", V3up),
-        Field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
-        Field("Reason", "string", V5up, nullable=V5up, default="null", ignorable=True),
+_JoinGroupResponse = _message("JoinGroupResponse", "response", 11, V0to9, V6up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("GenerationId", "int32", V0up, default="-1"),
+    _field("ProtocolType", "string", V7up, nullable=V7up, default="null", ignorable=True),
+    _field("ProtocolName", "string", V0up, nullable=V7up),
+    _field("Leader", "string", V0up),
+    _field("SkipAssignment", "bool", V9up, default="false"),
+    _field("MemberId", "string", V0up),
+    _field("Members", "JoinGroupResponseMember", V0up, array=True, fields=(
+        _field("MemberId", "string", V0up),
+        _field("GroupInstanceId", "string", V5up, nullable=V5up, default="null", ignorable=True),
+        _field("Metadata", "bytes", V0up),
     )),
 ), source="trunk")
-_LeaveGroupResponse = MessageSpec("LeaveGroupResponse", "response", 13, V0to5, V4up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("Members", "MemberResponse", V3up, array=True, fields=(
-        Field("MemberId", "string", V3up),
-        Field("GroupInstanceId", "string", V3up, nullable=V3up),
-        Field("ErrorCode", "int16", V3up),
+_HeartbeatRequest = _message("HeartbeatRequest", "request", 12, V0to4, V4up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("GenerationId", "int32", V0up),
+    _field("MemberId", "string", V0up),
+    _field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
+), source="trunk")
+_HeartbeatResponse = _message("HeartbeatResponse", "response", 12, V0to4, V4up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+), source="trunk")
+_LeaveGroupRequest = _message("LeaveGroupRequest", "request", 13, V0to5, V4up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("MemberId", "string", V0to2),
+    _field("Members", "MemberIdentity", V3up, array=True, fields=(
+        _field("MemberId", "string", V3up),
+        _field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
+        _field("Reason", "string", V5up, nullable=V5up, default="null", ignorable=True),
     )),
 ), source="trunk")
-_SyncGroupRequest = MessageSpec("SyncGroupRequest", "request", 14, V0to5, V4up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("GenerationId", "int32", V0up),
-    Field("MemberId", "string", V0up),
-    Field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
-    Field("ProtocolType", "string", V5up, nullable=V5up, default="null", ignorable=True),
-    Field("ProtocolName", "string", V5up, nullable=V5up, default="null", ignorable=True),
-    Field("Assignments", "SyncGroupRequestAssignment", V0up, array=True, fields=(
-        Field("MemberId", "string", V0up),
-        Field("Assignment", "bytes", V0up),
+_LeaveGroupResponse = _message("LeaveGroupResponse", "response", 13, V0to5, V4up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("Members", "MemberResponse", V3up, array=True, fields=(
+        _field("MemberId", "string", V3up),
+        _field("GroupInstanceId", "string", V3up, nullable=V3up),
+        _field("ErrorCode", "int16", V3up),
     )),
 ), source="trunk")
-_SyncGroupResponse = MessageSpec("SyncGroupResponse", "response", 14, V0to5, V4up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("ProtocolType", "string", V5up, nullable=V5up, default="null", ignorable=True),
-    Field("ProtocolName", "string", V5up, nullable=V5up, default="null", ignorable=True),
-    Field("Assignment", "bytes", V0up),
+_SyncGroupRequest = _message("SyncGroupRequest", "request", 14, V0to5, V4up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("GenerationId", "int32", V0up),
+    _field("MemberId", "string", V0up),
+    _field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
+    _field("ProtocolType", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    _field("ProtocolName", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    _field("Assignments", "SyncGroupRequestAssignment", V0up, array=True, fields=(
+        _field("MemberId", "string", V0up),
+        _field("Assignment", "bytes", V0up),
+    )),
 ), source="trunk")
-_DescribeGroupsRequest = MessageSpec("DescribeGroupsRequest", "request", 15, V0to6, V5up, (
-    Field("Groups", "string", V0up, array=True, entity="groupId"),
-    Field("IncludeAuthorizedOperations", "bool", V3up),
+_SyncGroupResponse = _message("SyncGroupResponse", "response", 14, V0to5, V4up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("ProtocolType", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    _field("ProtocolName", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    _field("Assignment", "bytes", V0up),
 ), source="trunk")
-_DescribeGroupsResponse = MessageSpec("DescribeGroupsResponse", "response", 15, V0to6, V5up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("Groups", "DescribedGroup", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V6up, nullable=V6up, default="null"),
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("GroupState", "string", V0up),
-        Field("ProtocolType", "string", V0up),
-        Field("ProtocolData", "string", V0up),
-        Field("Members", "DescribedGroupMember", V0up, array=True, fields=(
-            Field("MemberId", "string", V0up),
-            Field("GroupInstanceId", "string", V4up, nullable=V4up, default="null", ignorable=True),
-            Field("ClientId", "string", V0up),
-            Field("ClientHost", "string", V0up),
-            Field("MemberMetadata", "bytes", V0up),
-            Field("MemberAssignment", "bytes", V0up),
+_DescribeGroupsRequest = _message("DescribeGroupsRequest", "request", 15, V0to6, V5up, (
+    _field("Groups", "string", V0up, array=True, entity="groupId"),
+    _field("IncludeAuthorizedOperations", "bool", V3up),
+), source="trunk")
+_DescribeGroupsResponse = _message("DescribeGroupsResponse", "response", 15, V0to6, V5up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("Groups", "DescribedGroup", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V6up, nullable=V6up, default="null"),
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("GroupState", "string", V0up),
+        _field("ProtocolType", "string", V0up),
+        _field("ProtocolData", "string", V0up),
+        _field("Members", "DescribedGroupMember", V0up, array=True, fields=(
+            _field("MemberId", "string", V0up),
+            _field("GroupInstanceId", "string", V4up, nullable=V4up, default="null", ignorable=True),
+            _field("ClientId", "string", V0up),
+            _field("ClientHost", "string", V0up),
+            _field("MemberMetadata", "bytes", V0up),
+            _field("MemberAssignment", "bytes", V0up),
         )),
-        Field("AuthorizedOperations", "int32", V3up, default="-2147483648"),
+        _field("AuthorizedOperations", "int32", V3up, default="-2147483648"),
     )),
 ), source="trunk")
-_ListGroupsRequest = MessageSpec("ListGroupsRequest", "request", 16, V0to5, V3up, (
-    Field("StatesFilter", "string", V4up, array=True),
-    Field("TypesFilter", "string", V5up, array=True),
+_ListGroupsRequest = _message("ListGroupsRequest", "request", 16, V0to5, V3up, (
+    _field("StatesFilter", "string", V4up, array=True),
+    _field("TypesFilter", "string", V5up, array=True),
 ), source="trunk")
-_ListGroupsResponse = MessageSpec("ListGroupsResponse", "response", 16, V0to5, V3up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("Groups", "ListedGroup", V0up, array=True, fields=(
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("ProtocolType", "string", V0up),
-        Field("GroupState", "string", V4up, ignorable=True),
-        Field("GroupType", "string", V5up, ignorable=True),
+_ListGroupsResponse = _message("ListGroupsResponse", "response", 16, V0to5, V3up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("Groups", "ListedGroup", V0up, array=True, fields=(
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("ProtocolType", "string", V0up),
+        _field("GroupState", "string", V4up, ignorable=True),
+        _field("GroupType", "string", V5up, ignorable=True),
     )),
 ), source="trunk")
-_SaslHandshakeRequest = MessageSpec("SaslHandshakeRequest", "request", 17, V0to1, NEVER, (
-    Field("Mechanism", "string", V0up),
+_SaslHandshakeRequest = _message("SaslHandshakeRequest", "request", 17, V0to1, NEVER, (
+    _field("Mechanism", "string", V0up),
 ), source="trunk")
-_SaslHandshakeResponse = MessageSpec("SaslHandshakeResponse", "response", 17, V0to1, NEVER, (
-    Field("ErrorCode", "int16", V0up),
-    Field("Mechanisms", "string", V0up, array=True),
+_SaslHandshakeResponse = _message("SaslHandshakeResponse", "response", 17, V0to1, NEVER, (
+    _field("ErrorCode", "int16", V0up),
+    _field("Mechanisms", "string", V0up, array=True),
 ), source="trunk")
-_ApiVersionsRequest = MessageSpec("ApiVersionsRequest", "request", 18, V0to5, V3up, (
-    Field("ClientSoftwareName", "string", V3up, ignorable=True),
-    Field("ClientSoftwareVersion", "string", V3up, ignorable=True),
-    Field("ClusterId", "string", V5up, nullable=V5up, default="null", ignorable=True),
-    Field("NodeId", "int32", V5up, default="-1", ignorable=True),
+_ApiVersionsRequest = _message("ApiVersionsRequest", "request", 18, V0to5, V3up, (
+    _field("ClientSoftwareName", "string", V3up, ignorable=True),
+    _field("ClientSoftwareVersion", "string", V3up, ignorable=True),
+    _field("ClusterId", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    _field("NodeId", "int32", V5up, default="-1", ignorable=True),
 ), source="trunk")
-_ApiVersionsResponse = MessageSpec("ApiVersionsResponse", "response", 18, V0to5, V3up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ApiKeys", "ApiVersion", V0up, array=True, fields=(
-        Field("ApiKey", "int16", V0up, map_key=True),
-        Field("MinVersion", "int16", V0up),
-        Field("MaxVersion", "int16", V0up),
+_ApiVersionsResponse = _message("ApiVersionsResponse", "response", 18, V0to5, V3up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ApiKeys", "ApiVersion", V0up, array=True, fields=(
+        _field("ApiKey", "int16", V0up, map_key=True),
+        _field("MinVersion", "int16", V0up),
+        _field("MaxVersion", "int16", V0up),
     )),
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("SupportedFeatures", "SupportedFeatureKey", V3up, array=True, tagged=V3up, tag=0, ignorable=True, fields=(
-        Field("Name", "string", V3up, map_key=True),
-        Field("MinVersion", "int16", V3up),
-        Field("MaxVersion", "int16", V3up),
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("SupportedFeatures", "SupportedFeatureKey", V3up, array=True, tagged=V3up, tag=0, ignorable=True, fields=(
+        _field("Name", "string", V3up, map_key=True),
+        _field("MinVersion", "int16", V3up),
+        _field("MaxVersion", "int16", V3up),
     )),
-    Field("FinalizedFeaturesEpoch", "int64", V3up, tagged=V3up, tag=1, default="-1", ignorable=True),
-    Field("FinalizedFeatures", "FinalizedFeatureKey", V3up, array=True, tagged=V3up, tag=2, ignorable=True, fields=(
-        Field("Name", "string", V3up, map_key=True),
-        Field("MaxVersionLevel", "int16", V3up),
-        Field("MinVersionLevel", "int16", V3up),
+    _field("FinalizedFeaturesEpoch", "int64", V3up, tagged=V3up, tag=1, default="-1", ignorable=True),
+    _field("FinalizedFeatures", "FinalizedFeatureKey", V3up, array=True, tagged=V3up, tag=2, ignorable=True, fields=(
+        _field("Name", "string", V3up, map_key=True),
+        _field("MaxVersionLevel", "int16", V3up),
+        _field("MinVersionLevel", "int16", V3up),
     )),
-    Field("ZkMigrationReady", "bool", V3up, tagged=V3up, tag=3, default="false", ignorable=True),
+    _field("ZkMigrationReady", "bool", V3up, tagged=V3up, tag=3, default="false", ignorable=True),
 ), source="trunk")
-_CreateTopicsRequest = MessageSpec("CreateTopicsRequest", "request", 19, V2to7, V5up, (
-    Field("Topics", "CreatableTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("NumPartitions", "int32", V0up),
-        Field("ReplicationFactor", "int16", V0up),
-        Field("Assignments", "CreatableReplicaAssignment", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up, map_key=True),
-            Field("BrokerIds", "int32", V0up, array=True, entity="brokerId"),
+_CreateTopicsRequest = _message("CreateTopicsRequest", "request", 19, V2to7, V5up, (
+    _field("Topics", "CreatableTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("NumPartitions", "int32", V0up),
+        _field("ReplicationFactor", "int16", V0up),
+        _field("Assignments", "CreatableReplicaAssignment", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up, map_key=True),
+            _field("BrokerIds", "int32", V0up, array=True, entity="brokerId"),
         )),
-        Field("Configs", "CreatableTopicConfig", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True),
-            Field("Value", "string", V0up, nullable=V0up, config_value=True),
-        )),
-    )),
-    Field("timeoutMs", "int32", V0up, default="60000"),
-    Field("validateOnly", "bool", V1up, default="false"),
-), source="trunk")
-_CreateTopicsRequest_v39 = MessageSpec("CreateTopicsRequest", "request", 19, V0to7, V5up, (
-    Field("Topics", "CreatableTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("NumPartitions", "int32", V0up),
-        Field("ReplicationFactor", "int16", V0up),
-        Field("Assignments", "CreatableReplicaAssignment", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up, map_key=True),
-            Field("BrokerIds", "int32", V0up, array=True, entity="brokerId"),
-        )),
-        Field("Configs", "CreatableTopicConfig", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True),
-            Field("Value", "string", V0up, nullable=V0up, config_value=True),
+        _field("Configs", "CreatableTopicConfig", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True),
+            _field("Value", "string", V0up, nullable=V0up, config_value=True),
         )),
     )),
-    Field("timeoutMs", "int32", V0up, default="60000"),
-    Field("validateOnly", "bool", V1up, default="false"),
+    _field("timeoutMs", "int32", V0up, default="60000"),
+    _field("validateOnly", "bool", V1up, default="false"),
+), source="trunk")
+_CreateTopicsRequest_v39 = _message("CreateTopicsRequest", "request", 19, V0to7, V5up, (
+    _field("Topics", "CreatableTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("NumPartitions", "int32", V0up),
+        _field("ReplicationFactor", "int16", V0up),
+        _field("Assignments", "CreatableReplicaAssignment", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up, map_key=True),
+            _field("BrokerIds", "int32", V0up, array=True, entity="brokerId"),
+        )),
+        _field("Configs", "CreatableTopicConfig", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True),
+            _field("Value", "string", V0up, nullable=V0up, config_value=True),
+        )),
+    )),
+    _field("timeoutMs", "int32", V0up, default="60000"),
+    _field("validateOnly", "bool", V1up, default="false"),
 ), source="3.9")
-_CreateTopicsResponse = MessageSpec("CreateTopicsResponse", "response", 19, V2to7, V5up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("Topics", "CreatableTopicResult", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V7up, ignorable=True),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V1up, nullable=V0up, ignorable=True),
-        Field("TopicConfigErrorCode", "int16", V5up, tagged=V5up, tag=0, ignorable=True),
-        Field("NumPartitions", "int32", V5up, default="-1", ignorable=True),
-        Field("ReplicationFactor", "int16", V5up, default="-1", ignorable=True),
-        Field("Configs", "CreatableTopicConfigs", V5up, array=True, nullable=V5up, ignorable=True, fields=(
-            Field("Name", "string", V5up),
-            Field("Value", "string", V5up, nullable=V5up, config_value=True),
-            Field("ReadOnly", "bool", V5up),
-            Field("ConfigSource", "int8", V5up, default="-1", ignorable=True),
-            Field("IsSensitive", "bool", V5up),
+_CreateTopicsResponse = _message("CreateTopicsResponse", "response", 19, V2to7, V5up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("Topics", "CreatableTopicResult", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V7up, ignorable=True),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V1up, nullable=V0up, ignorable=True),
+        _field("TopicConfigErrorCode", "int16", V5up, tagged=V5up, tag=0, ignorable=True),
+        _field("NumPartitions", "int32", V5up, default="-1", ignorable=True),
+        _field("ReplicationFactor", "int16", V5up, default="-1", ignorable=True),
+        _field("Configs", "CreatableTopicConfigs", V5up, array=True, nullable=V5up, ignorable=True, fields=(
+            _field("Name", "string", V5up),
+            _field("Value", "string", V5up, nullable=V5up, config_value=True),
+            _field("ReadOnly", "bool", V5up),
+            _field("ConfigSource", "int8", V5up, default="-1", ignorable=True),
+            _field("IsSensitive", "bool", V5up),
         )),
     )),
 ), source="trunk")
-_CreateTopicsResponse_v39 = MessageSpec("CreateTopicsResponse", "response", 19, V0to7, V5up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("Topics", "CreatableTopicResult", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V7up, ignorable=True),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V1up, nullable=V0up, ignorable=True),
-        Field("TopicConfigErrorCode", "int16", V5up, tagged=V5up, tag=0, ignorable=True),
-        Field("NumPartitions", "int32", V5up, default="-1", ignorable=True),
-        Field("ReplicationFactor", "int16", V5up, default="-1", ignorable=True),
-        Field("Configs", "CreatableTopicConfigs", V5up, array=True, nullable=V5up, ignorable=True, fields=(
-            Field("Name", "string", V5up),
-            Field("Value", "string", V5up, nullable=V5up, config_value=True),
-            Field("ReadOnly", "bool", V5up),
-            Field("ConfigSource", "int8", V5up, default="-1", ignorable=True),
-            Field("IsSensitive", "bool", V5up),
+_CreateTopicsResponse_v39 = _message("CreateTopicsResponse", "response", 19, V0to7, V5up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("Topics", "CreatableTopicResult", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V7up, ignorable=True),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V1up, nullable=V0up, ignorable=True),
+        _field("TopicConfigErrorCode", "int16", V5up, tagged=V5up, tag=0, ignorable=True),
+        _field("NumPartitions", "int32", V5up, default="-1", ignorable=True),
+        _field("ReplicationFactor", "int16", V5up, default="-1", ignorable=True),
+        _field("Configs", "CreatableTopicConfigs", V5up, array=True, nullable=V5up, ignorable=True, fields=(
+            _field("Name", "string", V5up),
+            _field("Value", "string", V5up, nullable=V5up, config_value=True),
+            _field("ReadOnly", "bool", V5up),
+            _field("ConfigSource", "int8", V5up, default="-1", ignorable=True),
+            _field("IsSensitive", "bool", V5up),
         )),
-    )),
-), source="3.9")
-_DeleteTopicsRequest = MessageSpec("DeleteTopicsRequest", "request", 20, V1to6, V4up, (
-    Field("Topics", "DeleteTopicState", V6up, array=True, fields=(
-        Field("Name", "string", V6up, nullable=V6up, default="null", entity="topicName"),
-        Field("TopicId", "uuid", V6up),
-    )),
-    Field("TopicNames", "string", V0to5, array=True, entity="topicName", ignorable=True),
-    Field("TimeoutMs", "int32", V0up),
-), source="trunk")
-_DeleteTopicsRequest_v39 = MessageSpec("DeleteTopicsRequest", "request", 20, V0to6, V4up, (
-    Field("Topics", "DeleteTopicState", V6up, array=True, fields=(
-        Field("Name", "string", V6up, nullable=V6up, default="null", entity="topicName"),
-        Field("TopicId", "uuid", V6up),
-    )),
-    Field("TopicNames", "string", V0to5, array=True, entity="topicName", ignorable=True),
-    Field("TimeoutMs", "int32", V0up),
-), source="3.9")
-_DeleteTopicsResponse = MessageSpec("DeleteTopicsResponse", "response", 20, V1to6, V4up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("Responses", "DeletableTopicResult", V0up, array=True, fields=(
-        Field("Name", "string", V0up, nullable=V6up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V6up, ignorable=True),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V5up, nullable=V5up, default="null", ignorable=True),
-    )),
-), source="trunk")
-_DeleteTopicsResponse_v39 = MessageSpec("DeleteTopicsResponse", "response", 20, V0to6, V4up, (
-    Field("ThrottleTimeMs", "int32", V1up, ignorable=True),
-    Field("Responses", "DeletableTopicResult", V0up, array=True, fields=(
-        Field("Name", "string", V0up, nullable=V6up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V6up, ignorable=True),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V5up, nullable=V5up, default="null", ignorable=True),
     )),
 ), source="3.9")
-_DeleteRecordsRequest = MessageSpec("DeleteRecordsRequest", "request", 21, V0to2, V2up, (
-    Field("Topics", "DeleteRecordsTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "DeleteRecordsPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("Offset", "int64", V0up),
+_DeleteTopicsRequest = _message("DeleteTopicsRequest", "request", 20, V1to6, V4up, (
+    _field("Topics", "DeleteTopicState", V6up, array=True, fields=(
+        _field("Name", "string", V6up, nullable=V6up, default="null", entity="topicName"),
+        _field("TopicId", "uuid", V6up),
+    )),
+    _field("TopicNames", "string", V0to5, array=True, entity="topicName", ignorable=True),
+    _field("TimeoutMs", "int32", V0up),
+), source="trunk")
+_DeleteTopicsRequest_v39 = _message("DeleteTopicsRequest", "request", 20, V0to6, V4up, (
+    _field("Topics", "DeleteTopicState", V6up, array=True, fields=(
+        _field("Name", "string", V6up, nullable=V6up, default="null", entity="topicName"),
+        _field("TopicId", "uuid", V6up),
+    )),
+    _field("TopicNames", "string", V0to5, array=True, entity="topicName", ignorable=True),
+    _field("TimeoutMs", "int32", V0up),
+), source="3.9")
+_DeleteTopicsResponse = _message("DeleteTopicsResponse", "response", 20, V1to6, V4up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("Responses", "DeletableTopicResult", V0up, array=True, fields=(
+        _field("Name", "string", V0up, nullable=V6up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V6up, ignorable=True),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    )),
+), source="trunk")
+_DeleteTopicsResponse_v39 = _message("DeleteTopicsResponse", "response", 20, V0to6, V4up, (
+    _field("ThrottleTimeMs", "int32", V1up, ignorable=True),
+    _field("Responses", "DeletableTopicResult", V0up, array=True, fields=(
+        _field("Name", "string", V0up, nullable=V6up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V6up, ignorable=True),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V5up, nullable=V5up, default="null", ignorable=True),
+    )),
+), source="3.9")
+_DeleteRecordsRequest = _message("DeleteRecordsRequest", "request", 21, V0to2, V2up, (
+    _field("Topics", "DeleteRecordsTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "DeleteRecordsPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("Offset", "int64", V0up),
         )),
     )),
-    Field("TimeoutMs", "int32", V0up),
+    _field("TimeoutMs", "int32", V0up),
 ), source="trunk")
-_DeleteRecordsResponse = MessageSpec("DeleteRecordsResponse", "response", 21, V0to2, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Topics", "DeleteRecordsTopicResult", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "DeleteRecordsPartitionResult", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up, map_key=True),
-            Field("LowWatermark", "int64", V0up),
-            Field("ErrorCode", "int16", V0up),
+_DeleteRecordsResponse = _message("DeleteRecordsResponse", "response", 21, V0to2, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Topics", "DeleteRecordsTopicResult", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "DeleteRecordsPartitionResult", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up, map_key=True),
+            _field("LowWatermark", "int64", V0up),
+            _field("ErrorCode", "int16", V0up),
         )),
     )),
 ), source="trunk")
-_InitProducerIdRequest = MessageSpec("InitProducerIdRequest", "request", 22, V0to6, V2up, (
-    Field("TransactionalId", "string", V0up, nullable=V0up, entity="transactionalId"),
-    Field("TransactionTimeoutMs", "int32", V0up),
-    Field("ProducerId", "int64", V3up, default="-1", entity="producerId"),
-    Field("ProducerEpoch", "int16", V3up, default="-1"),
-    Field("Enable2Pc", "bool", V6up, default="false"),
-    Field("KeepPreparedTxn", "bool", V6up, default="false"),
+_InitProducerIdRequest = _message("InitProducerIdRequest", "request", 22, V0to6, V2up, (
+    _field("TransactionalId", "string", V0up, nullable=V0up, entity="transactionalId"),
+    _field("TransactionTimeoutMs", "int32", V0up),
+    _field("ProducerId", "int64", V3up, default="-1", entity="producerId"),
+    _field("ProducerEpoch", "int16", V3up, default="-1"),
+    _field("Enable2Pc", "bool", V6up, default="false"),
+    _field("KeepPreparedTxn", "bool", V6up, default="false"),
 ), source="trunk", latest_unstable=True)
-_InitProducerIdResponse = MessageSpec("InitProducerIdResponse", "response", 22, V0to6, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("ProducerId", "int64", V0up, default="-1", entity="producerId"),
-    Field("ProducerEpoch", "int16", V0up),
-    Field("OngoingTxnProducerId", "int64", V6up, default="-1", entity="producerId"),
-    Field("OngoingTxnProducerEpoch", "int16", V6up, default="-1"),
+_InitProducerIdResponse = _message("InitProducerIdResponse", "response", 22, V0to6, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("ProducerId", "int64", V0up, default="-1", entity="producerId"),
+    _field("ProducerEpoch", "int16", V0up),
+    _field("OngoingTxnProducerId", "int64", V6up, default="-1", entity="producerId"),
+    _field("OngoingTxnProducerEpoch", "int16", V6up, default="-1"),
 ), source="trunk")
-_OffsetForLeaderEpochRequest = MessageSpec("OffsetForLeaderEpochRequest", "request", 23, V2to4, V4up, (
-    Field("ReplicaId", "int32", V3up, default="-2", entity="brokerId", ignorable=True),
-    Field("Topics", "OffsetForLeaderTopic", V0up, array=True, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "OffsetForLeaderPartition", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V2up, default="-1", ignorable=True),
-            Field("LeaderEpoch", "int32", V0up),
+_OffsetForLeaderEpochRequest = _message("OffsetForLeaderEpochRequest", "request", 23, V2to4, V4up, (
+    _field("ReplicaId", "int32", V3up, default="-2", entity="brokerId", ignorable=True),
+    _field("Topics", "OffsetForLeaderTopic", V0up, array=True, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "OffsetForLeaderPartition", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V2up, default="-1", ignorable=True),
+            _field("LeaderEpoch", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_OffsetForLeaderEpochRequest_v39 = MessageSpec("OffsetForLeaderEpochRequest", "request", 23, V0to4, V4up, (
-    Field("ReplicaId", "int32", V3up, default="-2", entity="brokerId", ignorable=True),
-    Field("Topics", "OffsetForLeaderTopic", V0up, array=True, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "OffsetForLeaderPartition", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V2up, default="-1", ignorable=True),
-            Field("LeaderEpoch", "int32", V0up),
+_OffsetForLeaderEpochRequest_v39 = _message("OffsetForLeaderEpochRequest", "request", 23, V0to4, V4up, (
+    _field("ReplicaId", "int32", V3up, default="-2", entity="brokerId", ignorable=True),
+    _field("Topics", "OffsetForLeaderTopic", V0up, array=True, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "OffsetForLeaderPartition", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V2up, default="-1", ignorable=True),
+            _field("LeaderEpoch", "int32", V0up),
         )),
     )),
 ), source="3.9")
-_OffsetForLeaderEpochResponse = MessageSpec("OffsetForLeaderEpochResponse", "response", 23, V2to4, V4up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("Topics", "OffsetForLeaderTopicResult", V0up, array=True, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "EpochEndOffset", V0up, array=True, fields=(
-            Field("ErrorCode", "int16", V0up),
-            Field("Partition", "int32", V0up),
-            Field("LeaderEpoch", "int32", V1up, default="-1", ignorable=True),
-            Field("EndOffset", "int64", V0up, default="-1"),
+_OffsetForLeaderEpochResponse = _message("OffsetForLeaderEpochResponse", "response", 23, V2to4, V4up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("Topics", "OffsetForLeaderTopicResult", V0up, array=True, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "EpochEndOffset", V0up, array=True, fields=(
+            _field("ErrorCode", "int16", V0up),
+            _field("Partition", "int32", V0up),
+            _field("LeaderEpoch", "int32", V1up, default="-1", ignorable=True),
+            _field("EndOffset", "int64", V0up, default="-1"),
         )),
     )),
 ), source="trunk")
-_OffsetForLeaderEpochResponse_v39 = MessageSpec("OffsetForLeaderEpochResponse", "response", 23, V0to4, V4up, (
-    Field("ThrottleTimeMs", "int32", V2up, ignorable=True),
-    Field("Topics", "OffsetForLeaderTopicResult", V0up, array=True, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "EpochEndOffset", V0up, array=True, fields=(
-            Field("ErrorCode", "int16", V0up),
-            Field("Partition", "int32", V0up),
-            Field("LeaderEpoch", "int32", V1up, default="-1", ignorable=True),
-            Field("EndOffset", "int64", V0up, default="-1"),
+_OffsetForLeaderEpochResponse_v39 = _message("OffsetForLeaderEpochResponse", "response", 23, V0to4, V4up, (
+    _field("ThrottleTimeMs", "int32", V2up, ignorable=True),
+    _field("Topics", "OffsetForLeaderTopicResult", V0up, array=True, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "EpochEndOffset", V0up, array=True, fields=(
+            _field("ErrorCode", "int16", V0up),
+            _field("Partition", "int32", V0up),
+            _field("LeaderEpoch", "int32", V1up, default="-1", ignorable=True),
+            _field("EndOffset", "int64", V0up, default="-1"),
         )),
     )),
 ), source="3.9")
 _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic = (
-    Field("Name", "string", V0up, map_key=True, entity="topicName"),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("Name", "string", V0up, map_key=True, entity="topicName"),
+    _field("Partitions", "int32", V0up, array=True),
 )
-_AddPartitionsToTxnRequest = MessageSpec("AddPartitionsToTxnRequest", "request", 24, V0to5, V3up, (
-    Field("Transactions", "AddPartitionsToTxnTransaction", V4up, array=True, fields=(
-        Field("TransactionalId", "string", V4up, map_key=True, entity="transactionalId"),
-        Field("ProducerId", "int64", V4up, entity="producerId"),
-        Field("ProducerEpoch", "int16", V4up),
-        Field("VerifyOnly", "bool", V4up, default="false"),
-        Field("Topics", "AddPartitionsToTxnTopic", V4up, array=True, fields=_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),
+_AddPartitionsToTxnRequest = _message("AddPartitionsToTxnRequest", "request", 24, V0to5, V3up, (
+    _field("Transactions", "AddPartitionsToTxnTransaction", V4up, array=True, fields=(
+        _field("TransactionalId", "string", V4up, map_key=True, entity="transactionalId"),
+        _field("ProducerId", "int64", V4up, entity="producerId"),
+        _field("ProducerEpoch", "int16", V4up),
+        _field("VerifyOnly", "bool", V4up, default="false"),
+        _field("Topics", "AddPartitionsToTxnTopic", V4up, array=True, fields=_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),
     )),
-    Field("V3AndBelowTransactionalId", "string", V0to3, entity="transactionalId"),
-    Field("V3AndBelowProducerId", "int64", V0to3, entity="producerId"),
-    Field("V3AndBelowProducerEpoch", "int16", V0to3),
-    Field("V3AndBelowTopics", "AddPartitionsToTxnTopic", V0to3, array=True, fields=_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),
+    _field("V3AndBelowTransactionalId", "string", V0to3, entity="transactionalId"),
+    _field("V3AndBelowProducerId", "int64", V0to3, entity="producerId"),
+    _field("V3AndBelowProducerEpoch", "int16", V0to3),
+    _field("V3AndBelowTopics", "AddPartitionsToTxnTopic", V0to3, array=True, fields=_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),
 ), common_structs=(StructSpec("AddPartitionsToTxnTopic", V0up, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic),), source="trunk")
 _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult = (
-    Field("PartitionIndex", "int32", V0up, map_key=True),
-    Field("PartitionErrorCode", "int16", V0up),
+    _field("PartitionIndex", "int32", V0up, map_key=True),
+    _field("PartitionErrorCode", "int16", V0up),
 )
 _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult = (
-    Field("Name", "string", V0up, map_key=True, entity="topicName"),
-    Field("ResultsByPartition", "AddPartitionsToTxnPartitionResult", V0up, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult),
+    _field("Name", "string", V0up, map_key=True, entity="topicName"),
+    _field("ResultsByPartition", "AddPartitionsToTxnPartitionResult", V0up, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult),
 )
-_AddPartitionsToTxnResponse = MessageSpec("AddPartitionsToTxnResponse", "response", 24, V0to5, V3up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V4up, ignorable=True),
-    Field("ResultsByTransaction", "AddPartitionsToTxnResult", V4up, array=True, fields=(
-        Field("TransactionalId", "string", V4up, map_key=True, entity="transactionalId"),
-        Field("TopicResults", "AddPartitionsToTxnTopicResult", V4up, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult),
+_AddPartitionsToTxnResponse = _message("AddPartitionsToTxnResponse", "response", 24, V0to5, V3up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V4up, ignorable=True),
+    _field("ResultsByTransaction", "AddPartitionsToTxnResult", V4up, array=True, fields=(
+        _field("TransactionalId", "string", V4up, map_key=True, entity="transactionalId"),
+        _field("TopicResults", "AddPartitionsToTxnTopicResult", V4up, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult),
     )),
-    Field("ResultsByTopicV3AndBelow", "AddPartitionsToTxnTopicResult", V0to3, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult),
+    _field("ResultsByTopicV3AndBelow", "AddPartitionsToTxnTopicResult", V0to3, array=True, fields=_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult),
 ), common_structs=(StructSpec("AddPartitionsToTxnPartitionResult", V0up, _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult), StructSpec("AddPartitionsToTxnTopicResult", V0up, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)), source="trunk")
-_AddOffsetsToTxnRequest = MessageSpec("AddOffsetsToTxnRequest", "request", 25, V0to4, V3up, (
-    Field("TransactionalId", "string", V0up, entity="transactionalId"),
-    Field("ProducerId", "int64", V0up, entity="producerId"),
-    Field("ProducerEpoch", "int16", V0up),
-    Field("GroupId", "string", V0up, entity="groupId"),
+_AddOffsetsToTxnRequest = _message("AddOffsetsToTxnRequest", "request", 25, V0to4, V3up, (
+    _field("TransactionalId", "string", V0up, entity="transactionalId"),
+    _field("ProducerId", "int64", V0up, entity="producerId"),
+    _field("ProducerEpoch", "int16", V0up),
+    _field("GroupId", "string", V0up, entity="groupId"),
 ), source="trunk")
-_AddOffsetsToTxnResponse = MessageSpec("AddOffsetsToTxnResponse", "response", 25, V0to4, V3up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
+_AddOffsetsToTxnResponse = _message("AddOffsetsToTxnResponse", "response", 25, V0to4, V3up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_EndTxnRequest = MessageSpec("EndTxnRequest", "request", 26, V0to5, V3up, (
-    Field("TransactionalId", "string", V0up, entity="transactionalId"),
-    Field("ProducerId", "int64", V0up, entity="producerId"),
-    Field("ProducerEpoch", "int16", V0up),
-    Field("Committed", "bool", V0up),
+_EndTxnRequest = _message("EndTxnRequest", "request", 26, V0to5, V3up, (
+    _field("TransactionalId", "string", V0up, entity="transactionalId"),
+    _field("ProducerId", "int64", V0up, entity="producerId"),
+    _field("ProducerEpoch", "int16", V0up),
+    _field("Committed", "bool", V0up),
 ), source="trunk")
-_EndTxnResponse = MessageSpec("EndTxnResponse", "response", 26, V0to5, V3up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ProducerId", "int64", V5up, default="-1", entity="producerId", ignorable=True),
-    Field("ProducerEpoch", "int16", V5up, default="-1", ignorable=True),
+_EndTxnResponse = _message("EndTxnResponse", "response", 26, V0to5, V3up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ProducerId", "int64", V5up, default="-1", entity="producerId", ignorable=True),
+    _field("ProducerEpoch", "int16", V5up, default="-1", ignorable=True),
 ), source="trunk")
-_WriteTxnMarkersRequest = MessageSpec("WriteTxnMarkersRequest", "request", 27, V1to2, V1up, (
-    Field("Markers", "WritableTxnMarker", V0up, array=True, fields=(
-        Field("ProducerId", "int64", V0up, entity="producerId"),
-        Field("ProducerEpoch", "int16", V0up),
-        Field("TransactionResult", "bool", V0up),
-        Field("Topics", "WritableTxnMarkerTopic", V0up, array=True, fields=(
-            Field("Name", "string", V0up, entity="topicName"),
-            Field("PartitionIndexes", "int32", V0up, array=True),
+_WriteTxnMarkersRequest = _message("WriteTxnMarkersRequest", "request", 27, V1to2, V1up, (
+    _field("Markers", "WritableTxnMarker", V0up, array=True, fields=(
+        _field("ProducerId", "int64", V0up, entity="producerId"),
+        _field("ProducerEpoch", "int16", V0up),
+        _field("TransactionResult", "bool", V0up),
+        _field("Topics", "WritableTxnMarkerTopic", V0up, array=True, fields=(
+            _field("Name", "string", V0up, entity="topicName"),
+            _field("PartitionIndexes", "int32", V0up, array=True),
         )),
-        Field("CoordinatorEpoch", "int32", V0up),
-        Field("TransactionVersion", "int8", V2up, default="0", ignorable=True),
+        _field("CoordinatorEpoch", "int32", V0up),
+        _field("TransactionVersion", "int8", V2up, default="0", ignorable=True),
     )),
 ), source="trunk")
-_WriteTxnMarkersRequest_v39 = MessageSpec("WriteTxnMarkersRequest", "request", 27, V0to1, V1up, (
-    Field("Markers", "WritableTxnMarker", V0up, array=True, fields=(
-        Field("ProducerId", "int64", V0up, entity="producerId"),
-        Field("ProducerEpoch", "int16", V0up),
-        Field("TransactionResult", "bool", V0up),
-        Field("Topics", "WritableTxnMarkerTopic", V0up, array=True, fields=(
-            Field("Name", "string", V0up, entity="topicName"),
-            Field("PartitionIndexes", "int32", V0up, array=True),
+_WriteTxnMarkersRequest_v39 = _message("WriteTxnMarkersRequest", "request", 27, V0to1, V1up, (
+    _field("Markers", "WritableTxnMarker", V0up, array=True, fields=(
+        _field("ProducerId", "int64", V0up, entity="producerId"),
+        _field("ProducerEpoch", "int16", V0up),
+        _field("TransactionResult", "bool", V0up),
+        _field("Topics", "WritableTxnMarkerTopic", V0up, array=True, fields=(
+            _field("Name", "string", V0up, entity="topicName"),
+            _field("PartitionIndexes", "int32", V0up, array=True),
         )),
-        Field("CoordinatorEpoch", "int32", V0up),
+        _field("CoordinatorEpoch", "int32", V0up),
     )),
 ), source="3.9")
-_WriteTxnMarkersResponse = MessageSpec("WriteTxnMarkersResponse", "response", 27, V1to2, V1up, (
-    Field("Markers", "WritableTxnMarkerResult", V0up, array=True, fields=(
-        Field("ProducerId", "int64", V0up, entity="producerId"),
-        Field("Topics", "WritableTxnMarkerTopicResult", V0up, array=True, fields=(
-            Field("Name", "string", V0up, entity="topicName"),
-            Field("Partitions", "WritableTxnMarkerPartitionResult", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
-                Field("ErrorCode", "int16", V0up),
+_WriteTxnMarkersResponse = _message("WriteTxnMarkersResponse", "response", 27, V1to2, V1up, (
+    _field("Markers", "WritableTxnMarkerResult", V0up, array=True, fields=(
+        _field("ProducerId", "int64", V0up, entity="producerId"),
+        _field("Topics", "WritableTxnMarkerTopicResult", V0up, array=True, fields=(
+            _field("Name", "string", V0up, entity="topicName"),
+            _field("Partitions", "WritableTxnMarkerPartitionResult", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
+                _field("ErrorCode", "int16", V0up),
             )),
         )),
     )),
 ), source="trunk")
-_WriteTxnMarkersResponse_v39 = MessageSpec("WriteTxnMarkersResponse", "response", 27, V0to1, V1up, (
-    Field("Markers", "WritableTxnMarkerResult", V0up, array=True, fields=(
-        Field("ProducerId", "int64", V0up, entity="producerId"),
-        Field("Topics", "WritableTxnMarkerTopicResult", V0up, array=True, fields=(
-            Field("Name", "string", V0up, entity="topicName"),
-            Field("Partitions", "WritableTxnMarkerPartitionResult", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
-                Field("ErrorCode", "int16", V0up),
+_WriteTxnMarkersResponse_v39 = _message("WriteTxnMarkersResponse", "response", 27, V0to1, V1up, (
+    _field("Markers", "WritableTxnMarkerResult", V0up, array=True, fields=(
+        _field("ProducerId", "int64", V0up, entity="producerId"),
+        _field("Topics", "WritableTxnMarkerTopicResult", V0up, array=True, fields=(
+            _field("Name", "string", V0up, entity="topicName"),
+            _field("Partitions", "WritableTxnMarkerPartitionResult", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
+                _field("ErrorCode", "int16", V0up),
             )),
         )),
     )),
 ), source="3.9")
-_TxnOffsetCommitRequest = MessageSpec("TxnOffsetCommitRequest", "request", 28, V0to6, V3up, (
-    Field("TransactionalId", "string", V0up, entity="transactionalId"),
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("ProducerId", "int64", V0up, entity="producerId"),
-    Field("ProducerEpoch", "int16", V0up),
-    Field("GenerationIdOrMemberEpoch", "int32", V3up, default="-1"),
-    Field("MemberId", "string", V3up, default=""),
-    Field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
-    Field("Topics", "TxnOffsetCommitRequestTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0to5, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V6up, ignorable=True),
-        Field("Partitions", "TxnOffsetCommitRequestPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("CommittedOffset", "int64", V0up),
-            Field("CommittedLeaderEpoch", "int32", V2up, default="-1", ignorable=True),
-            Field("CommittedMetadata", "string", V0up, nullable=V0up),
+_TxnOffsetCommitRequest = _message("TxnOffsetCommitRequest", "request", 28, V0to6, V3up, (
+    _field("TransactionalId", "string", V0up, entity="transactionalId"),
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("ProducerId", "int64", V0up, entity="producerId"),
+    _field("ProducerEpoch", "int16", V0up),
+    _field("GenerationIdOrMemberEpoch", "int32", V3up, default="-1"),
+    _field("MemberId", "string", V3up, default=""),
+    _field("GroupInstanceId", "string", V3up, nullable=V3up, default="null"),
+    _field("Topics", "TxnOffsetCommitRequestTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0to5, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V6up, ignorable=True),
+        _field("Partitions", "TxnOffsetCommitRequestPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("CommittedOffset", "int64", V0up),
+            _field("CommittedLeaderEpoch", "int32", V2up, default="-1", ignorable=True),
+            _field("CommittedMetadata", "string", V0up, nullable=V0up),
         )),
     )),
 ), source="trunk")
-_TxnOffsetCommitResponse = MessageSpec("TxnOffsetCommitResponse", "response", 28, V0to6, V3up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Topics", "TxnOffsetCommitResponseTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0to5, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V6up, ignorable=True),
-        Field("Partitions", "TxnOffsetCommitResponsePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
+_TxnOffsetCommitResponse = _message("TxnOffsetCommitResponse", "response", 28, V0to6, V3up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Topics", "TxnOffsetCommitResponseTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0to5, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V6up, ignorable=True),
+        _field("Partitions", "TxnOffsetCommitResponsePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
         )),
     )),
 ), source="trunk")
-_DescribeAclsRequest = MessageSpec("DescribeAclsRequest", "request", 29, V1to3, V2up, (
-    Field("ResourceTypeFilter", "int8", V0up),
-    Field("ResourceNameFilter", "string", V0up, nullable=V0up),
-    Field("PatternTypeFilter", "int8", V1up, default="3"),
-    Field("PrincipalFilter", "string", V0up, nullable=V0up),
-    Field("HostFilter", "string", V0up, nullable=V0up),
-    Field("Operation", "int8", V0up),
-    Field("PermissionType", "int8", V0up),
+_DescribeAclsRequest = _message("DescribeAclsRequest", "request", 29, V1to3, V2up, (
+    _field("ResourceTypeFilter", "int8", V0up),
+    _field("ResourceNameFilter", "string", V0up, nullable=V0up),
+    _field("PatternTypeFilter", "int8", V1up, default="3"),
+    _field("PrincipalFilter", "string", V0up, nullable=V0up),
+    _field("HostFilter", "string", V0up, nullable=V0up),
+    _field("Operation", "int8", V0up),
+    _field("PermissionType", "int8", V0up),
 ), source="trunk")
-_DescribeAclsRequest_v39 = MessageSpec("DescribeAclsRequest", "request", 29, V0to3, V2up, (
-    Field("ResourceTypeFilter", "int8", V0up),
-    Field("ResourceNameFilter", "string", V0up, nullable=V0up),
-    Field("PatternTypeFilter", "int8", V1up, default="3"),
-    Field("PrincipalFilter", "string", V0up, nullable=V0up),
-    Field("HostFilter", "string", V0up, nullable=V0up),
-    Field("Operation", "int8", V0up),
-    Field("PermissionType", "int8", V0up),
+_DescribeAclsRequest_v39 = _message("DescribeAclsRequest", "request", 29, V0to3, V2up, (
+    _field("ResourceTypeFilter", "int8", V0up),
+    _field("ResourceNameFilter", "string", V0up, nullable=V0up),
+    _field("PatternTypeFilter", "int8", V1up, default="3"),
+    _field("PrincipalFilter", "string", V0up, nullable=V0up),
+    _field("HostFilter", "string", V0up, nullable=V0up),
+    _field("Operation", "int8", V0up),
+    _field("PermissionType", "int8", V0up),
 ), source="3.9")
-_DescribeAclsResponse = MessageSpec("DescribeAclsResponse", "response", 29, V1to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Resources", "DescribeAclsResource", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("PatternType", "int8", V1up, default="3"),
-        Field("Acls", "AclDescription", V0up, array=True, fields=(
-            Field("Principal", "string", V0up),
-            Field("Host", "string", V0up),
-            Field("Operation", "int8", V0up),
-            Field("PermissionType", "int8", V0up),
+_DescribeAclsResponse = _message("DescribeAclsResponse", "response", 29, V1to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Resources", "DescribeAclsResource", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("PatternType", "int8", V1up, default="3"),
+        _field("Acls", "AclDescription", V0up, array=True, fields=(
+            _field("Principal", "string", V0up),
+            _field("Host", "string", V0up),
+            _field("Operation", "int8", V0up),
+            _field("PermissionType", "int8", V0up),
         )),
     )),
 ), source="trunk")
-_DescribeAclsResponse_v39 = MessageSpec("DescribeAclsResponse", "response", 29, V0to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Resources", "DescribeAclsResource", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("PatternType", "int8", V1up, default="3"),
-        Field("Acls", "AclDescription", V0up, array=True, fields=(
-            Field("Principal", "string", V0up),
-            Field("Host", "string", V0up),
-            Field("Operation", "int8", V0up),
-            Field("PermissionType", "int8", V0up),
+_DescribeAclsResponse_v39 = _message("DescribeAclsResponse", "response", 29, V0to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Resources", "DescribeAclsResource", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("PatternType", "int8", V1up, default="3"),
+        _field("Acls", "AclDescription", V0up, array=True, fields=(
+            _field("Principal", "string", V0up),
+            _field("Host", "string", V0up),
+            _field("Operation", "int8", V0up),
+            _field("PermissionType", "int8", V0up),
         )),
     )),
 ), source="3.9")
-_CreateAclsRequest = MessageSpec("CreateAclsRequest", "request", 30, V1to3, V2up, (
-    Field("Creations", "AclCreation", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("ResourcePatternType", "int8", V1up, default="3"),
-        Field("Principal", "string", V0up),
-        Field("Host", "string", V0up),
-        Field("Operation", "int8", V0up),
-        Field("PermissionType", "int8", V0up),
+_CreateAclsRequest = _message("CreateAclsRequest", "request", 30, V1to3, V2up, (
+    _field("Creations", "AclCreation", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("ResourcePatternType", "int8", V1up, default="3"),
+        _field("Principal", "string", V0up),
+        _field("Host", "string", V0up),
+        _field("Operation", "int8", V0up),
+        _field("PermissionType", "int8", V0up),
     )),
 ), source="trunk")
-_CreateAclsRequest_v39 = MessageSpec("CreateAclsRequest", "request", 30, V0to3, V2up, (
-    Field("Creations", "AclCreation", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("ResourcePatternType", "int8", V1up, default="3"),
-        Field("Principal", "string", V0up),
-        Field("Host", "string", V0up),
-        Field("Operation", "int8", V0up),
-        Field("PermissionType", "int8", V0up),
+_CreateAclsRequest_v39 = _message("CreateAclsRequest", "request", 30, V0to3, V2up, (
+    _field("Creations", "AclCreation", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("ResourcePatternType", "int8", V1up, default="3"),
+        _field("Principal", "string", V0up),
+        _field("Host", "string", V0up),
+        _field("Operation", "int8", V0up),
+        _field("PermissionType", "int8", V0up),
     )),
 ), source="3.9")
-_CreateAclsResponse = MessageSpec("CreateAclsResponse", "response", 30, V1to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "AclCreationResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
+_CreateAclsResponse = _message("CreateAclsResponse", "response", 30, V1to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "AclCreationResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="trunk")
-_CreateAclsResponse_v39 = MessageSpec("CreateAclsResponse", "response", 30, V0to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "AclCreationResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
+_CreateAclsResponse_v39 = _message("CreateAclsResponse", "response", 30, V0to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "AclCreationResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="3.9")
-_DeleteAclsRequest = MessageSpec("DeleteAclsRequest", "request", 31, V1to3, V2up, (
-    Field("Filters", "DeleteAclsFilter", V0up, array=True, fields=(
-        Field("ResourceTypeFilter", "int8", V0up),
-        Field("ResourceNameFilter", "string", V0up, nullable=V0up),
-        Field("PatternTypeFilter", "int8", V1up, default="3"),
-        Field("PrincipalFilter", "string", V0up, nullable=V0up),
-        Field("HostFilter", "string", V0up, nullable=V0up),
-        Field("Operation", "int8", V0up),
-        Field("PermissionType", "int8", V0up),
+_DeleteAclsRequest = _message("DeleteAclsRequest", "request", 31, V1to3, V2up, (
+    _field("Filters", "DeleteAclsFilter", V0up, array=True, fields=(
+        _field("ResourceTypeFilter", "int8", V0up),
+        _field("ResourceNameFilter", "string", V0up, nullable=V0up),
+        _field("PatternTypeFilter", "int8", V1up, default="3"),
+        _field("PrincipalFilter", "string", V0up, nullable=V0up),
+        _field("HostFilter", "string", V0up, nullable=V0up),
+        _field("Operation", "int8", V0up),
+        _field("PermissionType", "int8", V0up),
     )),
 ), source="trunk")
-_DeleteAclsRequest_v39 = MessageSpec("DeleteAclsRequest", "request", 31, V0to3, V2up, (
-    Field("Filters", "DeleteAclsFilter", V0up, array=True, fields=(
-        Field("ResourceTypeFilter", "int8", V0up),
-        Field("ResourceNameFilter", "string", V0up, nullable=V0up),
-        Field("PatternTypeFilter", "int8", V1up, default="3"),
-        Field("PrincipalFilter", "string", V0up, nullable=V0up),
-        Field("HostFilter", "string", V0up, nullable=V0up),
-        Field("Operation", "int8", V0up),
-        Field("PermissionType", "int8", V0up),
+_DeleteAclsRequest_v39 = _message("DeleteAclsRequest", "request", 31, V0to3, V2up, (
+    _field("Filters", "DeleteAclsFilter", V0up, array=True, fields=(
+        _field("ResourceTypeFilter", "int8", V0up),
+        _field("ResourceNameFilter", "string", V0up, nullable=V0up),
+        _field("PatternTypeFilter", "int8", V1up, default="3"),
+        _field("PrincipalFilter", "string", V0up, nullable=V0up),
+        _field("HostFilter", "string", V0up, nullable=V0up),
+        _field("Operation", "int8", V0up),
+        _field("PermissionType", "int8", V0up),
     )),
 ), source="3.9")
-_DeleteAclsResponse = MessageSpec("DeleteAclsResponse", "response", 31, V1to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("FilterResults", "DeleteAclsFilterResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("MatchingAcls", "DeleteAclsMatchingAcl", V0up, array=True, fields=(
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up),
-            Field("ResourceType", "int8", V0up),
-            Field("ResourceName", "string", V0up),
-            Field("PatternType", "int8", V1up, default="3"),
-            Field("Principal", "string", V0up),
-            Field("Host", "string", V0up),
-            Field("Operation", "int8", V0up),
-            Field("PermissionType", "int8", V0up),
+_DeleteAclsResponse = _message("DeleteAclsResponse", "response", 31, V1to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("FilterResults", "DeleteAclsFilterResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("MatchingAcls", "DeleteAclsMatchingAcl", V0up, array=True, fields=(
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up),
+            _field("ResourceType", "int8", V0up),
+            _field("ResourceName", "string", V0up),
+            _field("PatternType", "int8", V1up, default="3"),
+            _field("Principal", "string", V0up),
+            _field("Host", "string", V0up),
+            _field("Operation", "int8", V0up),
+            _field("PermissionType", "int8", V0up),
         )),
     )),
 ), source="trunk")
-_DeleteAclsResponse_v39 = MessageSpec("DeleteAclsResponse", "response", 31, V0to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("FilterResults", "DeleteAclsFilterResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("MatchingAcls", "DeleteAclsMatchingAcl", V0up, array=True, fields=(
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up),
-            Field("ResourceType", "int8", V0up),
-            Field("ResourceName", "string", V0up),
-            Field("PatternType", "int8", V1up, default="3"),
-            Field("Principal", "string", V0up),
-            Field("Host", "string", V0up),
-            Field("Operation", "int8", V0up),
-            Field("PermissionType", "int8", V0up),
+_DeleteAclsResponse_v39 = _message("DeleteAclsResponse", "response", 31, V0to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("FilterResults", "DeleteAclsFilterResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("MatchingAcls", "DeleteAclsMatchingAcl", V0up, array=True, fields=(
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up),
+            _field("ResourceType", "int8", V0up),
+            _field("ResourceName", "string", V0up),
+            _field("PatternType", "int8", V1up, default="3"),
+            _field("Principal", "string", V0up),
+            _field("Host", "string", V0up),
+            _field("Operation", "int8", V0up),
+            _field("PermissionType", "int8", V0up),
         )),
     )),
 ), source="3.9")
-_DescribeConfigsRequest = MessageSpec("DescribeConfigsRequest", "request", 32, V1to4, V4up, (
-    Field("Resources", "DescribeConfigsResource", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("ConfigurationKeys", "string", V0up, array=True, nullable=V0up),
+_DescribeConfigsRequest = _message("DescribeConfigsRequest", "request", 32, V1to4, V4up, (
+    _field("Resources", "DescribeConfigsResource", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("ConfigurationKeys", "string", V0up, array=True, nullable=V0up),
     )),
-    Field("IncludeSynonyms", "bool", V1up, default="false"),
-    Field("IncludeDocumentation", "bool", V3up, default="false"),
+    _field("IncludeSynonyms", "bool", V1up, default="false"),
+    _field("IncludeDocumentation", "bool", V3up, default="false"),
 ), source="trunk")
-_DescribeConfigsRequest_v39 = MessageSpec("DescribeConfigsRequest", "request", 32, V0to4, V4up, (
-    Field("Resources", "DescribeConfigsResource", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("ConfigurationKeys", "string", V0up, array=True, nullable=V0up),
+_DescribeConfigsRequest_v39 = _message("DescribeConfigsRequest", "request", 32, V0to4, V4up, (
+    _field("Resources", "DescribeConfigsResource", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("ConfigurationKeys", "string", V0up, array=True, nullable=V0up),
     )),
-    Field("IncludeSynonyms", "bool", V1up, default="false"),
-    Field("IncludeDocumentation", "bool", V3up, default="false"),
+    _field("IncludeSynonyms", "bool", V1up, default="false"),
+    _field("IncludeDocumentation", "bool", V3up, default="false"),
 ), source="3.9")
-_DescribeConfigsResponse = MessageSpec("DescribeConfigsResponse", "response", 32, V1to4, V4up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "DescribeConfigsResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("Configs", "DescribeConfigsResourceResult", V0up, array=True, fields=(
-            Field("Name", "string", V0up),
-            Field("Value", "string", V0up, nullable=V0up, config_value=True),
-            Field("ReadOnly", "bool", V0up),
-            Field("ConfigSource", "int8", V1up, default="-1", ignorable=True),
-            Field("IsSensitive", "bool", V0up),
-            Field("Synonyms", "DescribeConfigsSynonym", V1up, array=True, ignorable=True, fields=(
-                Field("Name", "string", V1up),
-                Field("Value", "string", V1up, nullable=V0up, config_value=True),
-                Field("Source", "int8", V1up),
+_DescribeConfigsResponse = _message("DescribeConfigsResponse", "response", 32, V1to4, V4up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "DescribeConfigsResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("Configs", "DescribeConfigsResourceResult", V0up, array=True, fields=(
+            _field("Name", "string", V0up),
+            _field("Value", "string", V0up, nullable=V0up, config_value=True),
+            _field("ReadOnly", "bool", V0up),
+            _field("ConfigSource", "int8", V1up, default="-1", ignorable=True),
+            _field("IsSensitive", "bool", V0up),
+            _field("Synonyms", "DescribeConfigsSynonym", V1up, array=True, ignorable=True, fields=(
+                _field("Name", "string", V1up),
+                _field("Value", "string", V1up, nullable=V0up, config_value=True),
+                _field("Source", "int8", V1up),
             )),
-            Field("ConfigType", "int8", V3up, default="0", ignorable=True),
-            Field("Documentation", "string", V3up, nullable=V0up, ignorable=True),
+            _field("ConfigType", "int8", V3up, default="0", ignorable=True),
+            _field("Documentation", "string", V3up, nullable=V0up, ignorable=True),
         )),
     )),
 ), source="trunk")
-_DescribeConfigsResponse_v39 = MessageSpec("DescribeConfigsResponse", "response", 32, V0to4, V4up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "DescribeConfigsResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
-        Field("Configs", "DescribeConfigsResourceResult", V0up, array=True, fields=(
-            Field("Name", "string", V0up),
-            Field("Value", "string", V0up, nullable=V0up, config_value=True),
-            Field("ReadOnly", "bool", V0up),
-            Field("IsDefault", "bool", V0to0),
-            Field("ConfigSource", "int8", V1up, default="-1", ignorable=True),
-            Field("IsSensitive", "bool", V0up),
-            Field("Synonyms", "DescribeConfigsSynonym", V1up, array=True, ignorable=True, fields=(
-                Field("Name", "string", V1up),
-                Field("Value", "string", V1up, nullable=V0up, config_value=True),
-                Field("Source", "int8", V1up),
+_DescribeConfigsResponse_v39 = _message("DescribeConfigsResponse", "response", 32, V0to4, V4up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "DescribeConfigsResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
+        _field("Configs", "DescribeConfigsResourceResult", V0up, array=True, fields=(
+            _field("Name", "string", V0up),
+            _field("Value", "string", V0up, nullable=V0up, config_value=True),
+            _field("ReadOnly", "bool", V0up),
+            _field("IsDefault", "bool", V0to0),
+            _field("ConfigSource", "int8", V1up, default="-1", ignorable=True),
+            _field("IsSensitive", "bool", V0up),
+            _field("Synonyms", "DescribeConfigsSynonym", V1up, array=True, ignorable=True, fields=(
+                _field("Name", "string", V1up),
+                _field("Value", "string", V1up, nullable=V0up, config_value=True),
+                _field("Source", "int8", V1up),
             )),
-            Field("ConfigType", "int8", V3up, default="0", ignorable=True),
-            Field("Documentation", "string", V3up, nullable=V0up, ignorable=True),
+            _field("ConfigType", "int8", V3up, default="0", ignorable=True),
+            _field("Documentation", "string", V3up, nullable=V0up, ignorable=True),
         )),
     )),
 ), source="3.9")
-_AlterConfigsRequest = MessageSpec("AlterConfigsRequest", "request", 33, V0to2, V2up, (
-    Field("Resources", "AlterConfigsResource", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up, map_key=True),
-        Field("ResourceName", "string", V0up, map_key=True),
-        Field("Configs", "AlterableConfig", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True),
-            Field("Value", "string", V0up, nullable=V0up, config_value=True),
+_AlterConfigsRequest = _message("AlterConfigsRequest", "request", 33, V0to2, V2up, (
+    _field("Resources", "AlterConfigsResource", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up, map_key=True),
+        _field("ResourceName", "string", V0up, map_key=True),
+        _field("Configs", "AlterableConfig", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True),
+            _field("Value", "string", V0up, nullable=V0up, config_value=True),
         )),
     )),
-    Field("ValidateOnly", "bool", V0up),
+    _field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_AlterConfigsResponse = MessageSpec("AlterConfigsResponse", "response", 33, V0to2, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Responses", "AlterConfigsResourceResponse", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
+_AlterConfigsResponse = _message("AlterConfigsResponse", "response", 33, V0to2, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Responses", "AlterConfigsResourceResponse", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
     )),
 ), source="trunk")
-_AlterReplicaLogDirsRequest = MessageSpec("AlterReplicaLogDirsRequest", "request", 34, V1to2, V2up, (
-    Field("Dirs", "AlterReplicaLogDir", V0up, array=True, fields=(
-        Field("Path", "string", V0up, map_key=True),
-        Field("Topics", "AlterReplicaLogDirTopic", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True, entity="topicName"),
-            Field("Partitions", "int32", V0up, array=True),
-        )),
-    )),
-), source="trunk")
-_AlterReplicaLogDirsRequest_v39 = MessageSpec("AlterReplicaLogDirsRequest", "request", 34, V0to2, V2up, (
-    Field("Dirs", "AlterReplicaLogDir", V0up, array=True, fields=(
-        Field("Path", "string", V0up, map_key=True),
-        Field("Topics", "AlterReplicaLogDirTopic", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True, entity="topicName"),
-            Field("Partitions", "int32", V0up, array=True),
-        )),
-    )),
-), source="3.9")
-_AlterReplicaLogDirsResponse = MessageSpec("AlterReplicaLogDirsResponse", "response", 34, V1to2, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "AlterReplicaLogDirTopicResult", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "AlterReplicaLogDirPartitionResult", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
+_AlterReplicaLogDirsRequest = _message("AlterReplicaLogDirsRequest", "request", 34, V1to2, V2up, (
+    _field("Dirs", "AlterReplicaLogDir", V0up, array=True, fields=(
+        _field("Path", "string", V0up, map_key=True),
+        _field("Topics", "AlterReplicaLogDirTopic", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True, entity="topicName"),
+            _field("Partitions", "int32", V0up, array=True),
         )),
     )),
 ), source="trunk")
-_AlterReplicaLogDirsResponse_v39 = MessageSpec("AlterReplicaLogDirsResponse", "response", 34, V0to2, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "AlterReplicaLogDirTopicResult", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "AlterReplicaLogDirPartitionResult", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
+_AlterReplicaLogDirsRequest_v39 = _message("AlterReplicaLogDirsRequest", "request", 34, V0to2, V2up, (
+    _field("Dirs", "AlterReplicaLogDir", V0up, array=True, fields=(
+        _field("Path", "string", V0up, map_key=True),
+        _field("Topics", "AlterReplicaLogDirTopic", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True, entity="topicName"),
+            _field("Partitions", "int32", V0up, array=True),
         )),
     )),
 ), source="3.9")
-_DescribeLogDirsRequest = MessageSpec("DescribeLogDirsRequest", "request", 35, V1to5, V2up, (
-    Field("Topics", "DescribableLogDirTopic", V0up, array=True, nullable=V0up, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "int32", V0up, array=True),
+_AlterReplicaLogDirsResponse = _message("AlterReplicaLogDirsResponse", "response", 34, V1to2, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "AlterReplicaLogDirTopicResult", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "AlterReplicaLogDirPartitionResult", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+        )),
     )),
 ), source="trunk")
-_DescribeLogDirsRequest_v39 = MessageSpec("DescribeLogDirsRequest", "request", 35, V0to4, V2up, (
-    Field("Topics", "DescribableLogDirTopic", V0up, array=True, nullable=V0up, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "int32", V0up, array=True),
+_AlterReplicaLogDirsResponse_v39 = _message("AlterReplicaLogDirsResponse", "response", 34, V0to2, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "AlterReplicaLogDirTopicResult", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "AlterReplicaLogDirPartitionResult", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+        )),
     )),
 ), source="3.9")
-_DescribeLogDirsResponse = MessageSpec("DescribeLogDirsResponse", "response", 35, V1to5, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V3up, ignorable=True),
-    Field("Results", "DescribeLogDirsResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("LogDir", "string", V0up),
-        Field("Topics", "DescribeLogDirsTopic", V0up, array=True, fields=(
-            Field("Name", "string", V0up, entity="topicName"),
-            Field("Partitions", "DescribeLogDirsPartition", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
-                Field("PartitionSize", "int64", V0up),
-                Field("OffsetLag", "int64", V0up),
-                Field("IsFutureKey", "bool", V0up),
-            )),
-        )),
-        Field("TotalBytes", "int64", V4up, default="-1", ignorable=True),
-        Field("UsableBytes", "int64", V4up, default="-1", ignorable=True),
-        Field("IsCordoned", "bool", V5up, default="false", ignorable=True),
+_DescribeLogDirsRequest = _message("DescribeLogDirsRequest", "request", 35, V1to5, V2up, (
+    _field("Topics", "DescribableLogDirTopic", V0up, array=True, nullable=V0up, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_DescribeLogDirsResponse_v39 = MessageSpec("DescribeLogDirsResponse", "response", 35, V0to4, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V3up, ignorable=True),
-    Field("Results", "DescribeLogDirsResult", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("LogDir", "string", V0up),
-        Field("Topics", "DescribeLogDirsTopic", V0up, array=True, fields=(
-            Field("Name", "string", V0up, entity="topicName"),
-            Field("Partitions", "DescribeLogDirsPartition", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
-                Field("PartitionSize", "int64", V0up),
-                Field("OffsetLag", "int64", V0up),
-                Field("IsFutureKey", "bool", V0up),
+_DescribeLogDirsRequest_v39 = _message("DescribeLogDirsRequest", "request", 35, V0to4, V2up, (
+    _field("Topics", "DescribableLogDirTopic", V0up, array=True, nullable=V0up, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "int32", V0up, array=True),
+    )),
+), source="3.9")
+_DescribeLogDirsResponse = _message("DescribeLogDirsResponse", "response", 35, V1to5, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V3up, ignorable=True),
+    _field("Results", "DescribeLogDirsResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("LogDir", "string", V0up),
+        _field("Topics", "DescribeLogDirsTopic", V0up, array=True, fields=(
+            _field("Name", "string", V0up, entity="topicName"),
+            _field("Partitions", "DescribeLogDirsPartition", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
+                _field("PartitionSize", "int64", V0up),
+                _field("OffsetLag", "int64", V0up),
+                _field("IsFutureKey", "bool", V0up),
             )),
         )),
-        Field("TotalBytes", "int64", V4up, default="-1", ignorable=True),
-        Field("UsableBytes", "int64", V4up, default="-1", ignorable=True),
+        _field("TotalBytes", "int64", V4up, default="-1", ignorable=True),
+        _field("UsableBytes", "int64", V4up, default="-1", ignorable=True),
+        _field("IsCordoned", "bool", V5up, default="false", ignorable=True),
+    )),
+), source="trunk")
+_DescribeLogDirsResponse_v39 = _message("DescribeLogDirsResponse", "response", 35, V0to4, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V3up, ignorable=True),
+    _field("Results", "DescribeLogDirsResult", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("LogDir", "string", V0up),
+        _field("Topics", "DescribeLogDirsTopic", V0up, array=True, fields=(
+            _field("Name", "string", V0up, entity="topicName"),
+            _field("Partitions", "DescribeLogDirsPartition", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
+                _field("PartitionSize", "int64", V0up),
+                _field("OffsetLag", "int64", V0up),
+                _field("IsFutureKey", "bool", V0up),
+            )),
+        )),
+        _field("TotalBytes", "int64", V4up, default="-1", ignorable=True),
+        _field("UsableBytes", "int64", V4up, default="-1", ignorable=True),
     )),
 ), source="3.9")
-_SaslAuthenticateRequest = MessageSpec("SaslAuthenticateRequest", "request", 36, V0to2, V2up, (
-    Field("AuthBytes", "bytes", V0up, secret=True),
+_SaslAuthenticateRequest = _message("SaslAuthenticateRequest", "request", 36, V0to2, V2up, (
+    _field("AuthBytes", "bytes", V0up, secret=True),
 ), source="trunk")
-_SaslAuthenticateResponse = MessageSpec("SaslAuthenticateResponse", "response", 36, V0to2, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("AuthBytes", "bytes", V0up, secret=True),
-    Field("SessionLifetimeMs", "int64", V1up, default="0", ignorable=True),
+_SaslAuthenticateResponse = _message("SaslAuthenticateResponse", "response", 36, V0to2, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("AuthBytes", "bytes", V0up, secret=True),
+    _field("SessionLifetimeMs", "int64", V1up, default="0", ignorable=True),
 ), source="trunk")
-_CreatePartitionsRequest = MessageSpec("CreatePartitionsRequest", "request", 37, V0to3, V2up, (
-    Field("Topics", "CreatePartitionsTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("Count", "int32", V0up),
-        Field("Assignments", "CreatePartitionsAssignment", V0up, array=True, nullable=V0up, fields=(
-            Field("BrokerIds", "int32", V0up, array=True, entity="brokerId"),
+_CreatePartitionsRequest = _message("CreatePartitionsRequest", "request", 37, V0to3, V2up, (
+    _field("Topics", "CreatePartitionsTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("Count", "int32", V0up),
+        _field("Assignments", "CreatePartitionsAssignment", V0up, array=True, nullable=V0up, fields=(
+            _field("BrokerIds", "int32", V0up, array=True, entity="brokerId"),
         )),
     )),
-    Field("TimeoutMs", "int32", V0up),
-    Field("ValidateOnly", "bool", V0up),
+    _field("TimeoutMs", "int32", V0up),
+    _field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_CreatePartitionsResponse = MessageSpec("CreatePartitionsResponse", "response", 37, V0to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "CreatePartitionsTopicResult", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_CreatePartitionsResponse = _message("CreatePartitionsResponse", "response", 37, V0to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "CreatePartitionsTopicResult", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_CreateDelegationTokenRequest = MessageSpec("CreateDelegationTokenRequest", "request", 38, V1to3, V2up, (
-    Field("OwnerPrincipalType", "string", V3up, nullable=V3up),
-    Field("OwnerPrincipalName", "string", V3up, nullable=V3up),
-    Field("Renewers", "CreatableRenewers", V0up, array=True, fields=(
-        Field("PrincipalType", "string", V0up),
-        Field("PrincipalName", "string", V0up),
+_CreateDelegationTokenRequest = _message("CreateDelegationTokenRequest", "request", 38, V1to3, V2up, (
+    _field("OwnerPrincipalType", "string", V3up, nullable=V3up),
+    _field("OwnerPrincipalName", "string", V3up, nullable=V3up),
+    _field("Renewers", "CreatableRenewers", V0up, array=True, fields=(
+        _field("PrincipalType", "string", V0up),
+        _field("PrincipalName", "string", V0up),
     )),
-    Field("MaxLifetimeMs", "int64", V0up),
+    _field("MaxLifetimeMs", "int64", V0up),
 ), source="trunk")
-_CreateDelegationTokenRequest_v39 = MessageSpec("CreateDelegationTokenRequest", "request", 38, V0to3, V2up, (
-    Field("OwnerPrincipalType", "string", V3up, nullable=V3up),
-    Field("OwnerPrincipalName", "string", V3up, nullable=V3up),
-    Field("Renewers", "CreatableRenewers", V0up, array=True, fields=(
-        Field("PrincipalType", "string", V0up),
-        Field("PrincipalName", "string", V0up),
+_CreateDelegationTokenRequest_v39 = _message("CreateDelegationTokenRequest", "request", 38, V0to3, V2up, (
+    _field("OwnerPrincipalType", "string", V3up, nullable=V3up),
+    _field("OwnerPrincipalName", "string", V3up, nullable=V3up),
+    _field("Renewers", "CreatableRenewers", V0up, array=True, fields=(
+        _field("PrincipalType", "string", V0up),
+        _field("PrincipalName", "string", V0up),
     )),
-    Field("MaxLifetimeMs", "int64", V0up),
+    _field("MaxLifetimeMs", "int64", V0up),
 ), source="3.9")
-_CreateDelegationTokenResponse = MessageSpec("CreateDelegationTokenResponse", "response", 38, V1to3, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("PrincipalType", "string", V0up),
-    Field("PrincipalName", "string", V0up),
-    Field("TokenRequesterPrincipalType", "string", V3up),
-    Field("TokenRequesterPrincipalName", "string", V3up),
-    Field("IssueTimestampMs", "int64", V0up),
-    Field("ExpiryTimestampMs", "int64", V0up),
-    Field("MaxTimestampMs", "int64", V0up),
-    Field("TokenId", "string", V0up),
-    Field("Hmac", "bytes", V0up, secret=True),
-    Field("ThrottleTimeMs", "int32", V0up),
+_CreateDelegationTokenResponse = _message("CreateDelegationTokenResponse", "response", 38, V1to3, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("PrincipalType", "string", V0up),
+    _field("PrincipalName", "string", V0up),
+    _field("TokenRequesterPrincipalType", "string", V3up),
+    _field("TokenRequesterPrincipalName", "string", V3up),
+    _field("IssueTimestampMs", "int64", V0up),
+    _field("ExpiryTimestampMs", "int64", V0up),
+    _field("MaxTimestampMs", "int64", V0up),
+    _field("TokenId", "string", V0up),
+    _field("Hmac", "bytes", V0up, secret=True),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_CreateDelegationTokenResponse_v39 = MessageSpec("CreateDelegationTokenResponse", "response", 38, V0to3, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("PrincipalType", "string", V0up),
-    Field("PrincipalName", "string", V0up),
-    Field("TokenRequesterPrincipalType", "string", V3up),
-    Field("TokenRequesterPrincipalName", "string", V3up),
-    Field("IssueTimestampMs", "int64", V0up),
-    Field("ExpiryTimestampMs", "int64", V0up),
-    Field("MaxTimestampMs", "int64", V0up),
-    Field("TokenId", "string", V0up),
-    Field("Hmac", "bytes", V0up, secret=True),
-    Field("ThrottleTimeMs", "int32", V0up),
+_CreateDelegationTokenResponse_v39 = _message("CreateDelegationTokenResponse", "response", 38, V0to3, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("PrincipalType", "string", V0up),
+    _field("PrincipalName", "string", V0up),
+    _field("TokenRequesterPrincipalType", "string", V3up),
+    _field("TokenRequesterPrincipalName", "string", V3up),
+    _field("IssueTimestampMs", "int64", V0up),
+    _field("ExpiryTimestampMs", "int64", V0up),
+    _field("MaxTimestampMs", "int64", V0up),
+    _field("TokenId", "string", V0up),
+    _field("Hmac", "bytes", V0up, secret=True),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_RenewDelegationTokenRequest = MessageSpec("RenewDelegationTokenRequest", "request", 39, V1to2, V2up, (
-    Field("Hmac", "bytes", V0up, secret=True),
-    Field("RenewPeriodMs", "int64", V0up),
+_RenewDelegationTokenRequest = _message("RenewDelegationTokenRequest", "request", 39, V1to2, V2up, (
+    _field("Hmac", "bytes", V0up, secret=True),
+    _field("RenewPeriodMs", "int64", V0up),
 ), source="trunk")
-_RenewDelegationTokenRequest_v39 = MessageSpec("RenewDelegationTokenRequest", "request", 39, V0to2, V2up, (
-    Field("Hmac", "bytes", V0up, secret=True),
-    Field("RenewPeriodMs", "int64", V0up),
+_RenewDelegationTokenRequest_v39 = _message("RenewDelegationTokenRequest", "request", 39, V0to2, V2up, (
+    _field("Hmac", "bytes", V0up, secret=True),
+    _field("RenewPeriodMs", "int64", V0up),
 ), source="3.9")
-_RenewDelegationTokenResponse = MessageSpec("RenewDelegationTokenResponse", "response", 39, V1to2, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ExpiryTimestampMs", "int64", V0up),
-    Field("ThrottleTimeMs", "int32", V0up),
+_RenewDelegationTokenResponse = _message("RenewDelegationTokenResponse", "response", 39, V1to2, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ExpiryTimestampMs", "int64", V0up),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_RenewDelegationTokenResponse_v39 = MessageSpec("RenewDelegationTokenResponse", "response", 39, V0to2, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ExpiryTimestampMs", "int64", V0up),
-    Field("ThrottleTimeMs", "int32", V0up),
+_RenewDelegationTokenResponse_v39 = _message("RenewDelegationTokenResponse", "response", 39, V0to2, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ExpiryTimestampMs", "int64", V0up),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_ExpireDelegationTokenRequest = MessageSpec("ExpireDelegationTokenRequest", "request", 40, V1to2, V2up, (
-    Field("Hmac", "bytes", V0up, secret=True),
-    Field("ExpiryTimePeriodMs", "int64", V0up),
+_ExpireDelegationTokenRequest = _message("ExpireDelegationTokenRequest", "request", 40, V1to2, V2up, (
+    _field("Hmac", "bytes", V0up, secret=True),
+    _field("ExpiryTimePeriodMs", "int64", V0up),
 ), source="trunk")
-_ExpireDelegationTokenRequest_v39 = MessageSpec("ExpireDelegationTokenRequest", "request", 40, V0to2, V2up, (
-    Field("Hmac", "bytes", V0up, secret=True),
-    Field("ExpiryTimePeriodMs", "int64", V0up),
+_ExpireDelegationTokenRequest_v39 = _message("ExpireDelegationTokenRequest", "request", 40, V0to2, V2up, (
+    _field("Hmac", "bytes", V0up, secret=True),
+    _field("ExpiryTimePeriodMs", "int64", V0up),
 ), source="3.9")
-_ExpireDelegationTokenResponse = MessageSpec("ExpireDelegationTokenResponse", "response", 40, V1to2, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ExpiryTimestampMs", "int64", V0up),
-    Field("ThrottleTimeMs", "int32", V0up),
+_ExpireDelegationTokenResponse = _message("ExpireDelegationTokenResponse", "response", 40, V1to2, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ExpiryTimestampMs", "int64", V0up),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_ExpireDelegationTokenResponse_v39 = MessageSpec("ExpireDelegationTokenResponse", "response", 40, V0to2, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ExpiryTimestampMs", "int64", V0up),
-    Field("ThrottleTimeMs", "int32", V0up),
+_ExpireDelegationTokenResponse_v39 = _message("ExpireDelegationTokenResponse", "response", 40, V0to2, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ExpiryTimestampMs", "int64", V0up),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_DescribeDelegationTokenRequest = MessageSpec("DescribeDelegationTokenRequest", "request", 41, V1to3, V2up, (
-    Field("Owners", "DescribeDelegationTokenOwner", V0up, array=True, nullable=V0up, fields=(
-        Field("PrincipalType", "string", V0up),
-        Field("PrincipalName", "string", V0up),
+_DescribeDelegationTokenRequest = _message("DescribeDelegationTokenRequest", "request", 41, V1to3, V2up, (
+    _field("Owners", "DescribeDelegationTokenOwner", V0up, array=True, nullable=V0up, fields=(
+        _field("PrincipalType", "string", V0up),
+        _field("PrincipalName", "string", V0up),
     )),
 ), source="trunk")
-_DescribeDelegationTokenRequest_v39 = MessageSpec("DescribeDelegationTokenRequest", "request", 41, V0to3, V2up, (
-    Field("Owners", "DescribeDelegationTokenOwner", V0up, array=True, nullable=V0up, fields=(
-        Field("PrincipalType", "string", V0up),
-        Field("PrincipalName", "string", V0up),
+_DescribeDelegationTokenRequest_v39 = _message("DescribeDelegationTokenRequest", "request", 41, V0to3, V2up, (
+    _field("Owners", "DescribeDelegationTokenOwner", V0up, array=True, nullable=V0up, fields=(
+        _field("PrincipalType", "string", V0up),
+        _field("PrincipalName", "string", V0up),
     )),
 ), source="3.9")
-_DescribeDelegationTokenResponse = MessageSpec("DescribeDelegationTokenResponse", "response", 41, V1to3, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("Tokens", "DescribedDelegationToken", V0up, array=True, fields=(
-        Field("PrincipalType", "string", V0up),
-        Field("PrincipalName", "string", V0up),
-        Field("TokenRequesterPrincipalType", "string", V3up),
-        Field("TokenRequesterPrincipalName", "string", V3up),
-        Field("IssueTimestamp", "int64", V0up),
-        Field("ExpiryTimestamp", "int64", V0up),
-        Field("MaxTimestamp", "int64", V0up),
-        Field("TokenId", "string", V0up),
-        Field("Hmac", "bytes", V0up, secret=True),
-        Field("Renewers", "DescribedDelegationTokenRenewer", V0up, array=True, fields=(
-            Field("PrincipalType", "string", V0up),
-            Field("PrincipalName", "string", V0up),
+_DescribeDelegationTokenResponse = _message("DescribeDelegationTokenResponse", "response", 41, V1to3, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("Tokens", "DescribedDelegationToken", V0up, array=True, fields=(
+        _field("PrincipalType", "string", V0up),
+        _field("PrincipalName", "string", V0up),
+        _field("TokenRequesterPrincipalType", "string", V3up),
+        _field("TokenRequesterPrincipalName", "string", V3up),
+        _field("IssueTimestamp", "int64", V0up),
+        _field("ExpiryTimestamp", "int64", V0up),
+        _field("MaxTimestamp", "int64", V0up),
+        _field("TokenId", "string", V0up),
+        _field("Hmac", "bytes", V0up, secret=True),
+        _field("Renewers", "DescribedDelegationTokenRenewer", V0up, array=True, fields=(
+            _field("PrincipalType", "string", V0up),
+            _field("PrincipalName", "string", V0up),
         )),
     )),
-    Field("ThrottleTimeMs", "int32", V0up),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="trunk")
-_DescribeDelegationTokenResponse_v39 = MessageSpec("DescribeDelegationTokenResponse", "response", 41, V0to3, V2up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("Tokens", "DescribedDelegationToken", V0up, array=True, fields=(
-        Field("PrincipalType", "string", V0up),
-        Field("PrincipalName", "string", V0up),
-        Field("TokenRequesterPrincipalType", "string", V3up),
-        Field("TokenRequesterPrincipalName", "string", V3up),
-        Field("IssueTimestamp", "int64", V0up),
-        Field("ExpiryTimestamp", "int64", V0up),
-        Field("MaxTimestamp", "int64", V0up),
-        Field("TokenId", "string", V0up),
-        Field("Hmac", "bytes", V0up, secret=True),
-        Field("Renewers", "DescribedDelegationTokenRenewer", V0up, array=True, fields=(
-            Field("PrincipalType", "string", V0up),
-            Field("PrincipalName", "string", V0up),
+_DescribeDelegationTokenResponse_v39 = _message("DescribeDelegationTokenResponse", "response", 41, V0to3, V2up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("Tokens", "DescribedDelegationToken", V0up, array=True, fields=(
+        _field("PrincipalType", "string", V0up),
+        _field("PrincipalName", "string", V0up),
+        _field("TokenRequesterPrincipalType", "string", V3up),
+        _field("TokenRequesterPrincipalName", "string", V3up),
+        _field("IssueTimestamp", "int64", V0up),
+        _field("ExpiryTimestamp", "int64", V0up),
+        _field("MaxTimestamp", "int64", V0up),
+        _field("TokenId", "string", V0up),
+        _field("Hmac", "bytes", V0up, secret=True),
+        _field("Renewers", "DescribedDelegationTokenRenewer", V0up, array=True, fields=(
+            _field("PrincipalType", "string", V0up),
+            _field("PrincipalName", "string", V0up),
         )),
     )),
-    Field("ThrottleTimeMs", "int32", V0up),
+    _field("ThrottleTimeMs", "int32", V0up),
 ), source="3.9")
-_DeleteGroupsRequest = MessageSpec("DeleteGroupsRequest", "request", 42, V0to3, V2up, (
-    Field("GroupsNames", "string", V0up, array=True, entity="groupId"),
+_DeleteGroupsRequest = _message("DeleteGroupsRequest", "request", 42, V0to3, V2up, (
+    _field("GroupsNames", "string", V0up, array=True, entity="groupId"),
 ), source="trunk")
-_DeleteGroupsResponse = MessageSpec("DeleteGroupsResponse", "response", 42, V0to3, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "DeletableGroupResult", V0up, array=True, fields=(
-        Field("GroupId", "string", V0up, map_key=True, entity="groupId"),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V3up, nullable=V3up, default="null", ignorable=True),
+_DeleteGroupsResponse = _message("DeleteGroupsResponse", "response", 42, V0to3, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "DeletableGroupResult", V0up, array=True, fields=(
+        _field("GroupId", "string", V0up, map_key=True, entity="groupId"),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V3up, nullable=V3up, default="null", ignorable=True),
     )),
 ), source="trunk")
-_ElectLeadersRequest = MessageSpec("ElectLeadersRequest", "request", 43, V0to2, V2up, (
-    Field("ElectionType", "int8", V1up),
-    Field("TopicPartitions", "TopicPartitions", V0up, array=True, nullable=V0up, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "int32", V0up, array=True),
+_ElectLeadersRequest = _message("ElectLeadersRequest", "request", 43, V0to2, V2up, (
+    _field("ElectionType", "int8", V1up),
+    _field("TopicPartitions", "TopicPartitions", V0up, array=True, nullable=V0up, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "int32", V0up, array=True),
     )),
-    Field("TimeoutMs", "int32", V0up, default="60000"),
+    _field("TimeoutMs", "int32", V0up, default="60000"),
 ), source="trunk")
-_ElectLeadersResponse = MessageSpec("ElectLeadersResponse", "response", 43, V0to2, V2up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V1up),
-    Field("ReplicaElectionResults", "ReplicaElectionResult", V0up, array=True, fields=(
-        Field("Topic", "string", V0up, entity="topicName"),
-        Field("PartitionResult", "PartitionResult", V0up, array=True, fields=(
-            Field("PartitionId", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up),
+_ElectLeadersResponse = _message("ElectLeadersResponse", "response", 43, V0to2, V2up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V1up),
+    _field("ReplicaElectionResults", "ReplicaElectionResult", V0up, array=True, fields=(
+        _field("Topic", "string", V0up, entity="topicName"),
+        _field("PartitionResult", "PartitionResult", V0up, array=True, fields=(
+            _field("PartitionId", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up),
         )),
     )),
 ), source="trunk")
-_IncrementalAlterConfigsRequest = MessageSpec("IncrementalAlterConfigsRequest", "request", 44, V0to1, V1up, (
-    Field("Resources", "AlterConfigsResource", V0up, array=True, fields=(
-        Field("ResourceType", "int8", V0up, map_key=True),
-        Field("ResourceName", "string", V0up, map_key=True),
-        Field("Configs", "AlterableConfig", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True),
-            Field("ConfigOperation", "int8", V0up, map_key=True),
-            Field("Value", "string", V0up, nullable=V0up, config_value=True),
+_IncrementalAlterConfigsRequest = _message("IncrementalAlterConfigsRequest", "request", 44, V0to1, V1up, (
+    _field("Resources", "AlterConfigsResource", V0up, array=True, fields=(
+        _field("ResourceType", "int8", V0up, map_key=True),
+        _field("ResourceName", "string", V0up, map_key=True),
+        _field("Configs", "AlterableConfig", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True),
+            _field("ConfigOperation", "int8", V0up, map_key=True),
+            _field("Value", "string", V0up, nullable=V0up, config_value=True),
         )),
     )),
-    Field("ValidateOnly", "bool", V0up),
+    _field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_IncrementalAlterConfigsResponse = MessageSpec("IncrementalAlterConfigsResponse", "response", 44, V0to1, V1up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Responses", "AlterConfigsResourceResponse", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("ResourceType", "int8", V0up),
-        Field("ResourceName", "string", V0up),
+_IncrementalAlterConfigsResponse = _message("IncrementalAlterConfigsResponse", "response", 44, V0to1, V1up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Responses", "AlterConfigsResourceResponse", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("ResourceType", "int8", V0up),
+        _field("ResourceName", "string", V0up),
     )),
 ), source="trunk")
-_AlterPartitionReassignmentsRequest = MessageSpec("AlterPartitionReassignmentsRequest", "request", 45, V0to1, V0up, (
-    Field("TimeoutMs", "int32", V0up, default="60000"),
-    Field("AllowReplicationFactorChange", "bool", V1up, default="true"),
-    Field("Topics", "ReassignableTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "ReassignablePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("Replicas", "int32", V0up, array=True, nullable=V0up, default="null", entity="brokerId"),
-        )),
-    )),
-), source="trunk")
-_AlterPartitionReassignmentsResponse = MessageSpec("AlterPartitionReassignmentsResponse", "response", 45, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("AllowReplicationFactorChange", "bool", V1up, default="true", ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Responses", "ReassignableTopicResponse", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "ReassignablePartitionResponse", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up),
+_AlterPartitionReassignmentsRequest = _message("AlterPartitionReassignmentsRequest", "request", 45, V0to1, V0up, (
+    _field("TimeoutMs", "int32", V0up, default="60000"),
+    _field("AllowReplicationFactorChange", "bool", V1up, default="true"),
+    _field("Topics", "ReassignableTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "ReassignablePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("Replicas", "int32", V0up, array=True, nullable=V0up, default="null", entity="brokerId"),
         )),
     )),
 ), source="trunk")
-_ListPartitionReassignmentsRequest = MessageSpec("ListPartitionReassignmentsRequest", "request", 46, V0to0, V0up, (
-    Field("TimeoutMs", "int32", V0up, default="60000"),
-    Field("Topics", "ListPartitionReassignmentsTopics", V0up, array=True, nullable=V0up, default="null", fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("PartitionIndexes", "int32", V0up, array=True),
-    )),
-), source="trunk")
-_ListPartitionReassignmentsResponse = MessageSpec("ListPartitionReassignmentsResponse", "response", 46, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Topics", "OngoingTopicReassignment", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "OngoingPartitionReassignment", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("Replicas", "int32", V0up, array=True, entity="brokerId"),
-            Field("AddingReplicas", "int32", V0up, array=True, entity="brokerId"),
-            Field("RemovingReplicas", "int32", V0up, array=True, entity="brokerId"),
+_AlterPartitionReassignmentsResponse = _message("AlterPartitionReassignmentsResponse", "response", 45, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("AllowReplicationFactorChange", "bool", V1up, default="true", ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Responses", "ReassignableTopicResponse", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "ReassignablePartitionResponse", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up),
         )),
     )),
 ), source="trunk")
-_OffsetDeleteRequest = MessageSpec("OffsetDeleteRequest", "request", 47, V0to0, NEVER, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("Topics", "OffsetDeleteRequestTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "OffsetDeleteRequestPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
+_ListPartitionReassignmentsRequest = _message("ListPartitionReassignmentsRequest", "request", 46, V0to0, V0up, (
+    _field("TimeoutMs", "int32", V0up, default="60000"),
+    _field("Topics", "ListPartitionReassignmentsTopics", V0up, array=True, nullable=V0up, default="null", fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("PartitionIndexes", "int32", V0up, array=True),
+    )),
+), source="trunk")
+_ListPartitionReassignmentsResponse = _message("ListPartitionReassignmentsResponse", "response", 46, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Topics", "OngoingTopicReassignment", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "OngoingPartitionReassignment", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("Replicas", "int32", V0up, array=True, entity="brokerId"),
+            _field("AddingReplicas", "int32", V0up, array=True, entity="brokerId"),
+            _field("RemovingReplicas", "int32", V0up, array=True, entity="brokerId"),
         )),
     )),
 ), source="trunk")
-_OffsetDeleteResponse = MessageSpec("OffsetDeleteResponse", "response", 47, V0to0, NEVER, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
-    Field("Topics", "OffsetDeleteResponseTopic", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "OffsetDeleteResponsePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up, map_key=True),
-            Field("ErrorCode", "int16", V0up),
+_OffsetDeleteRequest = _message("OffsetDeleteRequest", "request", 47, V0to0, NEVER, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("Topics", "OffsetDeleteRequestTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "OffsetDeleteRequestPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_DescribeClientQuotasRequest = MessageSpec("DescribeClientQuotasRequest", "request", 48, V0to1, V1up, (
-    Field("Components", "ComponentData", V0up, array=True, fields=(
-        Field("EntityType", "string", V0up),
-        Field("MatchType", "int8", V0up),
-        Field("Match", "string", V0up, nullable=V0up),
-    )),
-    Field("Strict", "bool", V0up),
-), source="trunk")
-_DescribeClientQuotasResponse = MessageSpec("DescribeClientQuotasResponse", "response", 48, V0to1, V1up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Entries", "EntryData", V0up, array=True, nullable=V0up, fields=(
-        Field("Entity", "EntityData", V0up, array=True, fields=(
-            Field("EntityType", "string", V0up),
-            Field("EntityName", "string", V0up, nullable=V0up),
-        )),
-        Field("Values", "ValueData", V0up, array=True, fields=(
-            Field("Key", "string", V0up),
-            Field("Value", "float64", V0up),
+_OffsetDeleteResponse = _message("OffsetDeleteResponse", "response", 47, V0to0, NEVER, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ThrottleTimeMs", "int32", V0up, ignorable=True),
+    _field("Topics", "OffsetDeleteResponseTopic", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "OffsetDeleteResponsePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up, map_key=True),
+            _field("ErrorCode", "int16", V0up),
         )),
     )),
 ), source="trunk")
-_AlterClientQuotasRequest = MessageSpec("AlterClientQuotasRequest", "request", 49, V0to1, V1up, (
-    Field("Entries", "EntryData", V0up, array=True, fields=(
-        Field("Entity", "EntityData", V0up, array=True, fields=(
-            Field("EntityType", "string", V0up),
-            Field("EntityName", "string", V0up, nullable=V0up),
-        )),
-        Field("Ops", "OpData", V0up, array=True, fields=(
-            Field("Key", "string", V0up),
-            Field("Value", "float64", V0up),
-            Field("Remove", "bool", V0up),
-        )),
+_DescribeClientQuotasRequest = _message("DescribeClientQuotasRequest", "request", 48, V0to1, V1up, (
+    _field("Components", "ComponentData", V0up, array=True, fields=(
+        _field("EntityType", "string", V0up),
+        _field("MatchType", "int8", V0up),
+        _field("Match", "string", V0up, nullable=V0up),
     )),
-    Field("ValidateOnly", "bool", V0up),
+    _field("Strict", "bool", V0up),
 ), source="trunk")
-_AlterClientQuotasResponse = MessageSpec("AlterClientQuotasResponse", "response", 49, V0to1, V1up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Entries", "EntryData", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("Entity", "EntityData", V0up, array=True, fields=(
-            Field("EntityType", "string", V0up),
-            Field("EntityName", "string", V0up, nullable=V0up),
+_DescribeClientQuotasResponse = _message("DescribeClientQuotasResponse", "response", 48, V0to1, V1up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Entries", "EntryData", V0up, array=True, nullable=V0up, fields=(
+        _field("Entity", "EntityData", V0up, array=True, fields=(
+            _field("EntityType", "string", V0up),
+            _field("EntityName", "string", V0up, nullable=V0up),
+        )),
+        _field("Values", "ValueData", V0up, array=True, fields=(
+            _field("Key", "string", V0up),
+            _field("Value", "float64", V0up),
         )),
     )),
 ), source="trunk")
-_DescribeUserScramCredentialsRequest = MessageSpec("DescribeUserScramCredentialsRequest", "request", 50, V0to0, V0up, (
-    Field("Users", "UserName", V0up, array=True, nullable=V0up, fields=(
-        Field("Name", "string", V0up),
+_AlterClientQuotasRequest = _message("AlterClientQuotasRequest", "request", 49, V0to1, V1up, (
+    _field("Entries", "EntryData", V0up, array=True, fields=(
+        _field("Entity", "EntityData", V0up, array=True, fields=(
+            _field("EntityType", "string", V0up),
+            _field("EntityName", "string", V0up, nullable=V0up),
+        )),
+        _field("Ops", "OpData", V0up, array=True, fields=(
+            _field("Key", "string", V0up),
+            _field("Value", "float64", V0up),
+            _field("Remove", "bool", V0up),
+        )),
     )),
+    _field("ValidateOnly", "bool", V0up),
 ), source="trunk")
-_DescribeUserScramCredentialsResponse = MessageSpec("DescribeUserScramCredentialsResponse", "response", 50, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Results", "DescribeUserScramCredentialsResult", V0up, array=True, fields=(
-        Field("User", "string", V0up),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-        Field("CredentialInfos", "CredentialInfo", V0up, array=True, fields=(
-            Field("Mechanism", "int8", V0up),
-            Field("Iterations", "int32", V0up),
+_AlterClientQuotasResponse = _message("AlterClientQuotasResponse", "response", 49, V0to1, V1up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Entries", "EntryData", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("Entity", "EntityData", V0up, array=True, fields=(
+            _field("EntityType", "string", V0up),
+            _field("EntityName", "string", V0up, nullable=V0up),
         )),
     )),
 ), source="trunk")
-_AlterUserScramCredentialsRequest = MessageSpec("AlterUserScramCredentialsRequest", "request", 51, V0to0, V0up, (
-    Field("Deletions", "ScramCredentialDeletion", V0up, array=True, fields=(
-        Field("Name", "string", V0up),
-        Field("Mechanism", "int8", V0up),
-    )),
-    Field("Upsertions", "ScramCredentialUpsertion", V0up, array=True, fields=(
-        Field("Name", "string", V0up),
-        Field("Mechanism", "int8", V0up),
-        Field("Iterations", "int32", V0up),
-        Field("Salt", "bytes", V0up, secret=True),
-        Field("SaltedPassword", "bytes", V0up, secret=True),
+_DescribeUserScramCredentialsRequest = _message("DescribeUserScramCredentialsRequest", "request", 50, V0to0, V0up, (
+    _field("Users", "UserName", V0up, array=True, nullable=V0up, fields=(
+        _field("Name", "string", V0up),
     )),
 ), source="trunk")
-_AlterUserScramCredentialsResponse = MessageSpec("AlterUserScramCredentialsResponse", "response", 51, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Results", "AlterUserScramCredentialsResult", V0up, array=True, fields=(
-        Field("User", "string", V0up),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
-    )),
-), source="trunk")
-_VoteRequest = MessageSpec("VoteRequest", "request", 52, V0to2, V0up, (
-    Field("ClusterId", "string", V0up, nullable=V0up, default="null"),
-    Field("VoterId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ReplicaEpoch", "int32", V0up),
-            Field("ReplicaId", "int32", V0up, entity="brokerId"),
-            Field("ReplicaDirectoryId", "uuid", V1up, ignorable=True),
-            Field("VoterDirectoryId", "uuid", V1up, ignorable=True),
-            Field("LastOffsetEpoch", "int32", V0up),
-            Field("LastOffset", "int64", V0up),
-            Field("PreVote", "bool", V2up),
+_DescribeUserScramCredentialsResponse = _message("DescribeUserScramCredentialsResponse", "response", 50, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Results", "DescribeUserScramCredentialsResult", V0up, array=True, fields=(
+        _field("User", "string", V0up),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
+        _field("CredentialInfos", "CredentialInfo", V0up, array=True, fields=(
+            _field("Mechanism", "int8", V0up),
+            _field("Iterations", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_VoteResponse = MessageSpec("VoteResponse", "response", 52, V0to2, V0up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("VoteGranted", "bool", V0up),
-        )),
+_AlterUserScramCredentialsRequest = _message("AlterUserScramCredentialsRequest", "request", 51, V0to0, V0up, (
+    _field("Deletions", "ScramCredentialDeletion", V0up, array=True, fields=(
+        _field("Name", "string", V0up),
+        _field("Mechanism", "int8", V0up),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
-        Field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V1up),
-        Field("Port", "uint16", V1up),
+    _field("Upsertions", "ScramCredentialUpsertion", V0up, array=True, fields=(
+        _field("Name", "string", V0up),
+        _field("Mechanism", "int8", V0up),
+        _field("Iterations", "int32", V0up),
+        _field("Salt", "bytes", V0up, secret=True),
+        _field("SaltedPassword", "bytes", V0up, secret=True),
     )),
 ), source="trunk")
-_BeginQuorumEpochRequest = MessageSpec("BeginQuorumEpochRequest", "request", 53, V0to1, V1up, (
-    Field("ClusterId", "string", V0up, nullable=V0up, default="null"),
-    Field("VoterId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("VoterDirectoryId", "uuid", V1up, ignorable=True),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
-        )),
-    )),
-    Field("LeaderEndpoints", "LeaderEndpoint", V1up, array=True, ignorable=True, fields=(
-        Field("Name", "string", V1up, map_key=True),
-        Field("Host", "string", V1up),
-        Field("Port", "uint16", V1up),
+_AlterUserScramCredentialsResponse = _message("AlterUserScramCredentialsResponse", "response", 51, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Results", "AlterUserScramCredentialsResult", V0up, array=True, fields=(
+        _field("User", "string", V0up),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="trunk")
-_BeginQuorumEpochResponse = MessageSpec("BeginQuorumEpochResponse", "response", 53, V0to1, V1up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
+_VoteRequest = _message("VoteRequest", "request", 52, V0to2, V0up, (
+    _field("ClusterId", "string", V0up, nullable=V0up, default="null"),
+    _field("VoterId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ReplicaEpoch", "int32", V0up),
+            _field("ReplicaId", "int32", V0up, entity="brokerId"),
+            _field("ReplicaDirectoryId", "uuid", V1up, ignorable=True),
+            _field("VoterDirectoryId", "uuid", V1up, ignorable=True),
+            _field("LastOffsetEpoch", "int32", V0up),
+            _field("LastOffset", "int64", V0up),
+            _field("PreVote", "bool", V2up),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
-        Field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V1up),
-        Field("Port", "uint16", V1up),
+), source="trunk")
+_VoteResponse = _message("VoteResponse", "response", 52, V0to2, V0up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("VoteGranted", "bool", V0up),
+        )),
+    )),
+    _field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
+        _field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V1up),
+        _field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_EndQuorumEpochRequest = MessageSpec("EndQuorumEpochRequest", "request", 54, V0to1, V1up, (
-    Field("ClusterId", "string", V0up, nullable=V0up, default="null"),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("PreferredSuccessors", "int32", V0to0, array=True, ignorable=True),
-            Field("PreferredCandidates", "ReplicaInfo", V1up, array=True, ignorable=True, fields=(
-                Field("CandidateId", "int32", V1up, entity="brokerId"),
-                Field("CandidateDirectoryId", "uuid", V1up),
+_BeginQuorumEpochRequest = _message("BeginQuorumEpochRequest", "request", 53, V0to1, V1up, (
+    _field("ClusterId", "string", V0up, nullable=V0up, default="null"),
+    _field("VoterId", "int32", V1up, default="-1", entity="brokerId", ignorable=True),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("VoterDirectoryId", "uuid", V1up, ignorable=True),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+        )),
+    )),
+    _field("LeaderEndpoints", "LeaderEndpoint", V1up, array=True, ignorable=True, fields=(
+        _field("Name", "string", V1up, map_key=True),
+        _field("Host", "string", V1up),
+        _field("Port", "uint16", V1up),
+    )),
+), source="trunk")
+_BeginQuorumEpochResponse = _message("BeginQuorumEpochResponse", "response", 53, V0to1, V1up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+        )),
+    )),
+    _field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
+        _field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V1up),
+        _field("Port", "uint16", V1up),
+    )),
+), source="trunk")
+_EndQuorumEpochRequest = _message("EndQuorumEpochRequest", "request", 54, V0to1, V1up, (
+    _field("ClusterId", "string", V0up, nullable=V0up, default="null"),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("PreferredSuccessors", "int32", V0to0, array=True, ignorable=True),
+            _field("PreferredCandidates", "ReplicaInfo", V1up, array=True, ignorable=True, fields=(
+                _field("CandidateId", "int32", V1up, entity="brokerId"),
+                _field("CandidateDirectoryId", "uuid", V1up),
             )),
         )),
     )),
-    Field("LeaderEndpoints", "LeaderEndpoint", V1up, array=True, ignorable=True, fields=(
-        Field("Name", "string", V1up, map_key=True),
-        Field("Host", "string", V1up),
-        Field("Port", "uint16", V1up),
+    _field("LeaderEndpoints", "LeaderEndpoint", V1up, array=True, ignorable=True, fields=(
+        _field("Name", "string", V1up, map_key=True),
+        _field("Host", "string", V1up),
+        _field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_EndQuorumEpochResponse = MessageSpec("EndQuorumEpochResponse", "response", 54, V0to1, V1up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
+_EndQuorumEpochResponse = _message("EndQuorumEpochResponse", "response", 54, V0to1, V1up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
-        Field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V1up),
-        Field("Port", "uint16", V1up),
+    _field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
+        _field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V1up),
+        _field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_DescribeQuorumRequest = MessageSpec("DescribeQuorumRequest", "request", 55, V0to2, V0up, (
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
+_DescribeQuorumRequest = _message("DescribeQuorumRequest", "request", 55, V0to2, V0up, (
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
         )),
     )),
 ), source="trunk")
 _DescribeQuorumResponse_ReplicaState = (
-    Field("ReplicaId", "int32", V0up, entity="brokerId"),
-    Field("ReplicaDirectoryId", "uuid", V2up),
-    Field("LogEndOffset", "int64", V0up),
-    Field("LastFetchTimestamp", "int64", V1up, default="-1", ignorable=True),
-    Field("LastCaughtUpTimestamp", "int64", V1up, default="-1", ignorable=True),
+    _field("ReplicaId", "int32", V0up, entity="brokerId"),
+    _field("ReplicaDirectoryId", "uuid", V2up),
+    _field("LogEndOffset", "int64", V0up),
+    _field("LastFetchTimestamp", "int64", V1up, default="-1", ignorable=True),
+    _field("LastCaughtUpTimestamp", "int64", V1up, default="-1", ignorable=True),
 )
-_DescribeQuorumResponse = MessageSpec("DescribeQuorumResponse", "response", 55, V0to2, V0up, (
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V2up, nullable=V2up, ignorable=True),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V2up, nullable=V2up, ignorable=True),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("HighWatermark", "int64", V0up),
-            Field("CurrentVoters", "ReplicaState", V0up, array=True, fields=_DescribeQuorumResponse_ReplicaState),
-            Field("Observers", "ReplicaState", V0up, array=True, fields=_DescribeQuorumResponse_ReplicaState),
+_DescribeQuorumResponse = _message("DescribeQuorumResponse", "response", 55, V0to2, V0up, (
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V2up, nullable=V2up, ignorable=True),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V2up, nullable=V2up, ignorable=True),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("HighWatermark", "int64", V0up),
+            _field("CurrentVoters", "ReplicaState", V0up, array=True, fields=_DescribeQuorumResponse_ReplicaState),
+            _field("Observers", "ReplicaState", V0up, array=True, fields=_DescribeQuorumResponse_ReplicaState),
         )),
     )),
-    Field("Nodes", "Node", V2up, array=True, fields=(
-        Field("NodeId", "int32", V2up, map_key=True, entity="brokerId"),
-        Field("Listeners", "Listener", V2up, array=True, fields=(
-            Field("Name", "string", V2up, map_key=True),
-            Field("Host", "string", V2up),
-            Field("Port", "uint16", V2up),
+    _field("Nodes", "Node", V2up, array=True, fields=(
+        _field("NodeId", "int32", V2up, map_key=True, entity="brokerId"),
+        _field("Listeners", "Listener", V2up, array=True, fields=(
+            _field("Name", "string", V2up, map_key=True),
+            _field("Host", "string", V2up),
+            _field("Port", "uint16", V2up),
         )),
     )),
 ), common_structs=(StructSpec("ReplicaState", V0up, _DescribeQuorumResponse_ReplicaState),), source="trunk")
-_AlterPartitionRequest = MessageSpec("AlterPartitionRequest", "request", 56, V2to3, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("BrokerEpoch", "int64", V0up, default="-1"),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V2up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("NewIsr", "int32", V0to2, array=True, entity="brokerId"),
-            Field("NewIsrWithEpochs", "BrokerState", V3up, array=True, fields=(
-                Field("BrokerId", "int32", V3up, entity="brokerId"),
-                Field("BrokerEpoch", "int64", V3up, default="-1"),
+_AlterPartitionRequest = _message("AlterPartitionRequest", "request", 56, V2to3, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("BrokerEpoch", "int64", V0up, default="-1"),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V2up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("NewIsr", "int32", V0to2, array=True, entity="brokerId"),
+            _field("NewIsrWithEpochs", "BrokerState", V3up, array=True, fields=(
+                _field("BrokerId", "int32", V3up, entity="brokerId"),
+                _field("BrokerEpoch", "int64", V3up, default="-1"),
             )),
-            Field("LeaderRecoveryState", "int8", V1up, default="0"),
-            Field("PartitionEpoch", "int32", V0up),
+            _field("LeaderRecoveryState", "int8", V1up, default="0"),
+            _field("PartitionEpoch", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_AlterPartitionRequest_v39 = MessageSpec("AlterPartitionRequest", "request", 56, V0to3, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("BrokerEpoch", "int64", V0up, default="-1"),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0to1, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V2up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("NewIsr", "int32", V0to2, array=True, entity="brokerId"),
-            Field("NewIsrWithEpochs", "BrokerState", V3up, array=True, fields=(
-                Field("BrokerId", "int32", V3up, entity="brokerId"),
-                Field("BrokerEpoch", "int64", V3up, default="-1"),
+_AlterPartitionRequest_v39 = _message("AlterPartitionRequest", "request", 56, V0to3, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("BrokerEpoch", "int64", V0up, default="-1"),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0to1, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V2up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("NewIsr", "int32", V0to2, array=True, entity="brokerId"),
+            _field("NewIsrWithEpochs", "BrokerState", V3up, array=True, fields=(
+                _field("BrokerId", "int32", V3up, entity="brokerId"),
+                _field("BrokerEpoch", "int64", V3up, default="-1"),
             )),
-            Field("LeaderRecoveryState", "int8", V1up, default="0"),
-            Field("PartitionEpoch", "int32", V0up),
+            _field("LeaderRecoveryState", "int8", V1up, default="0"),
+            _field("PartitionEpoch", "int32", V0up),
         )),
     )),
 ), source="3.9")
-_AlterPartitionResponse = MessageSpec("AlterPartitionResponse", "response", 56, V2to3, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V2up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("Isr", "int32", V0up, array=True, entity="brokerId"),
-            Field("LeaderRecoveryState", "int8", V1up, default="0", ignorable=True),
-            Field("PartitionEpoch", "int32", V0up),
+_AlterPartitionResponse = _message("AlterPartitionResponse", "response", 56, V2to3, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V2up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("Isr", "int32", V0up, array=True, entity="brokerId"),
+            _field("LeaderRecoveryState", "int8", V1up, default="0", ignorable=True),
+            _field("PartitionEpoch", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_AlterPartitionResponse_v39 = MessageSpec("AlterPartitionResponse", "response", 56, V0to3, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("Topics", "TopicData", V0up, array=True, fields=(
-        Field("TopicName", "string", V0to1, entity="topicName", ignorable=True),
-        Field("TopicId", "uuid", V2up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("Isr", "int32", V0up, array=True, entity="brokerId"),
-            Field("LeaderRecoveryState", "int8", V1up, default="0", ignorable=True),
-            Field("PartitionEpoch", "int32", V0up),
+_AlterPartitionResponse_v39 = _message("AlterPartitionResponse", "response", 56, V0to3, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("Topics", "TopicData", V0up, array=True, fields=(
+        _field("TopicName", "string", V0to1, entity="topicName", ignorable=True),
+        _field("TopicId", "uuid", V2up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("Isr", "int32", V0up, array=True, entity="brokerId"),
+            _field("LeaderRecoveryState", "int8", V1up, default="0", ignorable=True),
+            _field("PartitionEpoch", "int32", V0up),
         )),
     )),
 ), source="3.9")
-_UpdateFeaturesRequest = MessageSpec("UpdateFeaturesRequest", "request", 57, V0to2, V0up, (
-    Field("timeoutMs", "int32", V0up, default="60000"),
-    Field("FeatureUpdates", "FeatureUpdateKey", V0up, array=True, fields=(
-        Field("Feature", "string", V0up, map_key=True),
-        Field("MaxVersionLevel", "int16", V0up),
-        Field("AllowDowngrade", "bool", V0to0),
-        Field("UpgradeType", "int8", V1up, default="1"),
+_UpdateFeaturesRequest = _message("UpdateFeaturesRequest", "request", 57, V0to2, V0up, (
+    _field("timeoutMs", "int32", V0up, default="60000"),
+    _field("FeatureUpdates", "FeatureUpdateKey", V0up, array=True, fields=(
+        _field("Feature", "string", V0up, map_key=True),
+        _field("MaxVersionLevel", "int16", V0up),
+        _field("AllowDowngrade", "bool", V0to0),
+        _field("UpgradeType", "int8", V1up, default="1"),
     )),
-    Field("ValidateOnly", "bool", V1up, default="false"),
+    _field("ValidateOnly", "bool", V1up, default="false"),
 ), source="trunk")
-_UpdateFeaturesResponse = MessageSpec("UpdateFeaturesResponse", "response", 57, V0to2, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-    Field("Results", "UpdatableFeatureResult", V0to1, array=True, ignorable=True, fields=(
-        Field("Feature", "string", V0up, map_key=True),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up),
+_UpdateFeaturesResponse = _message("UpdateFeaturesResponse", "response", 57, V0to2, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+    _field("Results", "UpdatableFeatureResult", V0to1, array=True, ignorable=True, fields=(
+        _field("Feature", "string", V0up, map_key=True),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up),
     )),
 ), source="trunk")
-_EnvelopeRequest = MessageSpec("EnvelopeRequest", "request", 58, V0to0, V0up, (
-    Field("RequestData", "bytes", V0up),
-    Field("RequestPrincipal", "bytes", V0up, nullable=V0up),
-    Field("ClientHostAddress", "bytes", V0up),
+_EnvelopeRequest = _message("EnvelopeRequest", "request", 58, V0to0, V0up, (
+    _field("RequestData", "bytes", V0up),
+    _field("RequestPrincipal", "bytes", V0up, nullable=V0up),
+    _field("ClientHostAddress", "bytes", V0up),
 ), source="trunk")
-_EnvelopeResponse = MessageSpec("EnvelopeResponse", "response", 58, V0to0, V0up, (
-    Field("ResponseData", "bytes", V0up, nullable=V0up, default="null"),
-    Field("ErrorCode", "int16", V0up),
+_EnvelopeResponse = _message("EnvelopeResponse", "response", 58, V0to0, V0up, (
+    _field("ResponseData", "bytes", V0up, nullable=V0up, default="null"),
+    _field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_FetchSnapshotRequest = MessageSpec("FetchSnapshotRequest", "request", 59, V0to1, V0up, (
-    Field("ClusterId", "string", V0up, nullable=V0up, tagged=V0up, tag=0, default="null"),
-    Field("ReplicaId", "int32", V0up, default="-1", entity="brokerId"),
-    Field("MaxBytes", "int32", V0up, default="0x7fffffff"),
-    Field("Topics", "TopicSnapshot", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionSnapshot", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("CurrentLeaderEpoch", "int32", V0up),
-            Field("SnapshotId", "SnapshotId", V0up, fields=(
-                Field("EndOffset", "int64", V0up),
-                Field("Epoch", "int32", V0up),
+_FetchSnapshotRequest = _message("FetchSnapshotRequest", "request", 59, V0to1, V0up, (
+    _field("ClusterId", "string", V0up, nullable=V0up, tagged=V0up, tag=0, default="null"),
+    _field("ReplicaId", "int32", V0up, default="-1", entity="brokerId"),
+    _field("MaxBytes", "int32", V0up, default="0x7fffffff"),
+    _field("Topics", "TopicSnapshot", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionSnapshot", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("CurrentLeaderEpoch", "int32", V0up),
+            _field("SnapshotId", "SnapshotId", V0up, fields=(
+                _field("EndOffset", "int64", V0up),
+                _field("Epoch", "int32", V0up),
             )),
-            Field("Position", "int64", V0up),
-            Field("ReplicaDirectoryId", "uuid", V1up, tagged=V1up, tag=0, ignorable=True),
+            _field("Position", "int64", V0up),
+            _field("ReplicaDirectoryId", "uuid", V1up, tagged=V1up, tag=0, ignorable=True),
         )),
     )),
 ), source="trunk")
-_FetchSnapshotResponse = MessageSpec("FetchSnapshotResponse", "response", 59, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
-    Field("ErrorCode", "int16", V0up),
-    Field("Topics", "TopicSnapshot", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionSnapshot", V0up, array=True, fields=(
-            Field("Index", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("SnapshotId", "SnapshotId", V0up, fields=(
-                Field("EndOffset", "int64", V0up),
-                Field("Epoch", "int32", V0up),
+_FetchSnapshotResponse = _message("FetchSnapshotResponse", "response", 59, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up, ignorable=True),
+    _field("ErrorCode", "int16", V0up),
+    _field("Topics", "TopicSnapshot", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionSnapshot", V0up, array=True, fields=(
+            _field("Index", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("SnapshotId", "SnapshotId", V0up, fields=(
+                _field("EndOffset", "int64", V0up),
+                _field("Epoch", "int32", V0up),
             )),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V0up, tagged=V0up, tag=0, fields=(
-                Field("LeaderId", "int32", V0up, entity="brokerId"),
-                Field("LeaderEpoch", "int32", V0up),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V0up, tagged=V0up, tag=0, fields=(
+                _field("LeaderId", "int32", V0up, entity="brokerId"),
+                _field("LeaderEpoch", "int32", V0up),
             )),
-            Field("Size", "int64", V0up),
-            Field("Position", "int64", V0up),
-            Field("UnalignedRecords", "records", V0up),
+            _field("Size", "int64", V0up),
+            _field("Position", "int64", V0up),
+            _field("UnalignedRecords", "records", V0up),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
-        Field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V1up),
-        Field("Port", "uint16", V1up),
+    _field("NodeEndpoints", "NodeEndpoint", V1up, array=True, tagged=V1up, tag=0, fields=(
+        _field("NodeId", "int32", V1up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V1up),
+        _field("Port", "uint16", V1up),
     )),
 ), source="trunk")
-_DescribeClusterRequest = MessageSpec("DescribeClusterRequest", "request", 60, V0to2, V0up, (
-    Field("IncludeClusterAuthorizedOperations", "bool", V0up),
-    Field("EndpointType", "int8", V1up, default="1"),
-    Field("IncludeFencedBrokers", "bool", V2up),
+_DescribeClusterRequest = _message("DescribeClusterRequest", "request", 60, V0to2, V0up, (
+    _field("IncludeClusterAuthorizedOperations", "bool", V0up),
+    _field("EndpointType", "int8", V1up, default="1"),
+    _field("IncludeFencedBrokers", "bool", V2up),
 ), source="trunk")
-_DescribeClusterResponse = MessageSpec("DescribeClusterResponse", "response", 60, V0to2, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("EndpointType", "int8", V1up, default="1"),
-    Field("ClusterId", "string", V0up),
-    Field("ControllerId", "int32", V0up, default="-1", entity="brokerId"),
-    Field("Brokers", "DescribeClusterBroker", V0up, array=True, fields=(
-        Field("BrokerId", "int32", V0up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
-        Field("Rack", "string", V0up, nullable=V0up, default="null"),
-        Field("IsFenced", "bool", V2up),
+_DescribeClusterResponse = _message("DescribeClusterResponse", "response", 60, V0to2, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("EndpointType", "int8", V1up, default="1"),
+    _field("ClusterId", "string", V0up),
+    _field("ControllerId", "int32", V0up, default="-1", entity="brokerId"),
+    _field("Brokers", "DescribeClusterBroker", V0up, array=True, fields=(
+        _field("BrokerId", "int32", V0up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+        _field("Rack", "string", V0up, nullable=V0up, default="null"),
+        _field("IsFenced", "bool", V2up),
     )),
-    Field("ClusterAuthorizedOperations", "int32", V0up, default="-2147483648"),
+    _field("ClusterAuthorizedOperations", "int32", V0up, default="-2147483648"),
 ), source="trunk")
-_DescribeProducersRequest = MessageSpec("DescribeProducersRequest", "request", 61, V0to0, V0up, (
-    Field("Topics", "TopicRequest", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True, entity="topicName"),
-        Field("PartitionIndexes", "int32", V0up, array=True),
+_DescribeProducersRequest = _message("DescribeProducersRequest", "request", 61, V0to0, V0up, (
+    _field("Topics", "TopicRequest", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True, entity="topicName"),
+        _field("PartitionIndexes", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_DescribeProducersResponse = MessageSpec("DescribeProducersResponse", "response", 61, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Topics", "TopicResponse", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
-        Field("Partitions", "PartitionResponse", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("ActiveProducers", "ProducerState", V0up, array=True, fields=(
-                Field("ProducerId", "int64", V0up, entity="producerId"),
-                Field("ProducerEpoch", "int32", V0up),
-                Field("LastSequence", "int32", V0up, default="-1"),
-                Field("LastTimestamp", "int64", V0up, default="-1"),
-                Field("CoordinatorEpoch", "int32", V0up),
-                Field("CurrentTxnStartOffset", "int64", V0up, default="-1"),
+_DescribeProducersResponse = _message("DescribeProducersResponse", "response", 61, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Topics", "TopicResponse", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
+        _field("Partitions", "PartitionResponse", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("ActiveProducers", "ProducerState", V0up, array=True, fields=(
+                _field("ProducerId", "int64", V0up, entity="producerId"),
+                _field("ProducerEpoch", "int32", V0up),
+                _field("LastSequence", "int32", V0up, default="-1"),
+                _field("LastTimestamp", "int64", V0up, default="-1"),
+                _field("CoordinatorEpoch", "int32", V0up),
+                _field("CurrentTxnStartOffset", "int64", V0up, default="-1"),
             )),
-        )),
-    )),
-), source="trunk")
-_BrokerRegistrationRequest = MessageSpec("BrokerRegistrationRequest", "request", 62, V0to4, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("ClusterId", "string", V0up),
-    Field("IncarnationId", "uuid", V0up),
-    Field("Listeners", "Listener", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("Host", "string", V0up),
-        Field("Port", "uint16", V0up),
-        Field("SecurityProtocol", "int16", V0up),
-    )),
-    Field("Features", "Feature", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("MinSupportedVersion", "int16", V0up),
-        Field("MaxSupportedVersion", "int16", V0up),
-    )),
-    Field("Rack", "string", V0up, nullable=V0up),
-    Field("IsMigratingZkBroker", "bool", V1up, default="false"),
-    Field("LogDirs", "uuid", V2up, array=True, ignorable=True),
-    Field("PreviousBrokerEpoch", "int64", V3up, default="-1", ignorable=True),
-), source="trunk")
-_BrokerRegistrationResponse = MessageSpec("BrokerRegistrationResponse", "response", 62, V0to4, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("BrokerEpoch", "int64", V0up, default="-1"),
-), source="trunk")
-_BrokerHeartbeatRequest = MessageSpec("BrokerHeartbeatRequest", "request", 63, V0to2, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("BrokerEpoch", "int64", V0up, default="-1"),
-    Field("CurrentMetadataOffset", "int64", V0up),
-    Field("WantFence", "bool", V0up),
-    Field("WantShutDown", "bool", V0up),
-    Field("OfflineLogDirs", "uuid", V1up, array=True, tagged=V1up, tag=0),
-    Field("CordonedLogDirs", "uuid", V2up, array=True, nullable=V2up, tagged=V2up, tag=1, default="null"),
-), source="trunk")
-_BrokerHeartbeatResponse = MessageSpec("BrokerHeartbeatResponse", "response", 63, V0to2, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("IsCaughtUp", "bool", V0up, default="false"),
-    Field("IsFenced", "bool", V0up, default="true"),
-    Field("ShouldShutDown", "bool", V0up),
-), source="trunk")
-_UnregisterBrokerRequest = MessageSpec("UnregisterBrokerRequest", "request", 64, V0to0, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-), source="trunk")
-_UnregisterBrokerResponse = MessageSpec("UnregisterBrokerResponse", "response", 64, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
-), source="trunk")
-_DescribeTransactionsRequest = MessageSpec("DescribeTransactionsRequest", "request", 65, V0to0, V0up, (
-    Field("TransactionalIds", "string", V0up, array=True, entity="transactionalId"),
-), source="trunk")
-_DescribeTransactionsResponse = MessageSpec("DescribeTransactionsResponse", "response", 65, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("TransactionStates", "TransactionState", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("TransactionalId", "string", V0up, entity="transactionalId"),
-        Field("TransactionState", "string", V0up),
-        Field("TransactionTimeoutMs", "int32", V0up),
-        Field("TransactionStartTimeMs", "int64", V0up),
-        Field("ProducerId", "int64", V0up, entity="producerId"),
-        Field("ProducerEpoch", "int16", V0up),
-        Field("Topics", "TopicData", V0up, array=True, fields=(
-            Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-            Field("Partitions", "int32", V0up, array=True),
         )),
     )),
 ), source="trunk")
-_ListTransactionsRequest = MessageSpec("ListTransactionsRequest", "request", 66, V0to2, V0up, (
-    Field("StateFilters", "string", V0up, array=True),
-    Field("ProducerIdFilters", "int64", V0up, array=True, entity="producerId"),
-    Field("DurationFilter", "int64", V1up, default="-1"),
-    Field("TransactionalIdPattern", "string", V2up, nullable=V2up, default="null"),
+_BrokerRegistrationRequest = _message("BrokerRegistrationRequest", "request", 62, V0to4, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("ClusterId", "string", V0up),
+    _field("IncarnationId", "uuid", V0up),
+    _field("Listeners", "Listener", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("Host", "string", V0up),
+        _field("Port", "uint16", V0up),
+        _field("SecurityProtocol", "int16", V0up),
+    )),
+    _field("Features", "Feature", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("MinSupportedVersion", "int16", V0up),
+        _field("MaxSupportedVersion", "int16", V0up),
+    )),
+    _field("Rack", "string", V0up, nullable=V0up),
+    _field("IsMigratingZkBroker", "bool", V1up, default="false"),
+    _field("LogDirs", "uuid", V2up, array=True, ignorable=True),
+    _field("PreviousBrokerEpoch", "int64", V3up, default="-1", ignorable=True),
 ), source="trunk")
-_ListTransactionsResponse = MessageSpec("ListTransactionsResponse", "response", 66, V0to2, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("UnknownStateFilters", "string", V0up, array=True),
-    Field("TransactionStates", "TransactionState", V0up, array=True, fields=(
-        Field("TransactionalId", "string", V0up, entity="transactionalId"),
-        Field("ProducerId", "int64", V0up, entity="producerId"),
-        Field("TransactionState", "string", V0up),
+_BrokerRegistrationResponse = _message("BrokerRegistrationResponse", "response", 62, V0to4, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("BrokerEpoch", "int64", V0up, default="-1"),
+), source="trunk")
+_BrokerHeartbeatRequest = _message("BrokerHeartbeatRequest", "request", 63, V0to2, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("BrokerEpoch", "int64", V0up, default="-1"),
+    _field("CurrentMetadataOffset", "int64", V0up),
+    _field("WantFence", "bool", V0up),
+    _field("WantShutDown", "bool", V0up),
+    _field("OfflineLogDirs", "uuid", V1up, array=True, tagged=V1up, tag=0),
+    _field("CordonedLogDirs", "uuid", V2up, array=True, nullable=V2up, tagged=V2up, tag=1, default="null"),
+), source="trunk")
+_BrokerHeartbeatResponse = _message("BrokerHeartbeatResponse", "response", 63, V0to2, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("IsCaughtUp", "bool", V0up, default="false"),
+    _field("IsFenced", "bool", V0up, default="true"),
+    _field("ShouldShutDown", "bool", V0up),
+), source="trunk")
+_UnregisterBrokerRequest = _message("UnregisterBrokerRequest", "request", 64, V0to0, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+), source="trunk")
+_UnregisterBrokerResponse = _message("UnregisterBrokerResponse", "response", 64, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
+), source="trunk")
+_DescribeTransactionsRequest = _message("DescribeTransactionsRequest", "request", 65, V0to0, V0up, (
+    _field("TransactionalIds", "string", V0up, array=True, entity="transactionalId"),
+), source="trunk")
+_DescribeTransactionsResponse = _message("DescribeTransactionsResponse", "response", 65, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("TransactionStates", "TransactionState", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("TransactionalId", "string", V0up, entity="transactionalId"),
+        _field("TransactionState", "string", V0up),
+        _field("TransactionTimeoutMs", "int32", V0up),
+        _field("TransactionStartTimeMs", "int64", V0up),
+        _field("ProducerId", "int64", V0up, entity="producerId"),
+        _field("ProducerEpoch", "int16", V0up),
+        _field("Topics", "TopicData", V0up, array=True, fields=(
+            _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+            _field("Partitions", "int32", V0up, array=True),
+        )),
     )),
 ), source="trunk")
-_AllocateProducerIdsRequest = MessageSpec("AllocateProducerIdsRequest", "request", 67, V0to0, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("BrokerEpoch", "int64", V0up, default="-1"),
+_ListTransactionsRequest = _message("ListTransactionsRequest", "request", 66, V0to2, V0up, (
+    _field("StateFilters", "string", V0up, array=True),
+    _field("ProducerIdFilters", "int64", V0up, array=True, entity="producerId"),
+    _field("DurationFilter", "int64", V1up, default="-1"),
+    _field("TransactionalIdPattern", "string", V2up, nullable=V2up, default="null"),
 ), source="trunk")
-_AllocateProducerIdsResponse = MessageSpec("AllocateProducerIdsResponse", "response", 67, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ProducerIdStart", "int64", V0up, entity="producerId"),
-    Field("ProducerIdLen", "int32", V0up),
+_ListTransactionsResponse = _message("ListTransactionsResponse", "response", 66, V0to2, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("UnknownStateFilters", "string", V0up, array=True),
+    _field("TransactionStates", "TransactionState", V0up, array=True, fields=(
+        _field("TransactionalId", "string", V0up, entity="transactionalId"),
+        _field("ProducerId", "int64", V0up, entity="producerId"),
+        _field("TransactionState", "string", V0up),
+    )),
 ), source="trunk")
-_ConsumerGroupHeartbeatRequest = MessageSpec("ConsumerGroupHeartbeatRequest", "request", 68, V0to1, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("MemberId", "string", V0up),
-    Field("MemberEpoch", "int32", V0up),
-    Field("InstanceId", "string", V0up, nullable=V0up, default="null"),
-    Field("RackId", "string", V0up, nullable=V0up, default="null"),
-    Field("RebalanceTimeoutMs", "int32", V0up, default="-1"),
-    Field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null", entity="topicName"),
-    Field("SubscribedTopicRegex", "string", V1up, nullable=V1up, default="null"),
-    Field("ServerAssignor", "string", V0up, nullable=V0up, default="null"),
-    Field("TopicPartitions", "TopicPartitions", V0up, array=True, nullable=V0up, default="null", fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "int32", V0up, array=True),
+_AllocateProducerIdsRequest = _message("AllocateProducerIdsRequest", "request", 67, V0to0, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("BrokerEpoch", "int64", V0up, default="-1"),
+), source="trunk")
+_AllocateProducerIdsResponse = _message("AllocateProducerIdsResponse", "response", 67, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ProducerIdStart", "int64", V0up, entity="producerId"),
+    _field("ProducerIdLen", "int32", V0up),
+), source="trunk")
+_ConsumerGroupHeartbeatRequest = _message("ConsumerGroupHeartbeatRequest", "request", 68, V0to1, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("MemberId", "string", V0up),
+    _field("MemberEpoch", "int32", V0up),
+    _field("InstanceId", "string", V0up, nullable=V0up, default="null"),
+    _field("RackId", "string", V0up, nullable=V0up, default="null"),
+    _field("RebalanceTimeoutMs", "int32", V0up, default="-1"),
+    _field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null", entity="topicName"),
+    _field("SubscribedTopicRegex", "string", V1up, nullable=V1up, default="null"),
+    _field("ServerAssignor", "string", V0up, nullable=V0up, default="null"),
+    _field("TopicPartitions", "TopicPartitions", V0up, array=True, nullable=V0up, default="null", fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "int32", V0up, array=True),
     )),
 ), source="trunk")
 _ConsumerGroupHeartbeatResponse_TopicPartitions = (
-    Field("TopicId", "uuid", V0up),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("TopicId", "uuid", V0up),
+    _field("Partitions", "int32", V0up, array=True),
 )
-_ConsumerGroupHeartbeatResponse = MessageSpec("ConsumerGroupHeartbeatResponse", "response", 68, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberId", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberEpoch", "int32", V0up),
-    Field("HeartbeatIntervalMs", "int32", V0up),
-    Field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
-        Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ConsumerGroupHeartbeatResponse_TopicPartitions),
+_ConsumerGroupHeartbeatResponse = _message("ConsumerGroupHeartbeatResponse", "response", 68, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberId", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberEpoch", "int32", V0up),
+    _field("HeartbeatIntervalMs", "int32", V0up),
+    _field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
+        _field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ConsumerGroupHeartbeatResponse_TopicPartitions),
     )),
 ), common_structs=(StructSpec("TopicPartitions", V0up, _ConsumerGroupHeartbeatResponse_TopicPartitions),), source="trunk")
-_ConsumerGroupDescribeRequest = MessageSpec("ConsumerGroupDescribeRequest", "request", 69, V0to1, V0up, (
-    Field("GroupIds", "string", V0up, array=True, entity="groupId"),
-    Field("IncludeAuthorizedOperations", "bool", V0up),
+_ConsumerGroupDescribeRequest = _message("ConsumerGroupDescribeRequest", "request", 69, V0to1, V0up, (
+    _field("GroupIds", "string", V0up, array=True, entity="groupId"),
+    _field("IncludeAuthorizedOperations", "bool", V0up),
 ), source="trunk")
 _ConsumerGroupDescribeResponse_TopicPartitions = (
-    Field("TopicId", "uuid", V0up),
-    Field("TopicName", "string", V0up, entity="topicName"),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("TopicId", "uuid", V0up),
+    _field("TopicName", "string", V0up, entity="topicName"),
+    _field("Partitions", "int32", V0up, array=True),
 )
 _ConsumerGroupDescribeResponse_Assignment = (
-    Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ConsumerGroupDescribeResponse_TopicPartitions),
+    _field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ConsumerGroupDescribeResponse_TopicPartitions),
 )
-_ConsumerGroupDescribeResponse = MessageSpec("ConsumerGroupDescribeResponse", "response", 69, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Groups", "DescribedGroup", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("GroupState", "string", V0up),
-        Field("GroupEpoch", "int32", V0up),
-        Field("AssignmentEpoch", "int32", V0up),
-        Field("AssignorName", "string", V0up),
-        Field("Members", "Member", V0up, array=True, fields=(
-            Field("MemberId", "string", V0up),
-            Field("InstanceId", "string", V0up, nullable=V0up, default="null"),
-            Field("RackId", "string", V0up, nullable=V0up, default="null"),
-            Field("MemberEpoch", "int32", V0up),
-            Field("ClientId", "string", V0up),
-            Field("ClientHost", "string", V0up),
-            Field("SubscribedTopicNames", "string", V0up, array=True, entity="topicName"),
-            Field("SubscribedTopicRegex", "string", V0up, nullable=V0up, default="null"),
-            Field("Assignment", "Assignment", V0up, fields=_ConsumerGroupDescribeResponse_Assignment),
-            Field("TargetAssignment", "Assignment", V0up, fields=_ConsumerGroupDescribeResponse_Assignment),
-            Field("MemberType", "int8", V1up, default="-1", ignorable=True),
+_ConsumerGroupDescribeResponse = _message("ConsumerGroupDescribeResponse", "response", 69, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Groups", "DescribedGroup", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("GroupState", "string", V0up),
+        _field("GroupEpoch", "int32", V0up),
+        _field("AssignmentEpoch", "int32", V0up),
+        _field("AssignorName", "string", V0up),
+        _field("Members", "Member", V0up, array=True, fields=(
+            _field("MemberId", "string", V0up),
+            _field("InstanceId", "string", V0up, nullable=V0up, default="null"),
+            _field("RackId", "string", V0up, nullable=V0up, default="null"),
+            _field("MemberEpoch", "int32", V0up),
+            _field("ClientId", "string", V0up),
+            _field("ClientHost", "string", V0up),
+            _field("SubscribedTopicNames", "string", V0up, array=True, entity="topicName"),
+            _field("SubscribedTopicRegex", "string", V0up, nullable=V0up, default="null"),
+            _field("Assignment", "Assignment", V0up, fields=_ConsumerGroupDescribeResponse_Assignment),
+            _field("TargetAssignment", "Assignment", V0up, fields=_ConsumerGroupDescribeResponse_Assignment),
+            _field("MemberType", "int8", V1up, default="-1", ignorable=True),
         )),
-        Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
+        _field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
 ), common_structs=(StructSpec("TopicPartitions", V0up, _ConsumerGroupDescribeResponse_TopicPartitions), StructSpec("Assignment", V0up, _ConsumerGroupDescribeResponse_Assignment)), source="trunk")
-_ControllerRegistrationRequest = MessageSpec("ControllerRegistrationRequest", "request", 70, V0to0, V0up, (
-    Field("ControllerId", "int32", V0up),
-    Field("IncarnationId", "uuid", V0up),
-    Field("ZkMigrationReady", "bool", V0up),
-    Field("Listeners", "Listener", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("Host", "string", V0up),
-        Field("Port", "uint16", V0up),
-        Field("SecurityProtocol", "int16", V0up),
+_ControllerRegistrationRequest = _message("ControllerRegistrationRequest", "request", 70, V0to0, V0up, (
+    _field("ControllerId", "int32", V0up),
+    _field("IncarnationId", "uuid", V0up),
+    _field("ZkMigrationReady", "bool", V0up),
+    _field("Listeners", "Listener", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("Host", "string", V0up),
+        _field("Port", "uint16", V0up),
+        _field("SecurityProtocol", "int16", V0up),
     )),
-    Field("Features", "Feature", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("MinSupportedVersion", "int16", V0up),
-        Field("MaxSupportedVersion", "int16", V0up),
+    _field("Features", "Feature", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("MinSupportedVersion", "int16", V0up),
+        _field("MaxSupportedVersion", "int16", V0up),
     )),
 ), source="trunk")
-_ControllerRegistrationResponse = MessageSpec("ControllerRegistrationResponse", "response", 70, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
+_ControllerRegistrationResponse = _message("ControllerRegistrationResponse", "response", 70, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
 ), source="trunk")
-_GetTelemetrySubscriptionsRequest = MessageSpec("GetTelemetrySubscriptionsRequest", "request", 71, V0to0, V0up, (
-    Field("ClientInstanceId", "uuid", V0up),
+_GetTelemetrySubscriptionsRequest = _message("GetTelemetrySubscriptionsRequest", "request", 71, V0to0, V0up, (
+    _field("ClientInstanceId", "uuid", V0up),
 ), source="trunk")
-_GetTelemetrySubscriptionsResponse = MessageSpec("GetTelemetrySubscriptionsResponse", "response", 71, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ClientInstanceId", "uuid", V0up),
-    Field("SubscriptionId", "int32", V0up),
-    Field("AcceptedCompressionTypes", "int8", V0up, array=True),
-    Field("PushIntervalMs", "int32", V0up),
-    Field("TelemetryMaxBytes", "int32", V0up),
-    Field("DeltaTemporality", "bool", V0up),
-    Field("RequestedMetrics", "string", V0up, array=True),
+_GetTelemetrySubscriptionsResponse = _message("GetTelemetrySubscriptionsResponse", "response", 71, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ClientInstanceId", "uuid", V0up),
+    _field("SubscriptionId", "int32", V0up),
+    _field("AcceptedCompressionTypes", "int8", V0up, array=True),
+    _field("PushIntervalMs", "int32", V0up),
+    _field("TelemetryMaxBytes", "int32", V0up),
+    _field("DeltaTemporality", "bool", V0up),
+    _field("RequestedMetrics", "string", V0up, array=True),
 ), source="trunk")
-_PushTelemetryRequest = MessageSpec("PushTelemetryRequest", "request", 72, V0to0, V0up, (
-    Field("ClientInstanceId", "uuid", V0up),
-    Field("SubscriptionId", "int32", V0up),
-    Field("Terminating", "bool", V0up),
-    Field("CompressionType", "int8", V0up),
-    Field("Metrics", "bytes", V0up),
+_PushTelemetryRequest = _message("PushTelemetryRequest", "request", 72, V0to0, V0up, (
+    _field("ClientInstanceId", "uuid", V0up),
+    _field("SubscriptionId", "int32", V0up),
+    _field("Terminating", "bool", V0up),
+    _field("CompressionType", "int8", V0up),
+    _field("Metrics", "bytes", V0up),
 ), source="trunk")
-_PushTelemetryResponse = MessageSpec("PushTelemetryResponse", "response", 72, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
+_PushTelemetryResponse = _message("PushTelemetryResponse", "response", 72, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
 ), source="trunk")
-_AssignReplicasToDirsRequest = MessageSpec("AssignReplicasToDirsRequest", "request", 73, V0to0, V0up, (
-    Field("BrokerId", "int32", V0up, entity="brokerId"),
-    Field("BrokerEpoch", "int64", V0up, default="-1"),
-    Field("Directories", "DirectoryData", V0up, array=True, fields=(
-        Field("Id", "uuid", V0up),
-        Field("Topics", "TopicData", V0up, array=True, fields=(
-            Field("TopicId", "uuid", V0up),
-            Field("Partitions", "PartitionData", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
+_AssignReplicasToDirsRequest = _message("AssignReplicasToDirsRequest", "request", 73, V0to0, V0up, (
+    _field("BrokerId", "int32", V0up, entity="brokerId"),
+    _field("BrokerEpoch", "int64", V0up, default="-1"),
+    _field("Directories", "DirectoryData", V0up, array=True, fields=(
+        _field("Id", "uuid", V0up),
+        _field("Topics", "TopicData", V0up, array=True, fields=(
+            _field("TopicId", "uuid", V0up),
+            _field("Partitions", "PartitionData", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
             )),
         )),
     )),
 ), source="trunk")
-_AssignReplicasToDirsResponse = MessageSpec("AssignReplicasToDirsResponse", "response", 73, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("Directories", "DirectoryData", V0up, array=True, fields=(
-        Field("Id", "uuid", V0up),
-        Field("Topics", "TopicData", V0up, array=True, fields=(
-            Field("TopicId", "uuid", V0up),
-            Field("Partitions", "PartitionData", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
-                Field("ErrorCode", "int16", V0up),
+_AssignReplicasToDirsResponse = _message("AssignReplicasToDirsResponse", "response", 73, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("Directories", "DirectoryData", V0up, array=True, fields=(
+        _field("Id", "uuid", V0up),
+        _field("Topics", "TopicData", V0up, array=True, fields=(
+            _field("TopicId", "uuid", V0up),
+            _field("Partitions", "PartitionData", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
+                _field("ErrorCode", "int16", V0up),
             )),
         )),
     )),
 ), source="trunk")
-_ListConfigResourcesRequest = MessageSpec("ListConfigResourcesRequest", "request", 74, V0to1, V0up, (
-    Field("ResourceTypes", "int8", V1up, array=True),
+_ListConfigResourcesRequest = _message("ListConfigResourcesRequest", "request", 74, V0to1, V0up, (
+    _field("ResourceTypes", "int8", V1up, array=True),
 ), source="trunk")
-_ListConfigResourcesResponse = MessageSpec("ListConfigResourcesResponse", "response", 74, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ConfigResources", "ConfigResource", V0up, array=True, fields=(
-        Field("ResourceName", "string", V0up),
-        Field("ResourceType", "int8", V1up, default="16", ignorable=True),
+_ListConfigResourcesResponse = _message("ListConfigResourcesResponse", "response", 74, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ConfigResources", "ConfigResource", V0up, array=True, fields=(
+        _field("ResourceName", "string", V0up),
+        _field("ResourceType", "int8", V1up, default="16", ignorable=True),
     )),
 ), source="trunk")
-_DescribeTopicPartitionsRequest = MessageSpec("DescribeTopicPartitionsRequest", "request", 75, V0to0, V0up, (
-    Field("Topics", "TopicRequest", V0up, array=True, fields=(
-        Field("Name", "string", V0up, entity="topicName"),
+_DescribeTopicPartitionsRequest = _message("DescribeTopicPartitionsRequest", "request", 75, V0to0, V0up, (
+    _field("Topics", "TopicRequest", V0up, array=True, fields=(
+        _field("Name", "string", V0up, entity="topicName"),
     )),
-    Field("ResponsePartitionLimit", "int32", V0up, default="2000"),
-    Field("Cursor", "Cursor", V0up, nullable=V0up, default="null", fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("PartitionIndex", "int32", V0up),
+    _field("ResponsePartitionLimit", "int32", V0up, default="2000"),
+    _field("Cursor", "Cursor", V0up, nullable=V0up, default="null", fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("PartitionIndex", "int32", V0up),
     )),
 ), source="trunk")
-_DescribeTopicPartitionsResponse = MessageSpec("DescribeTopicPartitionsResponse", "response", 75, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
-    Field("Topics", "DescribeTopicPartitionsResponseTopic", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("Name", "string", V0up, nullable=V0up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V0up, ignorable=True),
-        Field("IsInternal", "bool", V0up, default="false", ignorable=True),
-        Field("Partitions", "DescribeTopicPartitionsResponsePartition", V0up, array=True, fields=(
-            Field("ErrorCode", "int16", V0up),
-            Field("PartitionIndex", "int32", V0up),
-            Field("LeaderId", "int32", V0up, entity="brokerId"),
-            Field("LeaderEpoch", "int32", V0up, default="-1", ignorable=True),
-            Field("ReplicaNodes", "int32", V0up, array=True, entity="brokerId"),
-            Field("IsrNodes", "int32", V0up, array=True, entity="brokerId"),
-            Field("EligibleLeaderReplicas", "int32", V0up, array=True, nullable=V0up, default="null", entity="brokerId"),
-            Field("LastKnownElr", "int32", V0up, array=True, nullable=V0up, default="null", entity="brokerId"),
-            Field("OfflineReplicas", "int32", V0up, array=True, entity="brokerId", ignorable=True),
+_DescribeTopicPartitionsResponse = _message("DescribeTopicPartitionsResponse", "response", 75, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up, ignorable=True),
+    _field("Topics", "DescribeTopicPartitionsResponseTopic", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("Name", "string", V0up, nullable=V0up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V0up, ignorable=True),
+        _field("IsInternal", "bool", V0up, default="false", ignorable=True),
+        _field("Partitions", "DescribeTopicPartitionsResponsePartition", V0up, array=True, fields=(
+            _field("ErrorCode", "int16", V0up),
+            _field("PartitionIndex", "int32", V0up),
+            _field("LeaderId", "int32", V0up, entity="brokerId"),
+            _field("LeaderEpoch", "int32", V0up, default="-1", ignorable=True),
+            _field("ReplicaNodes", "int32", V0up, array=True, entity="brokerId"),
+            _field("IsrNodes", "int32", V0up, array=True, entity="brokerId"),
+            _field("EligibleLeaderReplicas", "int32", V0up, array=True, nullable=V0up, default="null", entity="brokerId"),
+            _field("LastKnownElr", "int32", V0up, array=True, nullable=V0up, default="null", entity="brokerId"),
+            _field("OfflineReplicas", "int32", V0up, array=True, entity="brokerId", ignorable=True),
         )),
-        Field("TopicAuthorizedOperations", "int32", V0up, default="-2147483648"),
+        _field("TopicAuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
-    Field("NextCursor", "Cursor", V0up, nullable=V0up, default="null", fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("PartitionIndex", "int32", V0up),
+    _field("NextCursor", "Cursor", V0up, nullable=V0up, default="null", fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("PartitionIndex", "int32", V0up),
     )),
 ), source="trunk")
-_ShareGroupHeartbeatRequest = MessageSpec("ShareGroupHeartbeatRequest", "request", 76, V1to1, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("MemberId", "string", V0up),
-    Field("MemberEpoch", "int32", V0up),
-    Field("RackId", "string", V0up, nullable=V0up, default="null"),
-    Field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null", entity="topicName"),
+_ShareGroupHeartbeatRequest = _message("ShareGroupHeartbeatRequest", "request", 76, V1to1, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("MemberId", "string", V0up),
+    _field("MemberEpoch", "int32", V0up),
+    _field("RackId", "string", V0up, nullable=V0up, default="null"),
+    _field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null", entity="topicName"),
 ), source="trunk")
-_ShareGroupHeartbeatRequest_v39 = MessageSpec("ShareGroupHeartbeatRequest", "request", 76, V0to0, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("MemberId", "string", V0up),
-    Field("MemberEpoch", "int32", V0up),
-    Field("RackId", "string", V0up, nullable=V0up, default="null"),
-    Field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null"),
+_ShareGroupHeartbeatRequest_v39 = _message("ShareGroupHeartbeatRequest", "request", 76, V0to0, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("MemberId", "string", V0up),
+    _field("MemberEpoch", "int32", V0up),
+    _field("RackId", "string", V0up, nullable=V0up, default="null"),
+    _field("SubscribedTopicNames", "string", V0up, array=True, nullable=V0up, default="null"),
 ), source="3.9", latest_unstable=True)
 _ShareGroupHeartbeatResponse_TopicPartitions = (
-    Field("TopicId", "uuid", V0up),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("TopicId", "uuid", V0up),
+    _field("Partitions", "int32", V0up, array=True),
 )
-_ShareGroupHeartbeatResponse = MessageSpec("ShareGroupHeartbeatResponse", "response", 76, V1to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberId", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberEpoch", "int32", V0up),
-    Field("HeartbeatIntervalMs", "int32", V0up),
-    Field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
-        Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupHeartbeatResponse_TopicPartitions),
+_ShareGroupHeartbeatResponse = _message("ShareGroupHeartbeatResponse", "response", 76, V1to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberId", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberEpoch", "int32", V0up),
+    _field("HeartbeatIntervalMs", "int32", V0up),
+    _field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
+        _field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupHeartbeatResponse_TopicPartitions),
     )),
 ), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupHeartbeatResponse_TopicPartitions),), source="trunk")
 _ShareGroupHeartbeatResponse_v39_TopicPartitions = (
-    Field("TopicId", "uuid", V0up),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("TopicId", "uuid", V0up),
+    _field("Partitions", "int32", V0up, array=True),
 )
-_ShareGroupHeartbeatResponse_v39 = MessageSpec("ShareGroupHeartbeatResponse", "response", 76, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberId", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberEpoch", "int32", V0up),
-    Field("HeartbeatIntervalMs", "int32", V0up),
-    Field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
-        Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupHeartbeatResponse_v39_TopicPartitions),
+_ShareGroupHeartbeatResponse_v39 = _message("ShareGroupHeartbeatResponse", "response", 76, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberId", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberEpoch", "int32", V0up),
+    _field("HeartbeatIntervalMs", "int32", V0up),
+    _field("Assignment", "Assignment", V0up, nullable=V0up, default="null", fields=(
+        _field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupHeartbeatResponse_v39_TopicPartitions),
     )),
 ), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupHeartbeatResponse_v39_TopicPartitions),), source="3.9")
-_ShareGroupDescribeRequest = MessageSpec("ShareGroupDescribeRequest", "request", 77, V1to1, V0up, (
-    Field("GroupIds", "string", V0up, array=True, entity="groupId"),
-    Field("IncludeAuthorizedOperations", "bool", V0up),
+_ShareGroupDescribeRequest = _message("ShareGroupDescribeRequest", "request", 77, V1to1, V0up, (
+    _field("GroupIds", "string", V0up, array=True, entity="groupId"),
+    _field("IncludeAuthorizedOperations", "bool", V0up),
 ), source="trunk")
-_ShareGroupDescribeRequest_v39 = MessageSpec("ShareGroupDescribeRequest", "request", 77, V0to0, V0up, (
-    Field("GroupIds", "string", V0up, array=True, entity="groupId"),
-    Field("IncludeAuthorizedOperations", "bool", V0up),
+_ShareGroupDescribeRequest_v39 = _message("ShareGroupDescribeRequest", "request", 77, V0to0, V0up, (
+    _field("GroupIds", "string", V0up, array=True, entity="groupId"),
+    _field("IncludeAuthorizedOperations", "bool", V0up),
 ), source="3.9", latest_unstable=True)
 _ShareGroupDescribeResponse_TopicPartitions = (
-    Field("TopicId", "uuid", V0up),
-    Field("TopicName", "string", V0up, entity="topicName"),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("TopicId", "uuid", V0up),
+    _field("TopicName", "string", V0up, entity="topicName"),
+    _field("Partitions", "int32", V0up, array=True),
 )
 _ShareGroupDescribeResponse_Assignment = (
-    Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupDescribeResponse_TopicPartitions),
+    _field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupDescribeResponse_TopicPartitions),
 )
-_ShareGroupDescribeResponse = MessageSpec("ShareGroupDescribeResponse", "response", 77, V1to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Groups", "DescribedGroup", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("GroupState", "string", V0up),
-        Field("GroupEpoch", "int32", V0up),
-        Field("AssignmentEpoch", "int32", V0up),
-        Field("AssignorName", "string", V0up),
-        Field("Members", "Member", V0up, array=True, fields=(
-            Field("MemberId", "string", V0up),
-            Field("RackId", "string", V0up, nullable=V0up, default="null"),
-            Field("MemberEpoch", "int32", V0up),
-            Field("ClientId", "string", V0up),
-            Field("ClientHost", "string", V0up),
-            Field("SubscribedTopicNames", "string", V0up, array=True, entity="topicName"),
-            Field("Assignment", "Assignment", V0up, fields=_ShareGroupDescribeResponse_Assignment),
+_ShareGroupDescribeResponse = _message("ShareGroupDescribeResponse", "response", 77, V1to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Groups", "DescribedGroup", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("GroupState", "string", V0up),
+        _field("GroupEpoch", "int32", V0up),
+        _field("AssignmentEpoch", "int32", V0up),
+        _field("AssignorName", "string", V0up),
+        _field("Members", "Member", V0up, array=True, fields=(
+            _field("MemberId", "string", V0up),
+            _field("RackId", "string", V0up, nullable=V0up, default="null"),
+            _field("MemberEpoch", "int32", V0up),
+            _field("ClientId", "string", V0up),
+            _field("ClientHost", "string", V0up),
+            _field("SubscribedTopicNames", "string", V0up, array=True, entity="topicName"),
+            _field("Assignment", "Assignment", V0up, fields=_ShareGroupDescribeResponse_Assignment),
         )),
-        Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
+        _field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
 ), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupDescribeResponse_TopicPartitions), StructSpec("Assignment", V0up, _ShareGroupDescribeResponse_Assignment)), source="trunk")
 _ShareGroupDescribeResponse_v39_TopicPartitions = (
-    Field("TopicId", "uuid", V0up),
-    Field("TopicName", "string", V0up, entity="topicName"),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("TopicId", "uuid", V0up),
+    _field("TopicName", "string", V0up, entity="topicName"),
+    _field("Partitions", "int32", V0up, array=True),
 )
 _ShareGroupDescribeResponse_v39_Assignment = (
-    Field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupDescribeResponse_v39_TopicPartitions),
+    _field("TopicPartitions", "TopicPartitions", V0up, array=True, fields=_ShareGroupDescribeResponse_v39_TopicPartitions),
 )
-_ShareGroupDescribeResponse_v39 = MessageSpec("ShareGroupDescribeResponse", "response", 77, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Groups", "DescribedGroup", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("GroupState", "string", V0up),
-        Field("GroupEpoch", "int32", V0up),
-        Field("AssignmentEpoch", "int32", V0up),
-        Field("AssignorName", "string", V0up),
-        Field("Members", "Member", V0up, array=True, fields=(
-            Field("MemberId", "string", V0up),
-            Field("RackId", "string", V0up, nullable=V0up, default="null"),
-            Field("MemberEpoch", "int32", V0up),
-            Field("ClientId", "string", V0up),
-            Field("ClientHost", "string", V0up),
-            Field("SubscribedTopicNames", "string", V0up, array=True, entity="topicName"),
-            Field("Assignment", "Assignment", V0up, fields=_ShareGroupDescribeResponse_v39_Assignment),
+_ShareGroupDescribeResponse_v39 = _message("ShareGroupDescribeResponse", "response", 77, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Groups", "DescribedGroup", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("GroupState", "string", V0up),
+        _field("GroupEpoch", "int32", V0up),
+        _field("AssignmentEpoch", "int32", V0up),
+        _field("AssignorName", "string", V0up),
+        _field("Members", "Member", V0up, array=True, fields=(
+            _field("MemberId", "string", V0up),
+            _field("RackId", "string", V0up, nullable=V0up, default="null"),
+            _field("MemberEpoch", "int32", V0up),
+            _field("ClientId", "string", V0up),
+            _field("ClientHost", "string", V0up),
+            _field("SubscribedTopicNames", "string", V0up, array=True, entity="topicName"),
+            _field("Assignment", "Assignment", V0up, fields=_ShareGroupDescribeResponse_v39_Assignment),
         )),
-        Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
+        _field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
     )),
 ), common_structs=(StructSpec("TopicPartitions", V0up, _ShareGroupDescribeResponse_v39_TopicPartitions), StructSpec("Assignment", V0up, _ShareGroupDescribeResponse_v39_Assignment)), source="3.9")
-_ShareFetchRequest = MessageSpec("ShareFetchRequest", "request", 78, V1to2, V0up, (
-    Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
-    Field("MemberId", "string", V0up, nullable=V0up),
-    Field("ShareSessionEpoch", "int32", V0up),
-    Field("MaxWaitMs", "int32", V0up),
-    Field("MinBytes", "int32", V0up),
-    Field("MaxBytes", "int32", V0up, default="0x7fffffff"),
-    Field("MaxRecords", "int32", V1up),
-    Field("BatchSize", "int32", V1up),
-    Field("ShareAcquireMode", "int8", V2up, default="0", ignorable=True),
-    Field("IsRenewAck", "bool", V2up, default="false"),
-    Field("Topics", "FetchTopic", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, map_key=True),
-        Field("Partitions", "FetchPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up, map_key=True),
-            Field("PartitionMaxBytes", "int32", V0to0),
-            Field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("AcknowledgeTypes", "int8", V0up, array=True),
+_ShareFetchRequest = _message("ShareFetchRequest", "request", 78, V1to2, V0up, (
+    _field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
+    _field("MemberId", "string", V0up, nullable=V0up),
+    _field("ShareSessionEpoch", "int32", V0up),
+    _field("MaxWaitMs", "int32", V0up),
+    _field("MinBytes", "int32", V0up),
+    _field("MaxBytes", "int32", V0up, default="0x7fffffff"),
+    _field("MaxRecords", "int32", V1up),
+    _field("BatchSize", "int32", V1up),
+    _field("ShareAcquireMode", "int8", V2up, default="0", ignorable=True),
+    _field("IsRenewAck", "bool", V2up, default="false"),
+    _field("Topics", "FetchTopic", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, map_key=True),
+        _field("Partitions", "FetchPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up, map_key=True),
+            _field("PartitionMaxBytes", "int32", V0to0),
+            _field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("AcknowledgeTypes", "int8", V0up, array=True),
             )),
         )),
     )),
-    Field("ForgottenTopicsData", "ForgottenTopic", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "int32", V0up, array=True),
+    _field("ForgottenTopicsData", "ForgottenTopic", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "int32", V0up, array=True),
     )),
 ), source="trunk")
-_ShareFetchRequest_v39 = MessageSpec("ShareFetchRequest", "request", 78, V0to0, V0up, (
-    Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
-    Field("MemberId", "string", V0up, nullable=V0up),
-    Field("ShareSessionEpoch", "int32", V0up),
-    Field("MaxWaitMs", "int32", V0up),
-    Field("MinBytes", "int32", V0up),
-    Field("MaxBytes", "int32", V0up, default="0x7fffffff", ignorable=True),
-    Field("Topics", "FetchTopic", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, ignorable=True),
-        Field("Partitions", "FetchPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("PartitionMaxBytes", "int32", V0up),
-            Field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("AcknowledgeTypes", "int8", V0up, array=True),
+_ShareFetchRequest_v39 = _message("ShareFetchRequest", "request", 78, V0to0, V0up, (
+    _field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
+    _field("MemberId", "string", V0up, nullable=V0up),
+    _field("ShareSessionEpoch", "int32", V0up),
+    _field("MaxWaitMs", "int32", V0up),
+    _field("MinBytes", "int32", V0up),
+    _field("MaxBytes", "int32", V0up, default="0x7fffffff", ignorable=True),
+    _field("Topics", "FetchTopic", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, ignorable=True),
+        _field("Partitions", "FetchPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("PartitionMaxBytes", "int32", V0up),
+            _field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("AcknowledgeTypes", "int8", V0up, array=True),
             )),
         )),
     )),
-    Field("ForgottenTopicsData", "ForgottenTopic", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, ignorable=True),
-        Field("Partitions", "int32", V0up, array=True),
+    _field("ForgottenTopicsData", "ForgottenTopic", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, ignorable=True),
+        _field("Partitions", "int32", V0up, array=True),
     )),
 ), source="3.9", latest_unstable=True)
-_ShareFetchResponse = MessageSpec("ShareFetchResponse", "response", 78, V1to2, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("AcquisitionLockTimeoutMs", "int32", V1up),
-    Field("Responses", "ShareFetchableTopicResponse", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, map_key=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("AcknowledgeErrorCode", "int16", V0up),
-            Field("AcknowledgeErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
-                Field("LeaderId", "int32", V0up),
-                Field("LeaderEpoch", "int32", V0up),
+_ShareFetchResponse = _message("ShareFetchResponse", "response", 78, V1to2, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("AcquisitionLockTimeoutMs", "int32", V1up),
+    _field("Responses", "ShareFetchableTopicResponse", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, map_key=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("AcknowledgeErrorCode", "int16", V0up),
+            _field("AcknowledgeErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
+                _field("LeaderId", "int32", V0up),
+                _field("LeaderEpoch", "int32", V0up),
             )),
-            Field("Records", "records", V0up, nullable=V0to0),
-            Field("AcquiredRecords", "AcquiredRecords", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("DeliveryCount", "int16", V0up),
+            _field("Records", "records", V0up, nullable=V0to0),
+            _field("AcquiredRecords", "AcquiredRecords", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("DeliveryCount", "int16", V0up),
             )),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
-        Field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
-        Field("Rack", "string", V0up, nullable=V0up, default="null"),
+    _field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
+        _field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+        _field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_ShareFetchResponse_v39 = MessageSpec("ShareFetchResponse", "response", 78, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
-    Field("ErrorCode", "int16", V0up, ignorable=True),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("Responses", "ShareFetchableTopicResponse", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("AcknowledgeErrorCode", "int16", V0up),
-            Field("AcknowledgeErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
-                Field("LeaderId", "int32", V0up),
-                Field("LeaderEpoch", "int32", V0up),
+_ShareFetchResponse_v39 = _message("ShareFetchResponse", "response", 78, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up, ignorable=True),
+    _field("ErrorCode", "int16", V0up, ignorable=True),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("Responses", "ShareFetchableTopicResponse", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("AcknowledgeErrorCode", "int16", V0up),
+            _field("AcknowledgeErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
+                _field("LeaderId", "int32", V0up),
+                _field("LeaderEpoch", "int32", V0up),
             )),
-            Field("Records", "records", V0up, nullable=V0up),
-            Field("AcquiredRecords", "AcquiredRecords", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("DeliveryCount", "int16", V0up),
+            _field("Records", "records", V0up, nullable=V0up),
+            _field("AcquiredRecords", "AcquiredRecords", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("DeliveryCount", "int16", V0up),
             )),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
-        Field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
-        Field("Rack", "string", V0up, nullable=V0up, default="null"),
+    _field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
+        _field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+        _field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="3.9")
-_ShareAcknowledgeRequest = MessageSpec("ShareAcknowledgeRequest", "request", 79, V1to2, V0up, (
-    Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
-    Field("MemberId", "string", V0up, nullable=V0up),
-    Field("ShareSessionEpoch", "int32", V0up),
-    Field("IsRenewAck", "bool", V2up, default="false"),
-    Field("Topics", "AcknowledgeTopic", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, map_key=True),
-        Field("Partitions", "AcknowledgePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up, map_key=True),
-            Field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("AcknowledgeTypes", "int8", V0up, array=True),
+_ShareAcknowledgeRequest = _message("ShareAcknowledgeRequest", "request", 79, V1to2, V0up, (
+    _field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
+    _field("MemberId", "string", V0up, nullable=V0up),
+    _field("ShareSessionEpoch", "int32", V0up),
+    _field("IsRenewAck", "bool", V2up, default="false"),
+    _field("Topics", "AcknowledgeTopic", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, map_key=True),
+        _field("Partitions", "AcknowledgePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up, map_key=True),
+            _field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("AcknowledgeTypes", "int8", V0up, array=True),
             )),
         )),
     )),
 ), source="trunk")
-_ShareAcknowledgeRequest_v39 = MessageSpec("ShareAcknowledgeRequest", "request", 79, V0to0, V0up, (
-    Field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
-    Field("MemberId", "string", V0up, nullable=V0up),
-    Field("ShareSessionEpoch", "int32", V0up),
-    Field("Topics", "AcknowledgeTopic", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "AcknowledgePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("AcknowledgeTypes", "int8", V0up, array=True),
+_ShareAcknowledgeRequest_v39 = _message("ShareAcknowledgeRequest", "request", 79, V0to0, V0up, (
+    _field("GroupId", "string", V0up, nullable=V0up, default="null", entity="groupId"),
+    _field("MemberId", "string", V0up, nullable=V0up),
+    _field("ShareSessionEpoch", "int32", V0up),
+    _field("Topics", "AcknowledgeTopic", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "AcknowledgePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("AcknowledgementBatches", "AcknowledgementBatch", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("AcknowledgeTypes", "int8", V0up, array=True),
             )),
         )),
     )),
 ), source="3.9", latest_unstable=True)
-_ShareAcknowledgeResponse = MessageSpec("ShareAcknowledgeResponse", "response", 79, V1to2, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("AcquisitionLockTimeoutMs", "int32", V2up, ignorable=True),
-    Field("Responses", "ShareAcknowledgeTopicResponse", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, map_key=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
-                Field("LeaderId", "int32", V0up),
-                Field("LeaderEpoch", "int32", V0up),
+_ShareAcknowledgeResponse = _message("ShareAcknowledgeResponse", "response", 79, V1to2, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("AcquisitionLockTimeoutMs", "int32", V2up, ignorable=True),
+    _field("Responses", "ShareAcknowledgeTopicResponse", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, map_key=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
+                _field("LeaderId", "int32", V0up),
+                _field("LeaderEpoch", "int32", V0up),
             )),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
-        Field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
-        Field("Rack", "string", V0up, nullable=V0up, default="null"),
+    _field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
+        _field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+        _field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_ShareAcknowledgeResponse_v39 = MessageSpec("ShareAcknowledgeResponse", "response", 79, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up, ignorable=True),
-    Field("ErrorCode", "int16", V0up, ignorable=True),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("Responses", "ShareAcknowledgeTopicResponse", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up, ignorable=True),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
-                Field("LeaderId", "int32", V0up),
-                Field("LeaderEpoch", "int32", V0up),
+_ShareAcknowledgeResponse_v39 = _message("ShareAcknowledgeResponse", "response", 79, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up, ignorable=True),
+    _field("ErrorCode", "int16", V0up, ignorable=True),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("Responses", "ShareAcknowledgeTopicResponse", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up, ignorable=True),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("CurrentLeader", "LeaderIdAndEpoch", V0up, fields=(
+                _field("LeaderId", "int32", V0up),
+                _field("LeaderEpoch", "int32", V0up),
             )),
         )),
     )),
-    Field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
-        Field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
-        Field("Rack", "string", V0up, nullable=V0up, default="null"),
+    _field("NodeEndpoints", "NodeEndpoint", V0up, array=True, fields=(
+        _field("NodeId", "int32", V0up, map_key=True, entity="brokerId"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+        _field("Rack", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="3.9")
-_AddRaftVoterRequest = MessageSpec("AddRaftVoterRequest", "request", 80, V0to1, V0up, (
-    Field("ClusterId", "string", V0up, nullable=V0up),
-    Field("TimeoutMs", "int32", V0up),
-    Field("VoterId", "int32", V0up),
-    Field("VoterDirectoryId", "uuid", V0up),
-    Field("Listeners", "Listener", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("Host", "string", V0up),
-        Field("Port", "uint16", V0up),
+_AddRaftVoterRequest = _message("AddRaftVoterRequest", "request", 80, V0to1, V0up, (
+    _field("ClusterId", "string", V0up, nullable=V0up),
+    _field("TimeoutMs", "int32", V0up),
+    _field("VoterId", "int32", V0up),
+    _field("VoterDirectoryId", "uuid", V0up),
+    _field("Listeners", "Listener", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("Host", "string", V0up),
+        _field("Port", "uint16", V0up),
     )),
-    Field("AckWhenCommitted", "bool", V1up, default="true"),
+    _field("AckWhenCommitted", "bool", V1up, default="true"),
 ), source="trunk")
-_AddRaftVoterResponse = MessageSpec("AddRaftVoterResponse", "response", 80, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, ignorable=True),
+_AddRaftVoterResponse = _message("AddRaftVoterResponse", "response", 80, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, ignorable=True),
 ), source="trunk")
-_RemoveRaftVoterRequest = MessageSpec("RemoveRaftVoterRequest", "request", 81, V0to0, V0up, (
-    Field("ClusterId", "string", V0up, nullable=V0up),
-    Field("VoterId", "int32", V0up),
-    Field("VoterDirectoryId", "uuid", V0up),
+_RemoveRaftVoterRequest = _message("RemoveRaftVoterRequest", "request", 81, V0to0, V0up, (
+    _field("ClusterId", "string", V0up, nullable=V0up),
+    _field("VoterId", "int32", V0up),
+    _field("VoterDirectoryId", "uuid", V0up),
 ), source="trunk")
-_RemoveRaftVoterResponse = MessageSpec("RemoveRaftVoterResponse", "response", 81, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, ignorable=True),
+_RemoveRaftVoterResponse = _message("RemoveRaftVoterResponse", "response", 81, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, ignorable=True),
 ), source="trunk")
-_UpdateRaftVoterRequest = MessageSpec("UpdateRaftVoterRequest", "request", 82, V0to0, V0up, (
-    Field("ClusterId", "string", V0up, nullable=V0up),
-    Field("CurrentLeaderEpoch", "int32", V0up),
-    Field("VoterId", "int32", V0up),
-    Field("VoterDirectoryId", "uuid", V0up),
-    Field("Listeners", "Listener", V0up, array=True, fields=(
-        Field("Name", "string", V0up, map_key=True),
-        Field("Host", "string", V0up),
-        Field("Port", "uint16", V0up),
+_UpdateRaftVoterRequest = _message("UpdateRaftVoterRequest", "request", 82, V0to0, V0up, (
+    _field("ClusterId", "string", V0up, nullable=V0up),
+    _field("CurrentLeaderEpoch", "int32", V0up),
+    _field("VoterId", "int32", V0up),
+    _field("VoterDirectoryId", "uuid", V0up),
+    _field("Listeners", "Listener", V0up, array=True, fields=(
+        _field("Name", "string", V0up, map_key=True),
+        _field("Host", "string", V0up),
+        _field("Port", "uint16", V0up),
     )),
-    Field("KRaftVersionFeature", "KRaftVersionFeature", V0up, fields=(
-        Field("MinSupportedVersion", "int16", V0up),
-        Field("MaxSupportedVersion", "int16", V0up),
-    )),
-), source="trunk")
-_UpdateRaftVoterResponse = MessageSpec("UpdateRaftVoterResponse", "response", 82, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("CurrentLeader", "CurrentLeader", V0up, tagged=V0up, tag=0, fields=(
-        Field("LeaderId", "int32", V0up, default="-1", entity="brokerId"),
-        Field("LeaderEpoch", "int32", V0up, default="-1"),
-        Field("Host", "string", V0up),
-        Field("Port", "int32", V0up),
+    _field("KRaftVersionFeature", "KRaftVersionFeature", V0up, fields=(
+        _field("MinSupportedVersion", "int16", V0up),
+        _field("MaxSupportedVersion", "int16", V0up),
     )),
 ), source="trunk")
-_InitializeShareGroupStateRequest = MessageSpec("InitializeShareGroupStateRequest", "request", 83, V0to0, V0up, (
-    Field("GroupId", "string", V0up),
-    Field("Topics", "InitializeStateData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("StateEpoch", "int32", V0up),
-            Field("StartOffset", "int64", V0up),
+_UpdateRaftVoterResponse = _message("UpdateRaftVoterResponse", "response", 82, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("CurrentLeader", "CurrentLeader", V0up, tagged=V0up, tag=0, fields=(
+        _field("LeaderId", "int32", V0up, default="-1", entity="brokerId"),
+        _field("LeaderEpoch", "int32", V0up, default="-1"),
+        _field("Host", "string", V0up),
+        _field("Port", "int32", V0up),
+    )),
+), source="trunk")
+_InitializeShareGroupStateRequest = _message("InitializeShareGroupStateRequest", "request", 83, V0to0, V0up, (
+    _field("GroupId", "string", V0up),
+    _field("Topics", "InitializeStateData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("StateEpoch", "int32", V0up),
+            _field("StartOffset", "int64", V0up),
         )),
     )),
 ), source="trunk")
-_InitializeShareGroupStateResponse = MessageSpec("InitializeShareGroupStateResponse", "response", 83, V0to0, V0up, (
-    Field("Results", "InitializeStateResult", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionResult", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_InitializeShareGroupStateResponse = _message("InitializeShareGroupStateResponse", "response", 83, V0to0, V0up, (
+    _field("Results", "InitializeStateResult", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionResult", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateRequest = MessageSpec("ReadShareGroupStateRequest", "request", 84, V0to0, V0up, (
-    Field("GroupId", "string", V0up),
-    Field("Topics", "ReadStateData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("LeaderEpoch", "int32", V0up),
+_ReadShareGroupStateRequest = _message("ReadShareGroupStateRequest", "request", 84, V0to0, V0up, (
+    _field("GroupId", "string", V0up),
+    _field("Topics", "ReadStateData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("LeaderEpoch", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateResponse = MessageSpec("ReadShareGroupStateResponse", "response", 84, V0to0, V0up, (
-    Field("Results", "ReadStateResult", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionResult", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("StateEpoch", "int32", V0up),
-            Field("StartOffset", "int64", V0up),
-            Field("StateBatches", "StateBatch", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("DeliveryState", "int8", V0up),
-                Field("DeliveryCount", "int16", V0up),
+_ReadShareGroupStateResponse = _message("ReadShareGroupStateResponse", "response", 84, V0to0, V0up, (
+    _field("Results", "ReadStateResult", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionResult", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("StateEpoch", "int32", V0up),
+            _field("StartOffset", "int64", V0up),
+            _field("StateBatches", "StateBatch", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("DeliveryState", "int8", V0up),
+                _field("DeliveryCount", "int16", V0up),
             )),
         )),
     )),
 ), source="trunk")
-_WriteShareGroupStateRequest = MessageSpec("WriteShareGroupStateRequest", "request", 85, V0to1, V0up, (
-    Field("GroupId", "string", V0up),
-    Field("Topics", "WriteStateData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("StateEpoch", "int32", V0up),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("StartOffset", "int64", V0up),
-            Field("DeliveryCompleteCount", "int32", V1up, default="-1", ignorable=True),
-            Field("StateBatches", "StateBatch", V0up, array=True, fields=(
-                Field("FirstOffset", "int64", V0up),
-                Field("LastOffset", "int64", V0up),
-                Field("DeliveryState", "int8", V0up),
-                Field("DeliveryCount", "int16", V0up),
+_WriteShareGroupStateRequest = _message("WriteShareGroupStateRequest", "request", 85, V0to1, V0up, (
+    _field("GroupId", "string", V0up),
+    _field("Topics", "WriteStateData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("StateEpoch", "int32", V0up),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("StartOffset", "int64", V0up),
+            _field("DeliveryCompleteCount", "int32", V1up, default="-1", ignorable=True),
+            _field("StateBatches", "StateBatch", V0up, array=True, fields=(
+                _field("FirstOffset", "int64", V0up),
+                _field("LastOffset", "int64", V0up),
+                _field("DeliveryState", "int8", V0up),
+                _field("DeliveryCount", "int16", V0up),
             )),
         )),
     )),
 ), source="trunk")
-_WriteShareGroupStateResponse = MessageSpec("WriteShareGroupStateResponse", "response", 85, V0to1, V0up, (
-    Field("Results", "WriteStateResult", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionResult", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_WriteShareGroupStateResponse = _message("WriteShareGroupStateResponse", "response", 85, V0to1, V0up, (
+    _field("Results", "WriteStateResult", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionResult", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
         )),
     )),
 ), source="trunk")
-_DeleteShareGroupStateRequest = MessageSpec("DeleteShareGroupStateRequest", "request", 86, V0to0, V0up, (
-    Field("GroupId", "string", V0up),
-    Field("Topics", "DeleteStateData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
+_DeleteShareGroupStateRequest = _message("DeleteShareGroupStateRequest", "request", 86, V0to0, V0up, (
+    _field("GroupId", "string", V0up),
+    _field("Topics", "DeleteStateData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_DeleteShareGroupStateResponse = MessageSpec("DeleteShareGroupStateResponse", "response", 86, V0to0, V0up, (
-    Field("Results", "DeleteStateResult", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionResult", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_DeleteShareGroupStateResponse = _message("DeleteShareGroupStateResponse", "response", 86, V0to0, V0up, (
+    _field("Results", "DeleteStateResult", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionResult", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateSummaryRequest = MessageSpec("ReadShareGroupStateSummaryRequest", "request", 87, V0to1, V0up, (
-    Field("GroupId", "string", V0up),
-    Field("Topics", "ReadStateSummaryData", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionData", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("LeaderEpoch", "int32", V0up),
+_ReadShareGroupStateSummaryRequest = _message("ReadShareGroupStateSummaryRequest", "request", 87, V0to1, V0up, (
+    _field("GroupId", "string", V0up),
+    _field("Topics", "ReadStateSummaryData", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionData", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("LeaderEpoch", "int32", V0up),
         )),
     )),
 ), source="trunk")
-_ReadShareGroupStateSummaryResponse = MessageSpec("ReadShareGroupStateSummaryResponse", "response", 87, V0to1, V0up, (
-    Field("Results", "ReadStateSummaryResult", V0up, array=True, fields=(
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "PartitionResult", V0up, array=True, fields=(
-            Field("Partition", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-            Field("StateEpoch", "int32", V0up),
-            Field("LeaderEpoch", "int32", V0up),
-            Field("StartOffset", "int64", V0up),
-            Field("DeliveryCompleteCount", "int32", V1up, default="-1", ignorable=True),
+_ReadShareGroupStateSummaryResponse = _message("ReadShareGroupStateSummaryResponse", "response", 87, V0to1, V0up, (
+    _field("Results", "ReadStateSummaryResult", V0up, array=True, fields=(
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "PartitionResult", V0up, array=True, fields=(
+            _field("Partition", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+            _field("StateEpoch", "int32", V0up),
+            _field("LeaderEpoch", "int32", V0up),
+            _field("StartOffset", "int64", V0up),
+            _field("DeliveryCompleteCount", "int32", V1up, default="-1", ignorable=True),
         )),
     )),
 ), source="trunk")
 _StreamsGroupHeartbeatRequest_KeyValue = (
-    Field("Key", "string", V0up),
-    Field("Value", "string", V0up),
+    _field("Key", "string", V0up),
+    _field("Value", "string", V0up),
 )
 _StreamsGroupHeartbeatRequest_TopicInfo = (
-    Field("Name", "string", V0up, entity="topicName"),
-    Field("Partitions", "int32", V0up),
-    Field("ReplicationFactor", "int16", V0up),
-    Field("TopicConfigs", "KeyValue", V0up, array=True, fields=_StreamsGroupHeartbeatRequest_KeyValue),
+    _field("Name", "string", V0up, entity="topicName"),
+    _field("Partitions", "int32", V0up),
+    _field("ReplicationFactor", "int16", V0up),
+    _field("TopicConfigs", "KeyValue", V0up, array=True, fields=_StreamsGroupHeartbeatRequest_KeyValue),
 )
 _StreamsGroupHeartbeatRequest_TaskIds = (
-    Field("SubtopologyId", "string", V0up),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("SubtopologyId", "string", V0up),
+    _field("Partitions", "int32", V0up, array=True),
 )
 _StreamsGroupHeartbeatRequest_Endpoint = (
-    Field("Host", "string", V0up),
-    Field("Port", "uint16", V0up),
+    _field("Host", "string", V0up),
+    _field("Port", "uint16", V0up),
 )
 _StreamsGroupHeartbeatRequest_TaskOffset = (
-    Field("SubtopologyId", "string", V0up),
-    Field("Partition", "int32", V0up),
-    Field("Offset", "int64", V0up),
+    _field("SubtopologyId", "string", V0up),
+    _field("Partition", "int32", V0up),
+    _field("Offset", "int64", V0up),
 )
-_StreamsGroupHeartbeatRequest = MessageSpec("StreamsGroupHeartbeatRequest", "request", 88, V0to1, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("MemberId", "string", V0up),
-    Field("MemberEpoch", "int32", V0up),
-    Field("EndpointInformationEpoch", "int32", V0up),
-    Field("InstanceId", "string", V0up, nullable=V0up, default="null"),
-    Field("RackId", "string", V0up, nullable=V0up, default="null"),
-    Field("RebalanceTimeoutMs", "int32", V0up, default="-1"),
-    Field("Topology", "Topology", V0up, nullable=V0up, default="null", fields=(
-        Field("Epoch", "int32", V0up),
-        Field("Subtopologies", "Subtopology", V0up, array=True, fields=(
-            Field("SubtopologyId", "string", V0up),
-            Field("SourceTopics", "string", V0up, array=True, entity="topicName"),
-            Field("SourceTopicRegex", "string", V0up, array=True),
-            Field("StateChangelogTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupHeartbeatRequest_TopicInfo),
-            Field("RepartitionSinkTopics", "string", V0up, array=True, entity="topicName"),
-            Field("RepartitionSourceTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupHeartbeatRequest_TopicInfo),
-            Field("CopartitionGroups", "CopartitionGroup", V0up, array=True, fields=(
-                Field("SourceTopics", "int16", V0up, array=True),
-                Field("SourceTopicRegex", "int16", V0up, array=True),
-                Field("RepartitionSourceTopics", "int16", V0up, array=True),
+_StreamsGroupHeartbeatRequest = _message("StreamsGroupHeartbeatRequest", "request", 88, V0to1, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("MemberId", "string", V0up),
+    _field("MemberEpoch", "int32", V0up),
+    _field("EndpointInformationEpoch", "int32", V0up),
+    _field("InstanceId", "string", V0up, nullable=V0up, default="null"),
+    _field("RackId", "string", V0up, nullable=V0up, default="null"),
+    _field("RebalanceTimeoutMs", "int32", V0up, default="-1"),
+    _field("Topology", "Topology", V0up, nullable=V0up, default="null", fields=(
+        _field("Epoch", "int32", V0up),
+        _field("Subtopologies", "Subtopology", V0up, array=True, fields=(
+            _field("SubtopologyId", "string", V0up),
+            _field("SourceTopics", "string", V0up, array=True, entity="topicName"),
+            _field("SourceTopicRegex", "string", V0up, array=True),
+            _field("StateChangelogTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupHeartbeatRequest_TopicInfo),
+            _field("RepartitionSinkTopics", "string", V0up, array=True, entity="topicName"),
+            _field("RepartitionSourceTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupHeartbeatRequest_TopicInfo),
+            _field("CopartitionGroups", "CopartitionGroup", V0up, array=True, fields=(
+                _field("SourceTopics", "int16", V0up, array=True),
+                _field("SourceTopicRegex", "int16", V0up, array=True),
+                _field("RepartitionSourceTopics", "int16", V0up, array=True),
             )),
         )),
     )),
-    Field("ActiveTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskIds),
-    Field("StandbyTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskIds),
-    Field("WarmupTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskIds),
-    Field("ProcessId", "string", V0up, nullable=V0up, default="null"),
-    Field("UserEndpoint", "Endpoint", V0up, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_Endpoint),
-    Field("ClientTags", "KeyValue", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_KeyValue),
-    Field("TaskOffsets", "TaskOffset", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskOffset),
-    Field("TaskEndOffsets", "TaskOffset", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskOffset),
-    Field("ShutdownApplication", "bool", V0up, default="false"),
+    _field("ActiveTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskIds),
+    _field("StandbyTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskIds),
+    _field("WarmupTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskIds),
+    _field("ProcessId", "string", V0up, nullable=V0up, default="null"),
+    _field("UserEndpoint", "Endpoint", V0up, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_Endpoint),
+    _field("ClientTags", "KeyValue", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_KeyValue),
+    _field("TaskOffsets", "TaskOffset", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskOffset),
+    _field("TaskEndOffsets", "TaskOffset", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatRequest_TaskOffset),
+    _field("ShutdownApplication", "bool", V0up, default="false"),
 ), common_structs=(StructSpec("KeyValue", V0up, _StreamsGroupHeartbeatRequest_KeyValue), StructSpec("TopicInfo", V0up, _StreamsGroupHeartbeatRequest_TopicInfo), StructSpec("TaskIds", V0up, _StreamsGroupHeartbeatRequest_TaskIds), StructSpec("Endpoint", V0up, _StreamsGroupHeartbeatRequest_Endpoint), StructSpec("TaskOffset", V0up, _StreamsGroupHeartbeatRequest_TaskOffset)), source="trunk")
 _StreamsGroupHeartbeatResponse_Status = (
-    Field("StatusCode", "int8", V0up),
-    Field("StatusDetail", "string", V0up),
+    _field("StatusCode", "int8", V0up),
+    _field("StatusDetail", "string", V0up),
 )
 _StreamsGroupHeartbeatResponse_TaskIds = (
-    Field("SubtopologyId", "string", V0up),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("SubtopologyId", "string", V0up),
+    _field("Partitions", "int32", V0up, array=True),
 )
 _StreamsGroupHeartbeatResponse_Endpoint = (
-    Field("Host", "string", V0up),
-    Field("Port", "uint16", V0up),
+    _field("Host", "string", V0up),
+    _field("Port", "uint16", V0up),
 )
 _StreamsGroupHeartbeatResponse_TopicPartition = (
-    Field("Topic", "string", V0up, entity="topicName"),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("Topic", "string", V0up, entity="topicName"),
+    _field("Partitions", "int32", V0up, array=True),
 )
-_StreamsGroupHeartbeatResponse = MessageSpec("StreamsGroupHeartbeatResponse", "response", 88, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("MemberId", "string", V0up),
-    Field("MemberEpoch", "int32", V0up),
-    Field("HeartbeatIntervalMs", "int32", V0up),
-    Field("AcceptableRecoveryLagLegacy", "int32", V0to0),
-    Field("TaskOffsetIntervalMs", "int32", V0up),
-    Field("AcceptableRecoveryLag", "int64", V1up, default="-1", ignorable=True),
-    Field("Status", "Status", V0up, array=True, nullable=V0up, fields=_StreamsGroupHeartbeatResponse_Status),
-    Field("ActiveTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatResponse_TaskIds),
-    Field("StandbyTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatResponse_TaskIds),
-    Field("WarmupTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatResponse_TaskIds),
-    Field("TopologyDescriptionRequired", "bool", V1up, default="false"),
-    Field("EndpointInformationEpoch", "int32", V0up),
-    Field("PartitionsByUserEndpoint", "EndpointToPartitions", V0up, array=True, nullable=V0up, default="null", fields=(
-        Field("UserEndpoint", "Endpoint", V0up, fields=_StreamsGroupHeartbeatResponse_Endpoint),
-        Field("ActivePartitions", "TopicPartition", V0up, array=True, fields=_StreamsGroupHeartbeatResponse_TopicPartition),
-        Field("StandbyPartitions", "TopicPartition", V0up, array=True, fields=_StreamsGroupHeartbeatResponse_TopicPartition),
+_StreamsGroupHeartbeatResponse = _message("StreamsGroupHeartbeatResponse", "response", 88, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("MemberId", "string", V0up),
+    _field("MemberEpoch", "int32", V0up),
+    _field("HeartbeatIntervalMs", "int32", V0up),
+    _field("AcceptableRecoveryLagLegacy", "int32", V0to0),
+    _field("TaskOffsetIntervalMs", "int32", V0up),
+    _field("AcceptableRecoveryLag", "int64", V1up, default="-1", ignorable=True),
+    _field("Status", "Status", V0up, array=True, nullable=V0up, fields=_StreamsGroupHeartbeatResponse_Status),
+    _field("ActiveTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatResponse_TaskIds),
+    _field("StandbyTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatResponse_TaskIds),
+    _field("WarmupTasks", "TaskIds", V0up, array=True, nullable=V0up, default="null", fields=_StreamsGroupHeartbeatResponse_TaskIds),
+    _field("TopologyDescriptionRequired", "bool", V1up, default="false"),
+    _field("EndpointInformationEpoch", "int32", V0up),
+    _field("PartitionsByUserEndpoint", "EndpointToPartitions", V0up, array=True, nullable=V0up, default="null", fields=(
+        _field("UserEndpoint", "Endpoint", V0up, fields=_StreamsGroupHeartbeatResponse_Endpoint),
+        _field("ActivePartitions", "TopicPartition", V0up, array=True, fields=_StreamsGroupHeartbeatResponse_TopicPartition),
+        _field("StandbyPartitions", "TopicPartition", V0up, array=True, fields=_StreamsGroupHeartbeatResponse_TopicPartition),
     )),
 ), common_structs=(StructSpec("Status", V0up, _StreamsGroupHeartbeatResponse_Status), StructSpec("TaskIds", V0up, _StreamsGroupHeartbeatResponse_TaskIds), StructSpec("Endpoint", V0up, _StreamsGroupHeartbeatResponse_Endpoint), StructSpec("TopicPartition", V0up, _StreamsGroupHeartbeatResponse_TopicPartition)), source="trunk")
-_StreamsGroupDescribeRequest = MessageSpec("StreamsGroupDescribeRequest", "request", 89, V0to1, V0up, (
-    Field("GroupIds", "string", V0up, array=True, entity="groupId"),
-    Field("IncludeAuthorizedOperations", "bool", V0up),
-    Field("IncludeTopologyDescription", "bool", V1up, default="false"),
+_StreamsGroupDescribeRequest = _message("StreamsGroupDescribeRequest", "request", 89, V0to1, V0up, (
+    _field("GroupIds", "string", V0up, array=True, entity="groupId"),
+    _field("IncludeAuthorizedOperations", "bool", V0up),
+    _field("IncludeTopologyDescription", "bool", V1up, default="false"),
 ), source="trunk")
 _StreamsGroupDescribeResponse_KeyValue = (
-    Field("Key", "string", V0up),
-    Field("Value", "string", V0up),
+    _field("Key", "string", V0up),
+    _field("Value", "string", V0up),
 )
 _StreamsGroupDescribeResponse_TopicInfo = (
-    Field("Name", "string", V0up, entity="topicName"),
-    Field("Partitions", "int32", V0up),
-    Field("ReplicationFactor", "int16", V0up),
-    Field("TopicConfigs", "KeyValue", V0up, array=True, fields=_StreamsGroupDescribeResponse_KeyValue),
+    _field("Name", "string", V0up, entity="topicName"),
+    _field("Partitions", "int32", V0up),
+    _field("ReplicationFactor", "int16", V0up),
+    _field("TopicConfigs", "KeyValue", V0up, array=True, fields=_StreamsGroupDescribeResponse_KeyValue),
 )
 _StreamsGroupDescribeResponse_Endpoint = (
-    Field("Host", "string", V0up),
-    Field("Port", "uint16", V0up),
+    _field("Host", "string", V0up),
+    _field("Port", "uint16", V0up),
 )
 _StreamsGroupDescribeResponse_TaskOffset = (
-    Field("SubtopologyId", "string", V0up),
-    Field("Partition", "int32", V0up),
-    Field("Offset", "int64", V0up),
+    _field("SubtopologyId", "string", V0up),
+    _field("Partition", "int32", V0up),
+    _field("Offset", "int64", V0up),
 )
 _StreamsGroupDescribeResponse_TaskIds = (
-    Field("SubtopologyId", "string", V0up),
-    Field("Partitions", "int32", V0up, array=True),
+    _field("SubtopologyId", "string", V0up),
+    _field("Partitions", "int32", V0up, array=True),
 )
 _StreamsGroupDescribeResponse_Assignment = (
-    Field("ActiveTasks", "TaskIds", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskIds),
-    Field("StandbyTasks", "TaskIds", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskIds),
-    Field("WarmupTasks", "TaskIds", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskIds),
+    _field("ActiveTasks", "TaskIds", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskIds),
+    _field("StandbyTasks", "TaskIds", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskIds),
+    _field("WarmupTasks", "TaskIds", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskIds),
 )
 _StreamsGroupDescribeResponse_TopologyDescriptionNode = (
-    Field("Name", "string", V1up),
-    Field("NodeType", "int8", V1up),
-    Field("SourceTopics", "string", V1up, array=True, entity="topicName"),
-    Field("SinkTopic", "string", V1up, nullable=V1up, default="null", entity="topicName"),
-    Field("Stores", "string", V1up, array=True),
-    Field("Successors", "string", V1up, array=True),
+    _field("Name", "string", V1up),
+    _field("NodeType", "int8", V1up),
+    _field("SourceTopics", "string", V1up, array=True, entity="topicName"),
+    _field("SinkTopic", "string", V1up, nullable=V1up, default="null", entity="topicName"),
+    _field("Stores", "string", V1up, array=True),
+    _field("Successors", "string", V1up, array=True),
 )
 _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology = (
-    Field("SubtopologyId", "string", V1up),
-    Field("Nodes", "TopologyDescriptionNode", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionNode),
+    _field("SubtopologyId", "string", V1up),
+    _field("Nodes", "TopologyDescriptionNode", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionNode),
 )
 _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore = (
-    Field("Source", "TopologyDescriptionNode", V1up, fields=_StreamsGroupDescribeResponse_TopologyDescriptionNode),
-    Field("Processor", "TopologyDescriptionNode", V1up, fields=_StreamsGroupDescribeResponse_TopologyDescriptionNode),
+    _field("Source", "TopologyDescriptionNode", V1up, fields=_StreamsGroupDescribeResponse_TopologyDescriptionNode),
+    _field("Processor", "TopologyDescriptionNode", V1up, fields=_StreamsGroupDescribeResponse_TopologyDescriptionNode),
 )
 _StreamsGroupDescribeResponse_TopologyDescription = (
-    Field("Subtopologies", "TopologyDescriptionSubtopology", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology),
-    Field("GlobalStores", "TopologyDescriptionGlobalStore", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore),
+    _field("Subtopologies", "TopologyDescriptionSubtopology", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionSubtopology),
+    _field("GlobalStores", "TopologyDescriptionGlobalStore", V1up, array=True, fields=_StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore),
 )
-_StreamsGroupDescribeResponse = MessageSpec("StreamsGroupDescribeResponse", "response", 89, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Groups", "DescribedGroup", V0up, array=True, fields=(
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("GroupState", "string", V0up),
-        Field("GroupEpoch", "int32", V0up),
-        Field("AssignmentEpoch", "int32", V0up),
-        Field("Topology", "Topology", V0up, nullable=V0up, default="null", fields=(
-            Field("Epoch", "int32", V0up),
-            Field("Subtopologies", "Subtopology", V0up, array=True, nullable=V0up, default="null", fields=(
-                Field("SubtopologyId", "string", V0up),
-                Field("SourceTopics", "string", V0up, array=True, entity="topicName"),
-                Field("RepartitionSinkTopics", "string", V0up, array=True, entity="topicName"),
-                Field("StateChangelogTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupDescribeResponse_TopicInfo),
-                Field("RepartitionSourceTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupDescribeResponse_TopicInfo),
+_StreamsGroupDescribeResponse = _message("StreamsGroupDescribeResponse", "response", 89, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Groups", "DescribedGroup", V0up, array=True, fields=(
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("GroupState", "string", V0up),
+        _field("GroupEpoch", "int32", V0up),
+        _field("AssignmentEpoch", "int32", V0up),
+        _field("Topology", "Topology", V0up, nullable=V0up, default="null", fields=(
+            _field("Epoch", "int32", V0up),
+            _field("Subtopologies", "Subtopology", V0up, array=True, nullable=V0up, default="null", fields=(
+                _field("SubtopologyId", "string", V0up),
+                _field("SourceTopics", "string", V0up, array=True, entity="topicName"),
+                _field("RepartitionSinkTopics", "string", V0up, array=True, entity="topicName"),
+                _field("StateChangelogTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupDescribeResponse_TopicInfo),
+                _field("RepartitionSourceTopics", "TopicInfo", V0up, array=True, fields=_StreamsGroupDescribeResponse_TopicInfo),
             )),
         )),
-        Field("Members", "Member", V0up, array=True, fields=(
-            Field("MemberId", "string", V0up),
-            Field("MemberEpoch", "int32", V0up),
-            Field("InstanceId", "string", V0up, nullable=V0up, default="null"),
-            Field("RackId", "string", V0up, nullable=V0up, default="null"),
-            Field("ClientId", "string", V0up),
-            Field("ClientHost", "string", V0up),
-            Field("TopologyEpoch", "int32", V0up),
-            Field("ProcessId", "string", V0up),
-            Field("UserEndpoint", "Endpoint", V0up, nullable=V0up, default="null", fields=_StreamsGroupDescribeResponse_Endpoint),
-            Field("ClientTags", "KeyValue", V0up, array=True, fields=_StreamsGroupDescribeResponse_KeyValue),
-            Field("TaskOffsets", "TaskOffset", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskOffset),
-            Field("TaskEndOffsets", "TaskOffset", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskOffset),
-            Field("Assignment", "Assignment", V0up, fields=_StreamsGroupDescribeResponse_Assignment),
-            Field("TargetAssignment", "Assignment", V0up, fields=_StreamsGroupDescribeResponse_Assignment),
-            Field("IsClassic", "bool", V0up),
+        _field("Members", "Member", V0up, array=True, fields=(
+            _field("MemberId", "string", V0up),
+            _field("MemberEpoch", "int32", V0up),
+            _field("InstanceId", "string", V0up, nullable=V0up, default="null"),
+            _field("RackId", "string", V0up, nullable=V0up, default="null"),
+            _field("ClientId", "string", V0up),
+            _field("ClientHost", "string", V0up),
+            _field("TopologyEpoch", "int32", V0up),
+            _field("ProcessId", "string", V0up),
+            _field("UserEndpoint", "Endpoint", V0up, nullable=V0up, default="null", fields=_StreamsGroupDescribeResponse_Endpoint),
+            _field("ClientTags", "KeyValue", V0up, array=True, fields=_StreamsGroupDescribeResponse_KeyValue),
+            _field("TaskOffsets", "TaskOffset", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskOffset),
+            _field("TaskEndOffsets", "TaskOffset", V0up, array=True, fields=_StreamsGroupDescribeResponse_TaskOffset),
+            _field("Assignment", "Assignment", V0up, fields=_StreamsGroupDescribeResponse_Assignment),
+            _field("TargetAssignment", "Assignment", V0up, fields=_StreamsGroupDescribeResponse_Assignment),
+            _field("IsClassic", "bool", V0up),
         )),
-        Field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
-        Field("TopologyDescription", "TopologyDescription", V1up, nullable=V1up, default="null", fields=_StreamsGroupDescribeResponse_TopologyDescription),
-        Field("TopologyDescriptionStatus", "int8", V1up, default="0"),
-        Field("AssignorName", "string", V1up, nullable=V1up, default="null", ignorable=True),
+        _field("AuthorizedOperations", "int32", V0up, default="-2147483648"),
+        _field("TopologyDescription", "TopologyDescription", V1up, nullable=V1up, default="null", fields=_StreamsGroupDescribeResponse_TopologyDescription),
+        _field("TopologyDescriptionStatus", "int8", V1up, default="0"),
+        _field("AssignorName", "string", V1up, nullable=V1up, default="null", ignorable=True),
     )),
 ), common_structs=(StructSpec("KeyValue", V0up, _StreamsGroupDescribeResponse_KeyValue), StructSpec("TopicInfo", V0up, _StreamsGroupDescribeResponse_TopicInfo), StructSpec("Endpoint", V0up, _StreamsGroupDescribeResponse_Endpoint), StructSpec("TaskOffset", V0up, _StreamsGroupDescribeResponse_TaskOffset), StructSpec("TaskIds", V0up, _StreamsGroupDescribeResponse_TaskIds), StructSpec("Assignment", V0up, _StreamsGroupDescribeResponse_Assignment), StructSpec("TopologyDescriptionNode", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionNode), StructSpec("TopologyDescriptionSubtopology", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionSubtopology), StructSpec("TopologyDescriptionGlobalStore", V1up, _StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore), StructSpec("TopologyDescription", V1up, _StreamsGroupDescribeResponse_TopologyDescription)), source="trunk")
-_DescribeShareGroupOffsetsRequest = MessageSpec("DescribeShareGroupOffsetsRequest", "request", 90, V0to1, V0up, (
-    Field("Groups", "DescribeShareGroupOffsetsRequestGroup", V0up, array=True, fields=(
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("Topics", "DescribeShareGroupOffsetsRequestTopic", V0up, array=True, nullable=V0up, fields=(
-            Field("TopicName", "string", V0up, entity="topicName"),
-            Field("Partitions", "int32", V0up, array=True),
+_DescribeShareGroupOffsetsRequest = _message("DescribeShareGroupOffsetsRequest", "request", 90, V0to1, V0up, (
+    _field("Groups", "DescribeShareGroupOffsetsRequestGroup", V0up, array=True, fields=(
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("Topics", "DescribeShareGroupOffsetsRequestTopic", V0up, array=True, nullable=V0up, fields=(
+            _field("TopicName", "string", V0up, entity="topicName"),
+            _field("Partitions", "int32", V0up, array=True),
         )),
     )),
 ), source="trunk")
-_DescribeShareGroupOffsetsResponse = MessageSpec("DescribeShareGroupOffsetsResponse", "response", 90, V0to1, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("Groups", "DescribeShareGroupOffsetsResponseGroup", V0up, array=True, fields=(
-        Field("GroupId", "string", V0up, entity="groupId"),
-        Field("Topics", "DescribeShareGroupOffsetsResponseTopic", V0up, array=True, fields=(
-            Field("TopicName", "string", V0up, entity="topicName"),
-            Field("TopicId", "uuid", V0up),
-            Field("Partitions", "DescribeShareGroupOffsetsResponsePartition", V0up, array=True, fields=(
-                Field("PartitionIndex", "int32", V0up),
-                Field("StartOffset", "int64", V0up),
-                Field("LeaderEpoch", "int32", V0up),
-                Field("Lag", "int64", V1up, default="-1", ignorable=True),
-                Field("ErrorCode", "int16", V0up),
-                Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_DescribeShareGroupOffsetsResponse = _message("DescribeShareGroupOffsetsResponse", "response", 90, V0to1, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("Groups", "DescribeShareGroupOffsetsResponseGroup", V0up, array=True, fields=(
+        _field("GroupId", "string", V0up, entity="groupId"),
+        _field("Topics", "DescribeShareGroupOffsetsResponseTopic", V0up, array=True, fields=(
+            _field("TopicName", "string", V0up, entity="topicName"),
+            _field("TopicId", "uuid", V0up),
+            _field("Partitions", "DescribeShareGroupOffsetsResponsePartition", V0up, array=True, fields=(
+                _field("PartitionIndex", "int32", V0up),
+                _field("StartOffset", "int64", V0up),
+                _field("LeaderEpoch", "int32", V0up),
+                _field("Lag", "int64", V1up, default="-1", ignorable=True),
+                _field("ErrorCode", "int16", V0up),
+                _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
             )),
         )),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
-_AlterShareGroupOffsetsRequest = MessageSpec("AlterShareGroupOffsetsRequest", "request", 91, V0to0, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("Topics", "AlterShareGroupOffsetsRequestTopic", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "AlterShareGroupOffsetsRequestPartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("StartOffset", "int64", V0up),
+_AlterShareGroupOffsetsRequest = _message("AlterShareGroupOffsetsRequest", "request", 91, V0to0, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("Topics", "AlterShareGroupOffsetsRequestTopic", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "AlterShareGroupOffsetsRequestPartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("StartOffset", "int64", V0up),
         )),
     )),
 ), source="trunk")
-_AlterShareGroupOffsetsResponse = MessageSpec("AlterShareGroupOffsetsResponse", "response", 91, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("Responses", "AlterShareGroupOffsetsResponseTopic", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, map_key=True, entity="topicName"),
-        Field("TopicId", "uuid", V0up),
-        Field("Partitions", "AlterShareGroupOffsetsResponsePartition", V0up, array=True, fields=(
-            Field("PartitionIndex", "int32", V0up),
-            Field("ErrorCode", "int16", V0up),
-            Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_AlterShareGroupOffsetsResponse = _message("AlterShareGroupOffsetsResponse", "response", 91, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("Responses", "AlterShareGroupOffsetsResponseTopic", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, map_key=True, entity="topicName"),
+        _field("TopicId", "uuid", V0up),
+        _field("Partitions", "AlterShareGroupOffsetsResponsePartition", V0up, array=True, fields=(
+            _field("PartitionIndex", "int32", V0up),
+            _field("ErrorCode", "int16", V0up),
+            _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
         )),
     )),
 ), source="trunk")
-_DeleteShareGroupOffsetsRequest = MessageSpec("DeleteShareGroupOffsetsRequest", "request", 92, V0to0, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("Topics", "DeleteShareGroupOffsetsRequestTopic", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
+_DeleteShareGroupOffsetsRequest = _message("DeleteShareGroupOffsetsRequest", "request", 92, V0to0, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("Topics", "DeleteShareGroupOffsetsRequestTopic", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
     )),
 ), source="trunk")
-_DeleteShareGroupOffsetsResponse = MessageSpec("DeleteShareGroupOffsetsResponse", "response", 92, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
-    Field("Responses", "DeleteShareGroupOffsetsResponseTopic", V0up, array=True, fields=(
-        Field("TopicName", "string", V0up, entity="topicName"),
-        Field("TopicId", "uuid", V0up),
-        Field("ErrorCode", "int16", V0up),
-        Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_DeleteShareGroupOffsetsResponse = _message("DeleteShareGroupOffsetsResponse", "response", 92, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+    _field("Responses", "DeleteShareGroupOffsetsResponseTopic", V0up, array=True, fields=(
+        _field("TopicName", "string", V0up, entity="topicName"),
+        _field("TopicId", "uuid", V0up),
+        _field("ErrorCode", "int16", V0up),
+        _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
     )),
 ), source="trunk")
 _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode = (
-    Field("Name", "string", V0up),
-    Field("NodeType", "int8", V0up),
-    Field("SourceTopics", "string", V0up, array=True, entity="topicName"),
-    Field("SinkTopic", "string", V0up, nullable=V0up, default="null", entity="topicName"),
-    Field("Stores", "string", V0up, array=True),
-    Field("Successors", "string", V0up, array=True),
+    _field("Name", "string", V0up),
+    _field("NodeType", "int8", V0up),
+    _field("SourceTopics", "string", V0up, array=True, entity="topicName"),
+    _field("SinkTopic", "string", V0up, nullable=V0up, default="null", entity="topicName"),
+    _field("Stores", "string", V0up, array=True),
+    _field("Successors", "string", V0up, array=True),
 )
 _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology = (
-    Field("SubtopologyId", "string", V0up),
-    Field("Nodes", "TopologyDescriptionNode", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode),
+    _field("SubtopologyId", "string", V0up),
+    _field("Nodes", "TopologyDescriptionNode", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode),
 )
 _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore = (
-    Field("Source", "TopologyDescriptionNode", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode),
-    Field("Processor", "TopologyDescriptionNode", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode),
+    _field("Source", "TopologyDescriptionNode", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode),
+    _field("Processor", "TopologyDescriptionNode", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode),
 )
 _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription = (
-    Field("Subtopologies", "TopologyDescriptionSubtopology", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology),
-    Field("GlobalStores", "TopologyDescriptionGlobalStore", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore),
+    _field("Subtopologies", "TopologyDescriptionSubtopology", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology),
+    _field("GlobalStores", "TopologyDescriptionGlobalStore", V0up, array=True, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore),
 )
-_StreamsGroupTopologyDescriptionUpdateRequest = MessageSpec("StreamsGroupTopologyDescriptionUpdateRequest", "request", 93, V0to0, V0up, (
-    Field("GroupId", "string", V0up, entity="groupId"),
-    Field("MemberId", "string", V0up),
-    Field("TopologyEpoch", "int32", V0up),
-    Field("TopologyDescription", "TopologyDescription", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription),
+_StreamsGroupTopologyDescriptionUpdateRequest = _message("StreamsGroupTopologyDescriptionUpdateRequest", "request", 93, V0to0, V0up, (
+    _field("GroupId", "string", V0up, entity="groupId"),
+    _field("MemberId", "string", V0up),
+    _field("TopologyEpoch", "int32", V0up),
+    _field("TopologyDescription", "TopologyDescription", V0up, fields=_StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription),
 ), common_structs=(StructSpec("TopologyDescriptionNode", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode), StructSpec("TopologyDescriptionSubtopology", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology), StructSpec("TopologyDescriptionGlobalStore", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore), StructSpec("TopologyDescription", V0up, _StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription)), source="trunk")
-_StreamsGroupTopologyDescriptionUpdateResponse = MessageSpec("StreamsGroupTopologyDescriptionUpdateResponse", "response", 93, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
+_StreamsGroupTopologyDescriptionUpdateResponse = _message("StreamsGroupTopologyDescriptionUpdateResponse", "response", 93, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up, default="null"),
 ), source="trunk")
-_UnregisterControllerRequest = MessageSpec("UnregisterControllerRequest", "request", 94, V0to0, V0up, (
-    Field("ControllerId", "int32", V0up),
+_UnregisterControllerRequest = _message("UnregisterControllerRequest", "request", 94, V0to0, V0up, (
+    _field("ControllerId", "int32", V0up),
 ), source="trunk")
-_UnregisterControllerResponse = MessageSpec("UnregisterControllerResponse", "response", 94, V0to0, V0up, (
-    Field("ThrottleTimeMs", "int32", V0up),
-    Field("ErrorCode", "int16", V0up),
-    Field("ErrorMessage", "string", V0up, nullable=V0up),
+_UnregisterControllerResponse = _message("UnregisterControllerResponse", "response", 94, V0to0, V0up, (
+    _field("ThrottleTimeMs", "int32", V0up),
+    _field("ErrorCode", "int16", V0up),
+    _field("ErrorMessage", "string", V0up, nullable=V0up),
 ), source="trunk")
-_RequestHeader = MessageSpec("RequestHeader", "header", None, V1to2, V2up, (
-    Field("RequestApiKey", "int16", V0up),
-    Field("RequestApiVersion", "int16", V0up),
-    Field("CorrelationId", "int32", V0up),
-    Field("ClientId", "string", V1up, nullable=V1up, flexible=NEVER),
+_RequestHeader = _message("RequestHeader", "header", None, V1to2, V2up, (
+    _field("RequestApiKey", "int16", V0up),
+    _field("RequestApiVersion", "int16", V0up),
+    _field("CorrelationId", "int32", V0up),
+    _field("ClientId", "string", V1up, nullable=V1up, flexible=NEVER),
 ), source="trunk")
-_RequestHeader_v39 = MessageSpec("RequestHeader", "header", None, V0to2, V2up, (
-    Field("RequestApiKey", "int16", V0up),
-    Field("RequestApiVersion", "int16", V0up),
-    Field("CorrelationId", "int32", V0up),
-    Field("ClientId", "string", V1up, nullable=V1up, flexible=NEVER, ignorable=True),
+_RequestHeader_v39 = _message("RequestHeader", "header", None, V0to2, V2up, (
+    _field("RequestApiKey", "int16", V0up),
+    _field("RequestApiVersion", "int16", V0up),
+    _field("CorrelationId", "int32", V0up),
+    _field("ClientId", "string", V1up, nullable=V1up, flexible=NEVER, ignorable=True),
 ), source="3.9")
-_ResponseHeader = MessageSpec("ResponseHeader", "header", None, V0to1, V1up, (
-    Field("CorrelationId", "int32", V0up),
+_ResponseHeader = _message("ResponseHeader", "header", None, V0to1, V1up, (
+    _field("CorrelationId", "int32", V0up),
 ), source="trunk")
-_ConsumerProtocolSubscription = MessageSpec("ConsumerProtocolSubscription", "data", None, V0to3, NEVER, (
-    Field("Topics", "string", V0up, array=True),
-    Field("UserData", "bytes", V0up, nullable=V0up, default="null"),
-    Field("OwnedPartitions", "TopicPartition", V1up, array=True, ignorable=True, fields=(
-        Field("Topic", "string", V1up, map_key=True, entity="topicName"),
-        Field("Partitions", "int32", V1up, array=True),
+_ConsumerProtocolSubscription = _message("ConsumerProtocolSubscription", "data", None, V0to3, NEVER, (
+    _field("Topics", "string", V0up, array=True),
+    _field("UserData", "bytes", V0up, nullable=V0up, default="null"),
+    _field("OwnedPartitions", "TopicPartition", V1up, array=True, ignorable=True, fields=(
+        _field("Topic", "string", V1up, map_key=True, entity="topicName"),
+        _field("Partitions", "int32", V1up, array=True),
     )),
-    Field("GenerationId", "int32", V2up, default="-1", ignorable=True),
-    Field("RackId", "string", V3up, nullable=V3up, default="null", ignorable=True),
+    _field("GenerationId", "int32", V2up, default="-1", ignorable=True),
+    _field("RackId", "string", V3up, nullable=V3up, default="null", ignorable=True),
 ), source="trunk")
-_ConsumerProtocolAssignment = MessageSpec("ConsumerProtocolAssignment", "data", None, V0to3, NEVER, (
-    Field("AssignedPartitions", "TopicPartition", V0up, array=True, fields=(
-        Field("Topic", "string", V0up, map_key=True, entity="topicName"),
-        Field("Partitions", "int32", V0up, array=True),
+_ConsumerProtocolAssignment = _message("ConsumerProtocolAssignment", "data", None, V0to3, NEVER, (
+    _field("AssignedPartitions", "TopicPartition", V0up, array=True, fields=(
+        _field("Topic", "string", V0up, map_key=True, entity="topicName"),
+        _field("Partitions", "int32", V0up, array=True),
     )),
-    Field("UserData", "bytes", V0up, nullable=V0up, default="null"),
+    _field("UserData", "bytes", V0up, nullable=V0up, default="null"),
 ), source="trunk")
-_ControlRecordTypeSchema = MessageSpec("ControlRecordTypeSchema", "data", None, V0to0, NEVER, (
-    Field("Type", "int16", V0up),
+_ControlRecordTypeSchema = _message("ControlRecordTypeSchema", "data", None, V0to0, NEVER, (
+    _field("Type", "int16", V0up),
 ), source="trunk")
-_EndTxnMarker = MessageSpec("EndTxnMarker", "data", None, V0to0, NEVER, (
-    Field("CoordinatorEpoch", "int32", V0up),
+_EndTxnMarker = _message("EndTxnMarker", "data", None, V0to0, NEVER, (
+    _field("CoordinatorEpoch", "int32", V0up),
 ), source="trunk")
 _LeaderChangeMessage_Voter = (
-    Field("VoterId", "int32", V0up),
-    Field("VoterDirectoryId", "uuid", V1up),
+    _field("VoterId", "int32", V0up),
+    _field("VoterDirectoryId", "uuid", V1up),
 )
-_LeaderChangeMessage = MessageSpec("LeaderChangeMessage", "data", None, V0to1, V0up, (
-    Field("Version", "int16", V0up),
-    Field("LeaderId", "int32", V0up, entity="brokerId"),
-    Field("Voters", "Voter", V0up, array=True, fields=_LeaderChangeMessage_Voter),
-    Field("GrantingVoters", "Voter", V0up, array=True, fields=_LeaderChangeMessage_Voter),
+_LeaderChangeMessage = _message("LeaderChangeMessage", "data", None, V0to1, V0up, (
+    _field("Version", "int16", V0up),
+    _field("LeaderId", "int32", V0up, entity="brokerId"),
+    _field("Voters", "Voter", V0up, array=True, fields=_LeaderChangeMessage_Voter),
+    _field("GrantingVoters", "Voter", V0up, array=True, fields=_LeaderChangeMessage_Voter),
 ), common_structs=(StructSpec("Voter", V0up, _LeaderChangeMessage_Voter),), source="trunk")
-_SnapshotHeaderRecord = MessageSpec("SnapshotHeaderRecord", "data", None, V0to0, V0up, (
-    Field("Version", "int16", V0up),
-    Field("LastContainedLogTimestamp", "int64", V0up),
+_SnapshotHeaderRecord = _message("SnapshotHeaderRecord", "data", None, V0to0, V0up, (
+    _field("Version", "int16", V0up),
+    _field("LastContainedLogTimestamp", "int64", V0up),
 ), source="trunk")
-_SnapshotFooterRecord = MessageSpec("SnapshotFooterRecord", "data", None, V0to0, V0up, (
-    Field("Version", "int16", V0up),
+_SnapshotFooterRecord = _message("SnapshotFooterRecord", "data", None, V0to0, V0up, (
+    _field("Version", "int16", V0up),
 ), source="trunk")
-_KRaftVersionRecord = MessageSpec("KRaftVersionRecord", "data", None, V0to0, V0up, (
-    Field("Version", "int16", V0up),
-    Field("KRaftVersion", "int16", V0up),
+_KRaftVersionRecord = _message("KRaftVersionRecord", "data", None, V0to0, V0up, (
+    _field("Version", "int16", V0up),
+    _field("KRaftVersion", "int16", V0up),
 ), source="trunk")
-_VotersRecord = MessageSpec("VotersRecord", "data", None, V0to0, V0up, (
-    Field("Version", "int16", V0up),
-    Field("Voters", "Voter", V0up, array=True, fields=(
-        Field("VoterId", "int32", V0up, entity="brokerId"),
-        Field("VoterDirectoryId", "uuid", V0up),
-        Field("Endpoints", "Endpoint", V0up, array=True, fields=(
-            Field("Name", "string", V0up, map_key=True),
-            Field("Host", "string", V0up),
-            Field("Port", "uint16", V0up),
+_VotersRecord = _message("VotersRecord", "data", None, V0to0, V0up, (
+    _field("Version", "int16", V0up),
+    _field("Voters", "Voter", V0up, array=True, fields=(
+        _field("VoterId", "int32", V0up, entity="brokerId"),
+        _field("VoterDirectoryId", "uuid", V0up),
+        _field("Endpoints", "Endpoint", V0up, array=True, fields=(
+            _field("Name", "string", V0up, map_key=True),
+            _field("Host", "string", V0up),
+            _field("Port", "uint16", V0up),
         )),
-        Field("KRaftVersionFeature", "KRaftVersionFeature", V0up, fields=(
-            Field("MinSupportedVersion", "int16", V0up),
-            Field("MaxSupportedVersion", "int16", V0up),
+        _field("KRaftVersionFeature", "KRaftVersionFeature", V0up, fields=(
+            _field("MinSupportedVersion", "int16", V0up),
+            _field("MaxSupportedVersion", "int16", V0up),
         )),
     )),
 ), source="trunk")
-_DefaultPrincipalData = MessageSpec("DefaultPrincipalData", "data", None, V0to0, V0up, (
-    Field("Type", "string", V0up),
-    Field("Name", "string", V0up),
-    Field("TokenAuthenticated", "bool", V0up),
+_DefaultPrincipalData = _message("DefaultPrincipalData", "data", None, V0to0, V0up, (
+    _field("Type", "string", V0up),
+    _field("Name", "string", V0up),
+    _field("TokenAuthenticated", "bool", V0up),
 ), source="trunk")
 
 APIS: dict[int, Api] = {

@@ -13,14 +13,13 @@ import dataclasses
 import json
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import IO, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Iterator
 
 import orjson
 
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.diagnostic import Diagnostic
-from kdissect.doctor.finding import Finding
 from kdissect.events import (
     ConnectionEnd,
     ConnectionInfo,
@@ -37,6 +36,9 @@ from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSe
 from kdissect.schema import API_NAMES, error_name
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.summary import SASL_TOKEN_LABEL
+
+if TYPE_CHECKING:
+    from kdissect.doctor.finding import Finding
 
 LAYOUT = 2
 """2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
