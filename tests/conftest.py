@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+if "KDISSECT_CACHE" not in os.environ:  # the compiled decoders the tests' runs keep (schema/code_cache.py): not the user's
+    os.environ["KDISSECT_CACHE"] = tempfile.mkdtemp(prefix="kdissect-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["KDISSECT_CACHE"], True)
 
 
 @pytest.fixture(scope="session")

@@ -129,3 +129,42 @@ def test_two_definitions_never_share_a_decoder_name():
     compiler.compile(trunk, 13)
     with pytest.raises(ValueError, match="FetchResponse_v13"):
         compiler.compile(old, 13)
+
+
+def decoded_fetches(bodies: CompiledBodies) -> list:
+    return [bodies.decode(1, version, "response", frame, start) for version, frame, start in fetch_responses()]
+
+
+def test_compiled_decoders_are_kept_and_loaded_instead_of_compiled(tmp_path, monkeypatch):
+    """A second run compiles nothing it compiled before, and decodes the same."""
+    from kdissect.schema import code_cache
+
+    monkeypatch.setenv(code_cache.VARIABLE, str(tmp_path))
+    first = decoded_fetches(CompiledBodies(raw_records_hook))
+    kept = list((tmp_path / "decoders").glob("*/*"))
+    assert len(kept) >= 3  # a Fetch response's decoder, its Responses' and its Partitions'
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(code_cache, "compile", refuse, raising=False)
+    assert decoded_fetches(CompiledBodies(raw_records_hook)) == first
+
+
+def test_a_damaged_or_unwritable_cache_only_costs_a_compile(tmp_path, monkeypatch):
+    from kdissect.schema import code_cache
+
+    monkeypatch.setenv(code_cache.VARIABLE, str(tmp_path))
+    expected = decoded_fetches(CompiledBodies(raw_records_hook))
+    kept = list((tmp_path / "decoders").glob("*/*"))
+    for path in kept:
+        path.write_bytes(b"\x00garbage" if path != kept[0] else b"")
+    assert decoded_fetches(CompiledBodies(raw_records_hook)) == expected
+    assert all(path.read_bytes()[:8] != b"\x00garbage" and path.stat().st_size for path in kept)  # compiled and kept again
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv(code_cache.VARIABLE, str(blocked))
+    assert decoded_fetches(CompiledBodies(raw_records_hook)) == expected
+    monkeypatch.setenv(code_cache.VARIABLE, "")
+    assert code_cache.folder() is None
+    assert decoded_fetches(CompiledBodies(raw_records_hook)) == expected

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kdissect.schema import runtime
+from kdissect.schema.code_cache import compiled
 from kdissect.schema.model import Field, MessageSpec
 from kdissect.schema.tree import Partial, Struct
 from kdissect.wire import WireError, read_uvarint
@@ -241,7 +242,7 @@ class Compiler:
         self._sources[fn] = source
         filename = f"<kdissect decoder {fn}{' with spans' if self.spans else ''}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-        exec(compile(source, filename, "exec"), self.namespace)
+        exec(compiled(source, filename), self.namespace)
 
     def _sub(self, field: Field, unit: Unit, parent: str) -> str:
         """The decoder of a struct field of `parent`: a common struct is named after itself, any other after
