@@ -8,8 +8,8 @@ runs; CPU time is the process's own user + system time, the fairer figure on a s
   and `stats`, against tshark's one-line summary (`tshark -r`) and `tshark -T json`;
 - batch-heavy (20 records per batch, five codecs): `read --json`, every record decoded, against `tshark -V`;
 - start-up: `kdissect --help` and `read` of a tiny capture, against `python -c pass`;
-- `read --json` of both captures with `--jobs 1` and `--jobs N` (default 2): WALL time against tshark's, the
-  figure several processes change (their CPU time adds up).
+- `read --json` of both captures, and the terminal view of the small one, with `--jobs 1` and `--jobs N`
+  (default 2): WALL time against tshark's, the figure several processes change (their CPU time adds up).
 
 Python writes no byte-code cache under PYTHONDONTWRITEBYTECODE, and then compiles every module at each start:
 the runs here use a cache in a temporary directory, as an installed package has one.
@@ -107,11 +107,12 @@ def main() -> None:
     )
     load = os.getloadavg()[0]
     table(
-        f"read --json with --jobs, wall time (load average {load:.1f} before; on a busy machine several processes gain little)",
+        f"read --json and the terminal view with --jobs, wall time (load average {load:.1f} before; on a busy machine several processes gain little)",
         [
             (f"small: kdissect read --json --jobs {n}", run(*KDISSECT, "read", small, "--json", "-q", "--jobs", str(n)))
             for n in (1, args.jobs)
         ]
+        + [(f"small: kdissect read (to a file) --jobs {n}", run(*KDISSECT, "read", small, "--jobs", str(n))) for n in (1, args.jobs)]
         + [("small: tshark -r", one_line)]
         + [
             (f"batch-heavy: kdissect read --json --jobs {n}", run(*KDISSECT, "read", batch, "--json", "-q", "--jobs", str(n)))
