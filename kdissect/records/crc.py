@@ -10,14 +10,14 @@ import importlib.machinery
 import importlib.util
 import os
 import zlib
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = ["crc32", "crc32c", "xxh32"]
 
 crc32 = zlib.crc32
 
 
-def _crc32c() -> Callable[[bytes], int]:
+def _crc32c() -> Callable[[Any], int]:
     """The crc32c package's C function, loaded without running the package's `__init__`, which asks the installed
     metadata for its own version (importlib.metadata: about 10 ms of every start); imported as usual wherever the
     package is laid out otherwise."""
@@ -28,9 +28,11 @@ def _crc32c() -> Callable[[bytes], int]:
             path = os.path.join(folders[0], "_crc32c" + suffix) if folders else ""
             if path and os.path.isfile(path):
                 loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
-                module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-                loader.exec_module(module)
-                return module.crc32c
+                found = importlib.util.spec_from_loader(loader.name, loader)
+                if found is not None:
+                    module = importlib.util.module_from_spec(found)
+                    loader.exec_module(module)
+                    return module.crc32c
     except (ImportError, OSError, AttributeError):
         pass
     from crc32c import crc32c as function
