@@ -107,7 +107,8 @@ def main() -> None:
     )
     load = os.getloadavg()[0]
     table(
-        f"read --json and the terminal view with --jobs, wall time (load average {load:.1f} before; on a busy machine several processes gain little)",
+        f"read --json and the terminal view with --jobs, wall time (load average {load:.1f} before; "
+        "on a busy machine several processes gain little)",
         [
             (f"small: kdissect read --json --jobs {n}", run(*KDISSECT, "read", small, "--json", "-q", "--jobs", str(n)))
             for n in (1, args.jobs)
