@@ -106,9 +106,10 @@ def _command(argv: list[str]) -> Any:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the app and turns every user-fixable failure into one line and exit code 2."""
     gc.set_threshold(GC_YOUNG, 20, 20)
-    if not (sys.argv[1:] if argv is None else argv):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
         argv = ["--help"]  # bare `kdissect`: the help, as an answer rather than an error
-    command = _command(sys.argv[1:] if argv is None else argv)
+    command = _command(argv)
     try:
         status = command.main(args=argv, prog_name="kdissect", standalone_mode=False)
     except UserError as exc:

@@ -23,10 +23,10 @@ def _crc32c() -> Callable[[Any], int]:
     package is laid out otherwise."""
     try:
         spec = importlib.util.find_spec("crc32c")
-        folders = spec.submodule_search_locations if spec is not None else None
+        folders = (spec.submodule_search_locations if spec is not None else None) or [""]
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = os.path.join(folders[0], "_crc32c" + suffix) if folders else ""
-            if path and os.path.isfile(path):
+            path = os.path.join(folders[0], "_crc32c" + suffix)
+            if folders[0] and os.path.isfile(path):
                 loader = importlib.machinery.ExtensionFileLoader("crc32c._crc32c", path)
                 found = importlib.util.spec_from_loader(loader.name, loader)
                 if found is not None:
