@@ -17,6 +17,7 @@ from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
 from kdissect.cli import main
 from kdissect.commands import jobs
+from kdissect.events.headers import RequestHeader
 from kdissect.schema import is_flexible
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
@@ -144,6 +145,52 @@ def test_interleaved_connections_and_topic_ids_learnt_on_another(capsys, tmp_pat
     if form == "json":
         assert out.count(b'"TopicId":"orders"') >= 8  # named on connections other than the one that learnt it
         assert b'"status":"unanswered"' in out
+
+
+def one_connection(path: Path, exchanges: int) -> Path:
+    """One client asking for metadata again and again: a single connection to share."""
+    conv = Conversation(client_port=41000, clock=Clock())
+    packets = conv.handshake()
+    for correlation in range(1, exchanges + 1):
+        packets += conv.send(CLIENT, request(METADATA, 12, correlation, encode_body(METADATA, 12, "request", {"Topics": None})), 40)
+        body = encode_body(METADATA, 12, "response", {"Topics": [{"Name": f"t{correlation}", "TopicId": str(uuid.UUID(int=correlation))}]})
+        packets += conv.send(SERVER, response(correlation, body, 1), 40)
+    with open(path, "wb") as f:
+        PcapWriter(f, LINKTYPE_ETHERNET).write_all(packets)
+    return path
+
+
+@pytest.mark.parametrize("form", ["json", "text"])
+def test_the_exchanges_of_one_connection_are_shared(monkeypatch, capsys, tmp_path, form):
+    settled = []
+    merge = jobs.Workers.merge
+
+    def counted(self, events):
+        for event in merge(self, events):
+            settled.append(type(event).__name__ == "Settled")
+            yield event
+
+    monkeypatch.setattr(jobs.Workers, "merge", counted)
+    same(capsys, tmp_path, one_connection(tmp_path / "one.pcap", 200), FORMS[form])
+    assert 60 <= sum(settled) <= 140  # the second process wrote about half of the 200
+
+
+def test_owners_are_even_whatever_the_correlation_ids_do():
+    """Clients number their requests 1, 2, 3 ... or alternate two APIs: either way every process gets its share,
+    of each API too."""
+
+    class Sent:
+        def __init__(self, correlation):
+            self.header = RequestHeader(0, 0, correlation, None, 1, 10)
+
+    for n in (2, 3):
+        for stride in (1, 2, 3):
+            counts = [0] * n
+            for connection in (1, 2, 7):
+                for correlation in range(0, 3000 * stride, stride):
+                    counts[jobs.owner(connection, Sent(correlation), n)] += 1
+            assert all(abs(c - 9000 / n) < 9000 / n * 0.1 for c in counts), (n, stride, counts)
+    assert jobs.owner(3, None, 2) == 0  # an orphan response: every process decoded it, the first writes it
 
 
 # -- the habits of one process: Ctrl-C, a closed pipe ---------------------------------------------------------

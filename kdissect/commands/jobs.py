@@ -1,13 +1,15 @@
-"""`read --jobs N`: one capture read by N processes, each decoding and writing the exchanges of its share of the
-connections, merged by the first into the output one process would have written, byte for byte.
+"""`read --jobs N`: one capture read by N processes, each decoding and writing its share of the exchanges,
+merged by the first into the output one process would have written, byte for byte.
 
 Every process drives the same core over every packet, so each knows what only the whole capture tells: the
 exchange and connection numbers, topic names learnt on other connections, pairing, eviction. A process
-decodes the bodies of its own connections alone (`Options.keep`, as a display filter skips bodies; bodies later
-ones depend on are decoded by all), which is where the time goes: decoding and writing. Process k owns the
-connections whose number is k modulo N. The first process (the command's own) reads its events in capture
-order; at another's exchange it takes the next item that process sent: the facts the totals count
-(`views.summary.Facts`), the bytes its sink wrote for it, the codes of its diagnostics of severity error.
+decodes the bodies of its own exchanges alone (`Options.keep`, as a display filter skips bodies; bodies later
+ones depend on are decoded by all), which is where the time goes: decoding and writing. Exchanges are dealt out
+by connection and correlation id (`owner`), so a capture of one busy connection is shared as well as one of
+many. The first process (the command's own) reads its events in capture order; at another's exchange it
+takes the next item that process sent: whether the filter showed it, the facts the totals count
+(`views.summary.Facts`) when the command prints totals, the bytes its sink wrote for it, the codes of its
+diagnostics of severity error.
 
 Standard input, pipes and captures smaller than `SPLIT_BYTES` are read by one process: a second one would
 cost more than it saves. One bound is each process's own: the records a capture may build
@@ -27,6 +29,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
+
+from kdissect.events.headers import RequestHeader
 
 SPLIT_BYTES = 8 << 20
 """Captures smaller than this are read by one process."""
@@ -61,12 +65,24 @@ def splits(capture: str | None, jobs: int) -> int:
     return jobs if stat.S_ISREG(st.st_mode) and st.st_size >= SPLIT_BYTES else 1
 
 
+def owner(connection: int, request: Any, n: int) -> int:
+    """The process, of n, that decodes and writes the exchange of `request` (a `Message`, or None) on
+    `connection`: its connection's number and its correlation id, mixed, choose it. An exchange without a
+    readable request header (an orphan response, a raw SASL token), whose bodies every process decodes, is the
+    first process's."""
+    header = request.header if request is not None else None
+    if type(header) is not RequestHeader:
+        return 0
+    mixed = ((connection * 0x9E3779B1) ^ (header.correlation_id & 0xFFFFFFFF)) * 0x85EBCA6B & 0xFFFFFFFF
+    return (mixed >> 16) % n
+
+
 def owned(k: int, n: int, keep: Any) -> Callable[..., bool]:
-    """A `kafka.shared.Keep` that lets process k decode the bodies of its own connections (and of those only
+    """A `kafka.shared.Keep` that lets process k decode the bodies of its own exchanges (and of those only
     what `keep`, a display filter's verdict, keeps)."""
     if keep is None:
-        return lambda info, request, response: info.id % n == k
-    return lambda info, request, response: info.id % n == k and keep(info, request, response)
+        return lambda info, request, response: owner(info.id, request, n) == k
+    return lambda info, request, response: owner(info.id, request, n) == k and keep(info, request, response)
 
 
 class Workers:
@@ -109,12 +125,12 @@ class Workers:
         feeds = [iter(())] + [_received(read) for _, read in self.children]
         for event in events:
             if type(event) is Exchange:
-                k = event.connection.id % n
+                k = owner(event.connection.id, event.request, n)
                 if k:
                     item = next(feeds[k], None)
-                    if item is None or item[0].id != event.id:
+                    if item is None or item[0] != event.id:
                         raise WorkerFailed(f"worker {k} is out of step at exchange {event.id}")
-                    yield Settled(event, *item)
+                    yield Settled(event, *item[1:])
                     continue
             yield event
 
@@ -176,12 +192,13 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
     sink = make_sink(io.TextIOWrapper(buffer, encoding="utf-8", write_through=True))
     buffer.seek(0)
     buffer.truncate()  # what a writer writes before any exchange (a -T fields header) is the first process's
+    totals = sink.summary is not None
     with open_capture(capture) as source:
         dissector = file_dissector(source, replace(options, keep=owned(k, n, options.keep)))
         batch: list[tuple] = []
         size = 0
         for event in dissector.run(source.packets()):
-            if type(event) is not Exchange or event.connection.id % n != k:
+            if type(event) is not Exchange or owner(event.connection.id, event.request, n) != k:
                 continue
             shown = wanted.matches(event)
             if shown:
@@ -191,7 +208,8 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
                 buffer.seek(0)
                 buffer.truncate()
             damage = tuple(d.code for d in event.diagnostics if d.severity == "error")
-            batch.append((exchange_facts(event, shown), output, damage))
+            facts = exchange_facts(event, shown) if totals else None
+            batch.append((event.id, shown, facts, output, damage))
             size += len(output)
             if len(batch) >= BATCH_ITEMS or size >= BATCH_BYTES:
                 _send(pipe, batch)

@@ -186,12 +186,14 @@ class _Session:
             self.console = make_console(stream)
             self.read_view = ReadView(self.console, rows=not common.quiet, flush_each=True)
             self.sink = EventSink(common.wanted, view=self.read_view)
-            if self.console.is_terminal and not common.quiet:
-                from kdissect.views.live_view import LiveView
+        summary = self.sink.summary
+        assert summary is not None, "a live session's sink keeps its totals"
+        self.summary = summary
+        if self.read_view is not None and self.console.is_terminal and not common.quiet:
+            from kdissect.views.live_view import LiveView
 
-                self.live_view = LiveView(self.console, self.sink.summary, capture.interface, capture.linktype, capture.expression)
-                self.sink.view = self.live_view
-        self.summary = self.sink.summary
+            self.live_view = LiveView(self.console, summary, capture.interface, capture.linktype, capture.expression)
+            self.sink.view = self.live_view
         from kdissect.doctor.engine import Doctor
 
         self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None)

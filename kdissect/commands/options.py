@@ -81,6 +81,8 @@ class _Guarded:
         return getattr(self._stream, name)
 
 
+OUTPUT_BUFFER = 1 << 20
+"""An output file's buffer: a line of NDJSON is a write, and 8 KiB buffers made a system call of every few."""
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
@@ -605,7 +607,7 @@ def open_output(path: Path | None) -> Iterator[Any]:
         guarded.flush()
         return
     try:
-        stream = open(path, "w", encoding="utf-8")
+        stream = open(path, "w", encoding="utf-8", buffering=OUTPUT_BUFFER)
     except OSError as exc:
         raise UserError(f"{path}: {exc.strerror or exc}") from None
     guarded = _Guarded(stream, str(path))

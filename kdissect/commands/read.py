@@ -85,11 +85,11 @@ def read(
     def sink_on(stream, console, header: bool = True):
         """The command's sink writing to `stream` (through `console` for the text view)."""
         if fields_view is not None:
-            return EventSink(common.wanted, view=fields_view(stream))
+            return EventSink(common.wanted, view=fields_view(stream), totals=False)
         if json_out:
             from kdissect.views.json_lines import JsonLinesWriter
 
-            return EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events)
+            return EventSink(common.wanted, writer=JsonLinesWriter(stream), all_events=all_events, totals=False)
         from kdissect.views.terminal import ReadView
 
         detail = _detail_view() if common.detail else None
