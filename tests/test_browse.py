@@ -32,9 +32,12 @@ from kdissect.browse.app import BrowseApp, HelpScreen
 from kdissect.browse.index import Index
 from kdissect.browse.lines import Lines
 from kdissect.browse.scan import events
+from kdissect.capture.linktypes import LINKTYPE_ETHERNET
+from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.testing.craft import Clock, Conversation
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
 from kdissect.views.terminal import clock, completed
@@ -198,6 +201,34 @@ def test_a_filter_updates_the_list_as_typed_and_enter_applies_it():
         assert app.applied == "api == JoinGroup"
 
     drive(GROUP, script)
+
+
+def test_a_filter_that_matches_nothing_says_so_on_the_list():
+    async def script(app, pilot):
+        await pilot.press("slash", *"api == Heartbeat and latency_ms > 100000", "enter")
+        await settled(app, pilot)
+        assert app.query_one("#list", Lines).count == 0
+        assert "no exchange matches api == Heartbeat and latency_ms > 100000" in screen_text(app)
+        await pilot.press("slash")
+        app.query_one("#filter", Input).value = ""
+        await pilot.press(*"api == Heartbeat", "enter")
+        await settled(app, pilot)
+        assert app.query_one("#list", Lines).count > 0
+        assert "no exchange matches" not in screen_text(app)
+
+    drive(GROUP, script)
+
+
+def test_a_capture_without_kafka_says_so_on_the_list(tmp_path):
+    conversation = Conversation(client_port=41000, clock=Clock())
+    path = tmp_path / "handshake.pcap"
+    with open(path, "wb") as f:
+        PcapWriter(f, LINKTYPE_ETHERNET).write_all(conversation.handshake())
+
+    async def script(app, pilot):
+        assert "no Kafka exchange in this capture" in screen_text(app)
+
+    drive(path, script)
 
 
 def test_a_filter_with_a_mistake_says_so_inline_and_keeps_the_list():

@@ -317,6 +317,10 @@ class BrowseApp(App[None]):
             lines.reset(count)
             if tail and count:
                 lines.cursor = count - 1
+        empty = self._empty() if not count else ""
+        if empty != lines.empty:
+            lines.empty = empty
+            lines.refresh()
         self._refresh_status()
         if slow:
             self._refresh_flows()
@@ -326,6 +330,14 @@ class BrowseApp(App[None]):
             self.index.findings_wanted = True  # the findings so far, taken between two turns of the capture
         if self._findings_shown is not self.index.findings or (slow and self.index.findings is None):
             self._refresh_findings()
+
+    def _empty(self) -> str:
+        """Why the list has no line: said on it, where an empty list would leave the user guessing."""
+        if self.matches is not None:
+            return f"no exchange matches {self.applied}" + ("" if self._scan_done else " so far: still looking")
+        if self.index.done and self.live is None:
+            return "no Kafka exchange in this capture"
+        return ""
 
     def _refresh_flows(self) -> None:
         summary = self.index.summary

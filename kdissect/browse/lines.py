@@ -56,6 +56,8 @@ class Lines(ScrollView, can_focus=True):
         self.cursor_shown = cursor_shown
         self.width = width
         """How wide the lines are; wider than the widget, they scroll sideways."""
+        self.empty = ""
+        """What the first line says while there are no lines (a filter that matches nothing), dimmed."""
 
     def reset(self, count: int, line: Callable[[int], Text] | None = None, keep_cursor: bool = True) -> None:
         """A new number of lines (and maker of lines); everything is redrawn."""
@@ -71,6 +73,8 @@ class Lines(ScrollView, can_focus=True):
         row = self.scroll_offset.y + y
         width, left = self.size.width, self.scroll_offset.x
         if row >= self.count:
+            if row == 0 and self.empty:
+                return Strip(list(Text(self.empty, style="dim italic").render(self.app.console, end=""))).crop_extend(0, width, None)
             return Strip.blank(width)
         text = self.line(row)
         text.no_wrap = True
