@@ -10,7 +10,7 @@ from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, plural, where
+from kdissect.doctor.trail import Scope, Trail, Window, made, plural, where
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema.tree import Struct
@@ -147,18 +147,19 @@ class Consumers(Family):
         self.fetch_trails: dict[str, Trail] = {}
 
     def exchange(self, exchange: Exchange) -> None:
-        key = exchange.api_key
-        if exchange.client_id in self.seen:
-            self.seen[exchange.client_id][1] = exchange.ts
-        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and exchange.client_id:
-            self.committers.add(exchange.client_id)
-        if key == JOIN_GROUP and exchange.client_id:
-            self.members.add(exchange.client_id)
-        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and exchange.client_id:
+        header = exchange.request_header
+        key, client_id = (header.api_key, header.client_id) if header else (None, None)
+        if client_id in self.seen:
+            self.seen[client_id][1] = exchange.ts
+        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and client_id:
+            self.committers.add(client_id)
+        if key == JOIN_GROUP and client_id:
+            self.members.add(client_id)
+        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and client_id:
             request = fields(exchange.request)
             for named in (request, *each(request, "Groups")):  # OffsetFetch v8+ lists groups
                 if named is not None and isinstance(named.get("GroupId"), str):
-                    self.groups[exchange.client_id] = named.get("GroupId")
+                    self.groups[client_id] = named.get("GroupId")
             return
         if key == LIST_OFFSETS:
             if OFFSET_OUT_OF_RANGE in codes(exchange.response):
@@ -172,7 +173,7 @@ class Consumers(Family):
         self.fetches += 1
         if response.get("ErrorCode") in (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH):
             self.sessions.add(exchange)
-        client = exchange.client_id or f"connection {exchange.connection.id}"
+        client = client_id or f"connection {exchange.connection.id}"
         offsets = {
             (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
             for topic in each(request, "Topics")
@@ -187,17 +188,18 @@ class Consumers(Family):
                 self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
         body = getattr(exchange.response, "body", None)
         batches = sum(len(placed.records.batches) for placed in getattr(body, "records", ()))
-        if batches and exchange.client_id:
+        if batches and client_id:
             records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
-            self.fetched[exchange.client_id] = self.fetched.get(exchange.client_id, 0) + records
-            self.seen.setdefault(exchange.client_id, [exchange.ts, exchange.ts])
-            self.fetch_trails.setdefault(exchange.client_id, Trail(self.scope)).add(exchange, self.groups.get(exchange.client_id))
+            self.fetched[client_id] = self.fetched.get(client_id, 0) + records
+            if client_id not in self.seen:
+                self.seen[client_id] = [exchange.ts, exchange.ts]
+            made(self.fetch_trails, client_id, Trail, self.scope).add(exchange, self.groups.get(client_id))
         if long_poll(exchange, self.threshold(LONG_POLL)):
             self.polls.add(exchange)
         elif not batches and exchange.latency is not None:
-            window = self.spins.setdefault(client, Window(SECOND))
+            window = made(self.spins, client, Window, SECOND)
             if window.add(exchange.ts) > self.threshold(EMPTY_SPIN):
-                self.spin_trails.setdefault(client, Trail(self.scope)).add(exchange)
+                made(self.spin_trails, client, Trail, self.scope).add(exchange)
 
     def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, offset, high) -> None:
         if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
@@ -210,7 +212,7 @@ class Consumers(Family):
         else:
             seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
         group = self.groups.get(exchange.client_id or "")
-        self.lag_trails.setdefault(key, Trail(self.scope)).add(exchange, group, topic, partition)
+        made(self.lag_trails, key, Trail, self.scope).add(exchange, group, topic, partition)
 
     def findings(self) -> Iterator[Finding]:
         for (client, topic, partition), lag in sorted(self.lags.items(), key=lambda item: -item[1].last):

@@ -33,7 +33,10 @@ def each(struct: Struct | None, *names: str) -> Iterator[Struct]:
         if name in struct:
             for item in struct.get(name) or ():
                 if isinstance(item, Struct):
-                    yield from each(item, *rest)
+                    if rest:
+                        yield from each(item, *rest)
+                    else:
+                        yield item
             return
 
 

@@ -9,7 +9,7 @@ from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, plural, span
+from kdissect.doctor.trail import Scope, Trail, Window, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import error_name
 
@@ -169,9 +169,9 @@ class Groups(Family):
         generation = response.get("GenerationId") if response is not None and not answer else None
         if isinstance(generation, int) and (group, generation) not in self.seen:
             self.seen.add((group, generation))
-            window = self.generations.setdefault(group, Window(MINUTE))
+            window = made(self.generations, group, Window, MINUTE)
             if window.add(exchange.ts) > self.threshold(REBALANCE_STORM):
-                self.storms.setdefault(group, Trail(self.scope)).add(exchange, group)
+                made(self.storms, group, Trail, self.scope).add(exchange, group)
 
     def _fenced(self, exchange: Exchange, group: str, answer: list[int]) -> None:
         for c in answer:

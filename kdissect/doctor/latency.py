@@ -11,7 +11,7 @@ from kdissect.doctor.facts import broker, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Histogram, Scope, Trail, span
+from kdissect.doctor.trail import Histogram, Scope, Trail, made, span
 from kdissect.events import Exchange
 from kdissect.schema import API_NAMES
 
@@ -55,7 +55,7 @@ class Latency(Family):
             latency -= max(0, wait if isinstance(wait, int) else 0) * 1_000_000
             latency = max(latency, 0)
         where = (key, broker(exchange))
-        self.histograms.setdefault(where, Histogram()).add(latency)
+        made(self.histograms, where, Histogram).add(latency)
         if self.scope.shown:
             slowest = self.slowest.setdefault(where, [])
             item = (latency, -exchange.id, exchange)

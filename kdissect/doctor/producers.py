@@ -9,7 +9,7 @@ from kdissect.doctor.facts import broker, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, plural, span
+from kdissect.doctor.trail import Scope, Trail, made, plural, span
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 
@@ -221,7 +221,7 @@ class Producers(Family):
         for topic_name, index in repeated:
             self.duplicate.add(exchange, None, topic_name, index)
         if counts[0] >= self.threshold(TINY_BATCHES, "batches") and counts[1] <= self.threshold(TINY_BATCHES) * counts[0]:
-            self.tiny.setdefault(exchange.client_id or "?", Trail(self.scope)).add(exchange)
+            made(self.tiny, exchange.client_id or "?", Trail, self.scope).add(exchange)
 
     def _transaction(self, opened: Exchange, end: int, closing: Exchange | None) -> None:
         if end - opened.ts >= self.threshold(LONG_TRANSACTION) * SECOND:

@@ -9,7 +9,7 @@ from kdissect.doctor.facts import codes, each, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, plural
+from kdissect.doctor.trail import Scope, Trail, Window, made, plural
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import API_NAMES
 
@@ -134,20 +134,22 @@ class Protocol(Family):
         self.sasl = Trail(self.scope)
 
     def exchange(self, exchange: Exchange) -> None:
-        key, version, connection = exchange.api_key, exchange.api_version, exchange.connection.id
-        if key is None or version is None:
+        header, connection = exchange.request_header, exchange.connection.id
+        if header is None:
             return
+        key, version, client_id = header.api_key, header.api_version, header.client_id
         request = fields(exchange.request)
         if key == API_VERSIONS:
             self._api_versions(exchange, request)
-        name = self.software.get(connection) or f"client id {exchange.client_id or '(none)'}"
+        who = client_id or "(none)"
+        name = self.software.get(connection) or f"client id {who}"
         client = self.clients.setdefault(name, {"ids": set(), "apis": {}, "exchanges": 0})
         client["exchanges"] += 1
-        client["ids"].add(exchange.client_id or "(none)")
+        client["ids"].add(who)
         client["apis"].setdefault(key, set()).add(version)
-        self.client_trails.setdefault(name, Trail(self.scope)).add(exchange)
+        made(self.client_trails, name, Trail, self.scope).add(exchange)
         if removed(key, version):
-            self.removed.setdefault(name, Trail(self.scope)).add(exchange)
+            made(self.removed, name, Trail, self.scope).add(exchange)
             self.removed_versions.setdefault(name, set()).add((key, version))
         answer = codes(exchange.response)
         if UNSUPPORTED_VERSION in answer and key != API_VERSIONS:
@@ -157,13 +159,12 @@ class Protocol(Family):
         bounds = self.advertised.get(connection, {}).get(key)
         if bounds is not None and not bounds[0] <= version <= bounds[1]:
             self.above.add(exchange)
-        who = exchange.client_id or "(none)"
         if connection not in self.started:
             self.started.add(connection)
-            if self.churn.setdefault(who, Window(MINUTE)).add(exchange.ts) > self.threshold(CHURN):
-                self.churn_trails.setdefault(who, Trail(self.scope)).add(exchange)
-        if key == METADATA and self.metadata.setdefault(who, Window(MINUTE)).add(exchange.ts) > self.threshold(METADATA_STORM):
-            self.metadata_trails.setdefault(who, Trail(self.scope)).add(exchange)
+            if made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
+                made(self.churn_trails, who, Trail, self.scope).add(exchange)
+        if key == METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
+            made(self.metadata_trails, who, Trail, self.scope).add(exchange)
         self._order(exchange)
 
     def _api_versions(self, exchange: Exchange, request) -> None:

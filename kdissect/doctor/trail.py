@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kdissect.doctor.finding import Evidence
 from kdissect.events import ConnectionInfo, Exchange
 
 KEEP = 10
 """Evidence lists keep the first this many of each kind."""
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def made(table: dict[K, V], key: K, make: Callable[..., V], *args: Any) -> V:
+    """`table[key]`, made by `make(*args)` the first time: `setdefault` would make (and throw away) one at
+    every call, and the rules call it for every exchange."""
+    value = table.get(key)
+    if value is None:
+        value = table[key] = make(*args)
+    return value
 
 
 class Scope:
@@ -50,8 +64,9 @@ class Trail:
         if len(self.ids) < KEEP:
             self.ids.append(exchange.id)
         self._note(self.connections, exchange.connection.id)
-        if exchange.client_id:
-            self._note(self.clients, exchange.client_id)
+        client_id = exchange.client_id
+        if client_id:
+            self._note(self.clients, client_id)
         if group is not None:
             self._note(self.groups, group)
         if topic is not None:

@@ -138,29 +138,32 @@ class Stats:
             self.tls.append(end)
 
     def add(self, exchange: Exchange) -> None:
-        key = (exchange.api_key, exchange.api_version)
-        api = self.apis.setdefault(key, {"count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()})
+        header, latency = exchange.request_header, exchange.latency
+        api_key = header.api_key if header else None
+        api = self.apis.setdefault(
+            (api_key, header.api_version if header else None), {"count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()}
+        )
         api["count"] += 1
         api["statuses"][exchange.status] += 1
         errors = [code for _, code, _ in exchange_errors(exchange)]
         api["errors"].update(error_name(code) for code in errors)
-        if exchange.latency is not None:
-            api["latencies"].append(exchange.latency)
-        client = self.clients.setdefault(
-            exchange.client_id or "(none)", {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []}
-        )
+        if latency is not None:
+            api["latencies"].append(latency)
+        who = (header.client_id if header else None) or "(none)"
+        client = self.clients.setdefault(who, {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []})
         client["exchanges"] += 1
         client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
         client["errors"] += len(errors)
-        client["apis"][API_NAMES.get(exchange.api_key, "?") if exchange.api_key is not None else "?"] += 1
-        if exchange.latency is not None:
-            client["latencies"].append(exchange.latency)
-        self._records(exchange)
-        self._group(exchange)
+        client["apis"][API_NAMES.get(api_key, "?") if api_key is not None else "?"] += 1
+        if latency is not None:
+            client["latencies"].append(latency)
+        if api_key in (PRODUCE, FETCH):
+            self._records(exchange)
+        self._group(exchange, api_key)
 
     def _records(self, exchange: Exchange) -> None:
         for message, kind in ((exchange.request, "produced"), (exchange.response, "fetched")):
-            if message is None or exchange.api_key not in (PRODUCE, FETCH):
+            if message is None:
                 continue
             body = message.body
             if not isinstance(body, Body):
@@ -170,10 +173,11 @@ class Stats:
                 counts[f"{kind}_records"] += sum(1 for _ in placed.records.data_records()) + placed.records.not_shown  # markers are no data
                 counts[f"{kind}_bytes"] += placed.records.size
 
-    def _group(self, exchange: Exchange) -> None:
+    def _group(self, exchange: Exchange, key: int | None) -> None:
+        if key not in (OFFSET_COMMIT, TXN_OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP):
+            return
         request, response = _fields(exchange.request), _fields(exchange.response)
-        key = exchange.api_key
-        if request is None or key not in (OFFSET_COMMIT, TXN_OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP):
+        if request is None:
             return
         name = request.get("GroupId")
         if not isinstance(name, str):
