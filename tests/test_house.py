@@ -13,7 +13,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
-GROUND = {"wire", "diagnostic", "limits", "frozen", "native"}
+GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable"}
 CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
@@ -21,6 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "diagnostic": set(),
     "limits": set(),
     "frozen": set(),
+    "printable": set(),  # captured text made safe for a terminal: every view's one rule
     "native": set(),  # which modules mypyc compiles; `import kdissect` installs its finder first
     # floor 2: the protocol's tables and their compiled decoders; packets in
     "schema": GROUND,
