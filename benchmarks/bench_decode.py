@@ -47,7 +47,7 @@ from kdissect.decode.session import Session
 from kdissect.events import Frame, Message
 from kdissect.kafka.headers import parse_request_header, parse_response_header
 from kdissect.records import decode_records
-from kdissect.schema import APIS, request_header_version, response_header_version
+from kdissect.schema import BUILTIN
 from kdissect.testing.record_encoder import Draft, encode_batch
 
 NO_TIME = datetime.timedelta(0)
@@ -125,7 +125,10 @@ def _fetch() -> FetchResponse:
 
 
 def _api_versions() -> ApiVersionsResponse:
-    keys = tuple(ApiVersion(api_key=k, min_version=APIS[k].min_version, max_version=APIS[k].max_version) for k in sorted(APIS)[:60])
+    keys = tuple(
+        ApiVersion(api_key=k, min_version=BUILTIN.apis[k].min_version, max_version=BUILTIN.apis[k].max_version)
+        for k in sorted(BUILTIN.apis)[:60]
+    )
     return ApiVersionsResponse(error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_TIME)
 
 
@@ -162,23 +165,23 @@ def write(entity: Any) -> bytes:
 
 def request_header(api_key: int, version: int) -> bytes:
     head = struct.pack(">hhih", api_key, version, 1, 5) + b"bench"
-    return head + (b"\x00" if request_header_version(api_key, version) == 2 else b"")
+    return head + (b"\x00" if BUILTIN.request_header_version(api_key, version) == 2 else b"")
 
 
 def response_header(api_key: int, version: int) -> bytes:
-    return struct.pack(">i", 1) + (b"\x00" if response_header_version(api_key, version) == 1 else b"")
+    return struct.pack(">i", 1) + (b"\x00" if BUILTIN.response_header_version(api_key, version) == 1 else b"")
 
 
 def full_decoder_call(api_key: int, version: int, direction: str, body: bytes) -> Callable[[], Any]:
     """One message through `Decoder` as the core calls it: frame and parsed header in, decoded message out."""
-    decoder = Decoder()
+    decoder = Decoder(BUILTIN)
     session = Session()
     request_data = request_header(api_key, version) + (body if direction == "request" else b"")
-    request = Message(Frame(request_data, len(request_data), 0, 0, 0, 1, 1), parse_request_header(request_data))
+    request = Message(Frame(request_data, len(request_data), 0, 0, 0, 1, 1), parse_request_header(request_data, BUILTIN))
     if direction == "request":
         return lambda: decoder.request(request, session)
     data = response_header(api_key, version) + body
-    message = Message(Frame(data, len(data), 0, 0, 0, 2, 2), parse_response_header(data, api_key, version))
+    message = Message(Frame(data, len(data), 0, 0, 0, 2, 2), parse_response_header(data, api_key, version, BUILTIN))
     return lambda: decoder.response(message, request, session)
 
 
@@ -233,8 +236,8 @@ def main() -> None:
     print(f"Python {sys.version.split()[0]}; kio reader: {'native extension ' + native.__name__ if reader_native else 'pure Python'}")
     print(f"µs per message, best of {repeats}; ratio = kdissect time / other time (>1: kdissect slower)\n")
 
-    raw_bodies = CompiledBodies(lambda buf, start, end: bytes(buf[start:end]))
-    record_bodies = CompiledBodies(lambda buf, start, end: decode_records(buf[start:end]))
+    raw_bodies = CompiledBodies(BUILTIN, lambda buf, start, end: bytes(buf[start:end]))
+    record_bodies = CompiledBodies(BUILTIN, lambda buf, start, end: decode_records(buf[start:end]))
     header = (
         f"{'message':36} {'bytes':>6} {'kio':>8} {'kafka-py':>9} {'body':>8} {'×kio':>6} {'×kp':>6}"
         f" {'+records':>9} {'Decoder':>8} {'×kio':>6} {'×kp':>6}"

@@ -36,6 +36,7 @@ from kdissect.cli import main as cli
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.schema import BUILTIN
 
 REJECT_ALL = [
     "request.Acks == 99",
@@ -48,7 +49,7 @@ HEADERS_ONLY = "api == Heartbeat"
 def core(path: str, expression: str | None, early: bool) -> tuple[int, int]:
     """(exchanges, exchanges matched) of the core's loop over the capture, every body decoded unless `early`
     lets the filter's header verdict skip some."""
-    wanted = compile_filter([("-Y", expression)] if expression else [])
+    wanted = compile_filter([("-Y", expression)] if expression else [], BUILTIN)
     matches = wanted.matches if expression else None
     total = matched = 0
     with open_capture(path) as capture:

@@ -8,7 +8,7 @@ folder), which stand for a folder of newer versions of built-in APIs. Each is ti
 `--repeat` runs:
 
 - load:    `user_specs.from_folders`: read the files, parse them with offsets, build and check every definition;
-- install: `schema.installed(...)` entered and left: the live tables rebuilt with the users' APIs, then restored;
+- install: `schema.Catalog(...)` made: the tables the run decodes with, the users' APIs laid over the built-in ones;
 - json:    the reference, in the same run: the standard library's `json.loads` of the same texts with their
            comments stripped, which only parses and checks nothing.
 
@@ -31,7 +31,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kdissect import schema
+from kdissect.schema import Catalog
 from kdissect.schema.specs import strip_comments
 from kdissect.schema.user_specs import from_folders
 
@@ -74,8 +74,7 @@ def measure(label: str, folder: Path, keys: list[str], repeat: int) -> float:
     load = best(lambda: from_folders([folder], keys), repeat)
 
     def install() -> None:
-        with schema.installed(specs.definitions):
-            pass
+        Catalog(specs.definitions)
 
     installing = best(install, repeat)
     reference = best(lambda: [json.loads(strip_comments(text)) for text in texts], repeat)

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
-from kdissect.schema import is_flexible
+from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.testing.record_encoder import Draft, encode_batch
@@ -73,7 +73,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 "TopicData": [{"Name": "bench", "PartitionData": [{"Index": p, "Records": b} for p, b in enumerate(parts)]}],
             },
         )
-        flexible = is_flexible(PRODUCE, args.produce)
+        flexible = BUILTIN.is_flexible(PRODUCE, args.produce)
         yield conv.send(CLIENT, request(PRODUCE, args.produce, correlation, produce, client_id="bench"), args.mss)
         answer = encode_body(
             PRODUCE,
@@ -113,7 +113,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 ],
             },
         )
-        flexible = is_flexible(FETCH, args.fetch)
+        flexible = BUILTIN.is_flexible(FETCH, args.fetch)
         yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
         correlation += 1
         offset += args.records * len(parts)

@@ -17,11 +17,11 @@ with instrumented():
     from kdissect.decode.session import Session
     from kdissect.events import ConnectionInfo, Endpoint, Exchange, Frame, Message
     from kdissect.kafka.headers import parse_request_header, parse_response_header
-    from kdissect.schema import response_header_version
+    from kdissect.schema import BUILTIN
     from kdissect.testing import craft
     from kdissect.views.json_lines import exchange_json
 
-DECODER = Decoder(fuzz_limits())
+DECODER = Decoder(BUILTIN, fuzz_limits())
 CONNECTION = ConnectionInfo(1, Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 9092))
 SESSION = Session()
 
@@ -43,15 +43,15 @@ def one_input(data: bytes) -> None:
     hole, orphan = data[0] >> 2 & 0x3F if data[0] & 2 else 0, data[0] & 0xFE == 0xFE
     body = data[5:]
     request_frame = craft.request(api_key, version, 7, b"" if response else body)[4:]
-    request = Message(_frame(request_frame), parse_request_header(request_frame))
+    request = Message(_frame(request_frame), parse_request_header(request_frame, BUILTIN))
     if not response:
         request = Message(_frame(request_frame, hole), request.header)
         decoded = DECODER.request(request, SESSION)
         exchange = Exchange(1, CONNECTION, "unanswered", decoded, None)
     else:
-        header_version = response_header_version(api_key, version) if api_key >= 0 else 0
+        header_version = BUILTIN.response_header_version(api_key, version) if api_key >= 0 else 0
         response_frame = craft.response(7, body, header_version)[4:]
-        header = parse_response_header(response_frame, api_key, version)
+        header = parse_response_header(response_frame, api_key, version, BUILTIN)
         decoded = DECODER.response(Message(_frame(response_frame, hole), header), None if orphan else request, SESSION)
         exchange = Exchange(1, CONNECTION, "orphan-response" if orphan else "ok", None if orphan else request, decoded)
     check_diagnostics(decoded.diagnostics, "body")

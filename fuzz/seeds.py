@@ -28,6 +28,7 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.records.codecs import GZIP
+from kdissect.schema import BUILTIN
 from kdissect.testing import damage, rfc8448
 from kdissect.testing import record_encoder as records_encode
 from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
@@ -205,7 +206,7 @@ class _Grab(Decoder):
     """A decoder that keeps the raw bytes of every records field it meets."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(BUILTIN)
         self.blobs: list[bytes] = []
 
     def _records(self, buf, start, end):

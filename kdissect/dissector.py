@@ -20,6 +20,7 @@ from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, SYN
+from kdissect.schema import BUILTIN, Catalog
 
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
@@ -40,8 +41,9 @@ class Dissector:
         decoder: BodyDecoder | None = None,
         keep: Keep | None = None,
         tls_keylog: bytes = b"",
+        catalog: Catalog = BUILTIN,
     ) -> None:
-        self._shared = Shared(frozenset(ports), limits, reorder, decoder, keep)
+        self._shared = Shared(frozenset(ports), limits, reorder, decoder, catalog, keep)
         if tls_keylog:
             self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
@@ -255,6 +257,8 @@ class Options:
     those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
     tls_keylog: bytes = b""
     """TLS secrets in the NSS key log format, to decrypt TLS connections with."""
+    catalog: Catalog = BUILTIN
+    """The APIs the run knows: the generated tables, with the user's specs (--spec-dir) over them."""
 
 
 def make_decoder(options: Options):
@@ -263,7 +267,7 @@ def make_decoder(options: Options):
         return None
     from kdissect.decode.decoder import Decoder  # decoding is optional: --headers-only never loads it
 
-    return Decoder(options.limits, spans=options.spans, show_secrets=options.show_secrets)
+    return Decoder(options.catalog, options.limits, spans=options.spans, show_secrets=options.show_secrets)
 
 
 def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
@@ -277,6 +281,7 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
         decoder=decoder,
         keep=options.keep,
         tls_keylog=options.tls_keylog,
+        catalog=options.catalog,
     )
 
 

@@ -21,13 +21,13 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kdissect.records import RecordSet, decode_records
-from kdissect.schema import APIS, Field, MessageSpec, pick
+from kdissect.schema import BUILTIN, Field, MessageSpec, pick
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.testing.record_encoder import Draft, encode_batch
 
 DIRECTIONS = ("request", "response")
 TRIPLES: tuple[tuple[int, int, str], ...] = tuple(
-    (key, version, direction) for key in sorted(APIS) for version in APIS[key].versions for direction in DIRECTIONS
+    (key, version, direction) for key in sorted(BUILTIN.apis) for version in BUILTIN.apis[key].versions for direction in DIRECTIONS
 )
 """Every (API key, version, direction) the tables define: 368 versions, each a request and a response."""
 
@@ -50,7 +50,7 @@ class RecordsBytes(bytes):
 
 
 def definition(api_key: int, version: int, direction: str) -> MessageSpec:
-    api = APIS[api_key]
+    api = BUILTIN.apis[api_key]
     found = pick(api.requests if direction == "request" else api.responses, version)
     assert found is not None, (api_key, version, direction)
     return found

@@ -37,6 +37,7 @@ from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.schema import BUILTIN
 from kdissect.testing.craft import Clock, Conversation
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
@@ -49,13 +50,13 @@ PUBLIC = ROOT.parent / "shared" / "captures-public"
 
 
 def exchanges(path: Path, expression: str | None = None, **options) -> list[Exchange]:
-    wanted = compile_filter([("-Y", expression)] if expression else [])
+    wanted = compile_filter([("-Y", expression)] if expression else [], BUILTIN)
     return [e for e in events(path, Options(**options)) if isinstance(e, Exchange) and wanted.matches(e)]
 
 
 def rendered(exchange: Exchange) -> str:
     out = Console(width=200, file=io.StringIO(), record=True, color_system=None)
-    out.print(DetailView(True).render(exchange))
+    out.print(DetailView(BUILTIN, True).render(exchange))
     return out.export_text()
 
 
@@ -683,7 +684,7 @@ def test_a_finding_without_exchanges_lists_its_connections_groups_or_topics():
     assert evidence_filter(Evidence(partitions=(("t", 0), ("t", 1), ("u", None)))) == 'topic in {"t", "u"}'
     assert evidence_filter(Evidence(connections=(3,)), "groups") is None
     for expression in ('group in {"a \\"b\\"", "c"}', 'topic in {"t", "u"}', "id in {1, 2}"):
-        compile_filter([("-Y", expression)])  # each is a filter the language reads
+        compile_filter([("-Y", expression)], BUILTIN)  # each is a filter the language reads
 
 
 def test_the_findings_tab_at_80_by_24_and_200_by_50():

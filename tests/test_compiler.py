@@ -17,7 +17,7 @@ from kdissect.capture import open_capture
 from kdissect.decode.body import CompiledBodies
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
-from kdissect.schema import APIS, DATA_SCHEMAS
+from kdissect.schema import BUILTIN, DATA_SCHEMAS
 from kdissect.schema.compiler import Compiler
 
 CAPTURE = Path(__file__).resolve().parent.parent / "captures" / "client-confluent.pcap"
@@ -45,7 +45,7 @@ def fetch_responses() -> list[tuple[int, bytes, int]]:
 @pytest.mark.parametrize("spans", [False, True])
 def test_a_traceback_through_a_decoder_names_it_and_shows_its_line(spans):
     """Both variants are compiled first: each keeps its own source for tracebacks, whichever came last."""
-    bodies = {s: CompiledBodies(boom, spans=s) for s in (False, True)}
+    bodies = {s: CompiledBodies(BUILTIN, boom, spans=s) for s in (False, True)}
     responses = fetch_responses()
     assert responses
     for version, _, _ in responses:
@@ -70,8 +70,8 @@ def test_a_traceback_through_a_decoder_names_it_and_shows_its_line(spans):
 
 
 def test_source_is_the_same_whatever_was_compiled_before():
-    fresh = CompiledBodies(raw_records_hook).source(1, 13, "response")
-    busy = CompiledBodies(raw_records_hook)
+    fresh = CompiledBodies(BUILTIN, raw_records_hook).source(1, 13, "response")
+    busy = CompiledBodies(BUILTIN, raw_records_hook)
     for api_key, version, direction in reversed(TRIPLES):
         busy.target(api_key, version, direction)
     assert busy.source(1, 13, "response") == fresh
@@ -79,7 +79,7 @@ def test_source_is_the_same_whatever_was_compiled_before():
 
 
 def test_source_shows_the_tagged_field_readers():
-    source = CompiledBodies(raw_records_hook).source(1, 13, "response")
+    source = CompiledBodies(BUILTIN, raw_records_hook).source(1, 13, "response")
     assert DEF.findall(source)[-6:] == [
         "FetchResponse_v13_Responses_Partitions_tag_0_DivergingEpoch",
         "FetchResponse_v13_Responses_Partitions_DivergingEpoch",
@@ -94,7 +94,7 @@ def test_source_shows_the_tagged_field_readers():
 def test_every_decoder_gets_a_unique_readable_name():
     """Every body in both variants and every data schema compiles: no two structs claim one name."""
     for spans in (False, True):
-        bodies = CompiledBodies(raw_records_hook, spans)
+        bodies = CompiledBodies(BUILTIN, raw_records_hook, spans)
         for api_key, version, direction in TRIPLES:
             target = bodies.target(api_key, version, direction)
             names = DEF.findall(bodies.source(api_key, version, direction))
@@ -110,7 +110,7 @@ def test_every_decoder_gets_a_unique_readable_name():
 
 def test_a_common_struct_is_one_decoder_named_after_itself():
     """ConsumerGroupDescribe's members hold an Assignment and a TargetAssignment, both the common Assignment."""
-    source = CompiledBodies(raw_records_hook).source(69, 1, "response")
+    source = CompiledBodies(BUILTIN, raw_records_hook).source(69, 1, "response")
     assert DEF.findall(source) == [
         "ConsumerGroupDescribeResponse_v1",
         "ConsumerGroupDescribeResponse_v1_Groups",
@@ -123,7 +123,7 @@ def test_a_common_struct_is_one_decoder_named_after_itself():
 
 def test_two_definitions_never_share_a_decoder_name():
     """The 3.9 snapshot's FetchResponse also covers v13; a compiler asked for both refuses the second name."""
-    trunk, old = APIS[1].responses
+    trunk, old = BUILTIN.apis[1].responses
     assert 13 in trunk.valid and 13 in old.valid
     compiler = Compiler(raw_records_hook)
     compiler.compile(trunk, 13)
@@ -140,7 +140,7 @@ def test_compiled_decoders_are_kept_and_loaded_instead_of_compiled(tmp_path, mon
     from kdissect.schema import code_cache
 
     monkeypatch.setenv(code_cache.VARIABLE, str(tmp_path))
-    first = decoded_fetches(CompiledBodies(raw_records_hook))
+    first = decoded_fetches(CompiledBodies(BUILTIN, raw_records_hook))
     kept = list((tmp_path / "decoders").glob("*/*"))
     assert len(kept) >= 3  # a Fetch response's decoder, its Responses' and its Partitions'
 
@@ -148,23 +148,23 @@ def test_compiled_decoders_are_kept_and_loaded_instead_of_compiled(tmp_path, mon
         raise AssertionError("compiled again")
 
     monkeypatch.setattr(code_cache, "compile", refuse, raising=False)
-    assert decoded_fetches(CompiledBodies(raw_records_hook)) == first
+    assert decoded_fetches(CompiledBodies(BUILTIN, raw_records_hook)) == first
 
 
 def test_a_damaged_or_unwritable_cache_only_costs_a_compile(tmp_path, monkeypatch):
     from kdissect.schema import code_cache
 
     monkeypatch.setenv(code_cache.VARIABLE, str(tmp_path))
-    expected = decoded_fetches(CompiledBodies(raw_records_hook))
+    expected = decoded_fetches(CompiledBodies(BUILTIN, raw_records_hook))
     kept = list((tmp_path / "decoders").glob("*/*"))
     for path in kept:
         path.write_bytes(b"\x00garbage" if path != kept[0] else b"")
-    assert decoded_fetches(CompiledBodies(raw_records_hook)) == expected
+    assert decoded_fetches(CompiledBodies(BUILTIN, raw_records_hook)) == expected
     assert all(path.read_bytes()[:8] != b"\x00garbage" and path.stat().st_size for path in kept)  # compiled and kept again
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     monkeypatch.setenv(code_cache.VARIABLE, str(blocked))
-    assert decoded_fetches(CompiledBodies(raw_records_hook)) == expected
+    assert decoded_fetches(CompiledBodies(BUILTIN, raw_records_hook)) == expected
     monkeypatch.setenv(code_cache.VARIABLE, "")
     assert code_cache.folder() is None
-    assert decoded_fetches(CompiledBodies(raw_records_hook)) == expected
+    assert decoded_fetches(CompiledBodies(BUILTIN, raw_records_hook)) == expected

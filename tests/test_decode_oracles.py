@@ -36,12 +36,12 @@ from strategies import ZERO_UUID, definition, raw_records_hook
 
 from kdissect.decode.body import CompiledBodies
 from kdissect.decode.meaning import PARTITION_FIELDS
-from kdissect.schema import APIS, DATA_SCHEMAS, Field, pick
+from kdissect.schema import BUILTIN, DATA_SCHEMAS, Field, pick
 from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import read_versioned
 from kdissect.testing.record_encoder import Draft, encode_batch
 
-DECODER = CompiledBodies(raw_records_hook)
+DECODER = CompiledBodies(BUILTIN, raw_records_hook)
 
 
 def decode(api_key: int, version: int, direction: str, data: bytes) -> Struct:
@@ -52,7 +52,7 @@ def decode(api_key: int, version: int, direction: str, data: bytes) -> Struct:
 
 
 def known(api_key: int, version: int) -> bool:
-    return api_key in APIS and version in APIS[api_key].versions
+    return api_key in BUILTIN.apis and version in BUILTIN.apis[api_key].versions
 
 
 def squash(name: str) -> str:

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from strategies import TRIPLES, body, definition, filled, filled_struct, flexible, normal, records_hook
 
 from kdissect.decode.body import CompiledBodies
-from kdissect.schema import APIS, DATA_SCHEMAS, Field, pick
+from kdissect.schema import BUILTIN, DATA_SCHEMAS, Field, pick
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.versioned import read_versioned
 from kdissect.testing.body_encoder import Encoder
 from kdissect.wire import write_uvarint
 
-DECODER = CompiledBodies(records_hook)
+DECODER = CompiledBodies(BUILTIN, records_hook)
 ENCODER = Encoder()
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -44,7 +44,7 @@ def assert_round_trip(api_key: int, version: int, direction: str, value) -> None
 
 def test_triples_cover_every_version():
     """736 = 368 (key, version) pairs, each a request and a response."""
-    assert len(TRIPLES) == 736 and len(APIS) == 95
+    assert len(TRIPLES) == 736 and len(BUILTIN.apis) == 95
 
 
 @pytest.mark.parametrize("api_key, version, direction", TRIPLES)
@@ -204,7 +204,7 @@ def test_trailing_bytes():
 
 def test_unknown_newer_version_decodes_as_newest():
     """A version past the tables is read with the newest schema, and says so."""
-    newest = APIS[3].max_version
+    newest = BUILTIN.apis[3].max_version
     value = filled(3, newest, "response")
     data = encode(3, newest, "response", value)
     decoded, (d,) = DECODER.decode(3, newest + 7, "response", data, 0)
@@ -214,7 +214,7 @@ def test_unknown_newer_version_decodes_as_newest():
 
 
 def test_unknown_api_key_keeps_the_body_raw():
-    unknown = max(APIS) + 1000
+    unknown = max(BUILTIN.apis) + 1000
     frame = b"\x00\x01\x02header" + b"raw body"
     decoded, (d,) = DECODER.decode(unknown, 0, "request", frame, 9)
     assert d.code == "body.unknown-api" and d.offset == 9
@@ -287,7 +287,7 @@ def test_data_schema_too_short():
 
 # ------------------------------------------------------------------------------------------------ spans
 
-SPANS = CompiledBodies(records_hook, spans=True)
+SPANS = CompiledBodies(BUILTIN, records_hook, spans=True)
 
 
 def _struct_spans(value: Struct, path: str = ""):

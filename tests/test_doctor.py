@@ -25,7 +25,7 @@ from kdissect.doctor.protocol import REMOVED_IN_4
 from kdissect.doctor.rule import SettingError
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
-from kdissect.schema import API_NAMES, response_header_version
+from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.testing.record_encoder import Draft, encode_batch
@@ -84,7 +84,7 @@ def test_each_scenario_yields_its_findings_with_their_evidence(path: Path) -> No
         if "partition" in line:
             assert (line["topic"], line["partition"]) in evidence.partitions
         if "api" in line:
-            assert {API_NAMES[exchanges[i].api_key] for i in evidence.exchanges} == {line["api"]}
+            assert {BUILTIN.names[exchanges[i].api_key] for i in evidence.exchanges} == {line["api"]}
 
 
 def test_the_scenarios_cover_the_groups_and_consumers_findings() -> None:
@@ -198,7 +198,7 @@ def test_every_rule_is_documented() -> None:
 
 def test_a_filter_restricts_the_evidence_not_the_rules() -> None:
     packets = packets_of(CAPTURES / "doctor-member-removed.pcap")
-    only_a = compile_filter([("-Y", 'client_id == "kdrig-frozen-a"')])
+    only_a = compile_filter([("-Y", 'client_id == "kdrig-frozen-a"')], BUILTIN)
     findings, _ = diagnose(packets, shown=only_a.matches)
     assert "group.member-removed" not in ids(findings)  # its one piece of evidence is B's
     handshake = next(f for f in findings if f.id == "group.member-id-required")
@@ -221,7 +221,7 @@ def crafted(calls: list[tuple], start: int = 0) -> list:
             continue
         clock.ts += wait_ms * MS
         packets += conv.send(
-            SERVER, response(correlation, encode_body(key, version, "response", resp), response_header_version(key, version))
+            SERVER, response(correlation, encode_body(key, version, "response", resp), BUILTIN.response_header_version(key, version))
         )
     return packets + conv.close()
 

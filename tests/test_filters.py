@@ -24,7 +24,7 @@ from kdissect.decode.decoder import Decoder
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
-from kdissect.schema import is_flexible
+from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import Encoder, build, encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.views.json_lines import decode_bytes, exchange_json
@@ -40,7 +40,7 @@ PORTS = frozenset({9092, 36333})
 
 def dissect(path: Path, expression: str | None = None) -> list[Exchange]:
     """The exchanges `read -Y expression` shows, made the way the command makes them."""
-    wanted = compile_filter([("-Y", expression)] if expression else [])
+    wanted = compile_filter([("-Y", expression)] if expression else [], BUILTIN)
     with open_capture(path) as source:
         events = make_dissector(Options(ports=PORTS, keep=wanted.keep)).run(source.packets())
         return [e for e in events if isinstance(e, Exchange) and wanted.matches(e)]
@@ -296,15 +296,15 @@ LAWS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 @LAWS
 @given(expressions(), expressions())
 def test_two_filters_are_their_conjunction(a, b):
-    apart = compile_filter([("-Y", a), ("-Y", b)])
-    together = compile_filter([("-Y", f"({a}) and ({b})")])
+    apart = compile_filter([("-Y", a), ("-Y", b)], BUILTIN)
+    together = compile_filter([("-Y", f"({a}) and ({b})")], BUILTIN)
     assert [apart.matches(e) for e in pool()] == [together.matches(e) for e in pool()]
 
 
 @LAWS
 @given(expressions())
 def test_not_is_the_complement(a):
-    yes, no = compile_filter([("-Y", a)]), compile_filter([("-Y", f"not ({a})")])
+    yes, no = compile_filter([("-Y", a)], BUILTIN), compile_filter([("-Y", f"not ({a})")], BUILTIN)
     assert all(yes.matches(e) != no.matches(e) for e in pool())
 
 
@@ -313,7 +313,7 @@ def test_not_is_the_complement(a):
 def test_the_header_verdict_never_rejects_what_matches(a):
     """`keep` False (from the request alone, or with the response) means `matches` is False, and once False
     it stays False when the response comes: the core relies on both."""
-    wanted = compile_filter([("-Y", a)])
+    wanted = compile_filter([("-Y", a)], BUILTIN)
     if wanted.keep is None:
         return
     for e in pool():
@@ -364,7 +364,7 @@ def stateful_packets() -> list:
     packets = conv.handshake() + other.handshake()
     for correlation, (side, key, version, req, resp) in enumerate(calls, 1):
         packets += side.send(CLIENT, request(key, version, correlation, encode_body(key, version, "request", req), client_id="c"))
-        header = 1 if is_flexible(key, version) else 0
+        header = 1 if BUILTIN.is_flexible(key, version) else 0
         packets += side.send(SERVER, response(correlation, encode_body(key, version, "response", resp), header))
     return packets
 
@@ -379,7 +379,7 @@ STATEFUL = [
 
 
 def shown_json(expression: str, packets: list) -> list[dict]:
-    wanted = compile_filter([("-Y", expression)])
+    wanted = compile_filter([("-Y", expression)], BUILTIN)
     events = make_dissector(Options(keep=wanted.keep)).run(packets)
     return [exchange_json(e) for e in events if isinstance(e, Exchange) and wanted.matches(e)]
 
@@ -388,7 +388,7 @@ def shown_json(expression: str, packets: list) -> list[dict]:
 def test_bodies_that_teach_are_decoded_even_when_rejected(expression):
     packets = stateful_packets()
     every = [exchange_json(e) for e in make_dissector(Options()).run(packets) if isinstance(e, Exchange)]
-    wanted = compile_filter([("-Y", expression)])
+    wanted = compile_filter([("-Y", expression)], BUILTIN)
     assert wanted.keep is not None
     want = [j for j, e in zip(every, [e for e in make_dissector(Options()).run(packets) if isinstance(e, Exchange)]) if wanted.matches(e)]
     assert want and shown_json(expression, packets) == want
@@ -404,11 +404,11 @@ def test_the_stateful_capture_would_tell_if_teaching_bodies_were_skipped(monkeyp
 
 
 def test_bodies_of_rejected_exchanges_are_not_decoded():
-    wanted = compile_filter([("-Y", "api == Heartbeat")])
+    wanted = compile_filter([("-Y", "api == Heartbeat")], BUILTIN)
     path = next(p for p in PROJECT if p.name.startswith("consumer-group-kafka-python"))
     with open_capture(path) as source:
         exchanges = [e for e in make_dissector(Options(keep=wanted.keep)).run(source.packets()) if isinstance(e, Exchange)]
-    decoder = Decoder()
+    decoder = Decoder(BUILTIN)
     for e in exchanges:
         if e.api_key == HEARTBEAT:
             assert e.request.body is not None and e.response.body is not None
@@ -425,7 +425,7 @@ def test_bodies_of_rejected_exchanges_are_not_decoded():
 def test_the_totals_under_a_filter_tell_each_status_or_that_it_is_not_known(expression):
     """A hidden exchange is counted with its unfiltered status, or as not decoded when its response body was
     skipped; never as ok when it was an error."""
-    wanted = compile_filter([("-Y", expression)])
+    wanted = compile_filter([("-Y", expression)], BUILTIN)
     undecoded = 0
     for path in CAPTURES:
         everything, _ = unfiltered(path)
@@ -452,7 +452,7 @@ def test_headers_only_leaves_body_fields_empty_without_failing():
     path = PROJECT[0]
     with open_capture(path) as source:
         exchanges = [e for e in make_dissector(Options(decode=False)).run(source.packets()) if isinstance(e, Exchange)]
-    wanted = compile_filter([("-Y", "request.Acks or topic or api == Metadata")])
+    wanted = compile_filter([("-Y", "request.Acks or topic or api == Metadata")], BUILTIN)
     assert [e.id for e in exchanges if wanted.matches(e)] == [e.id for e in exchanges if e.api_key == METADATA]
 
 
@@ -491,7 +491,7 @@ def test_headers_only_leaves_body_fields_empty_without_failing():
 )
 def test_mistakes_name_the_column(expression, column, says):
     with pytest.raises(FilterError) as caught:
-        compile_filter([("-Y", expression)])
+        compile_filter([("-Y", expression)], BUILTIN)
     error = caught.value
     assert error.column == column and says in str(error)
     line = str(error)
@@ -503,13 +503,13 @@ def test_the_second_filter_is_named_when_it_is_wrong():
     from kdissect.commands.options import UserError, make_filter
 
     with pytest.raises(UserError, match=r"^-Y #2 at column 8: x is not an API name: api == \^x$"):
-        make_filter(["api == Fetch", "api == x"])
+        make_filter(BUILTIN, ["api == Fetch", "api == x"])
 
 
 def test_fixed_options_are_shorthands_of_the_language():
     from kdissect.filter.shorthands import shorthands
 
-    parts = shorthands(api="Produce,fetch", version="9-12", topic=['a"b'], errors=True, connection="1,2", min_latency=1.5)
+    parts = shorthands(BUILTIN, api="Produce,fetch", version="9-12", topic=['a"b'], errors=True, connection="1,2", min_latency=1.5)
     assert parts == [
         ("--api", "api_key in {0, 1}"),
         ("--version", "version in {9..12}"),
@@ -518,10 +518,10 @@ def test_fixed_options_are_shorthands_of_the_language():
         ("--connection", "connection in {1, 2}"),
         ("--min-latency", "(latency_ms >= 1.5 or status == unanswered)"),
     ]
-    compile_filter(parts)  # every one compiles
+    compile_filter(parts, BUILTIN)  # every one compiles
     for bad, says in ((dict(api="Nope"), "--api: unknown API 'Nope'"), (dict(version="7-3"), "--version: bad version '7-3'")):
         with pytest.raises(FilterError, match=says):
-            shorthands(**bad)
+            shorthands(BUILTIN, **bad)
 
 
 # -- docs/filters.md stays true --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from kdissect.kafka.headers import (
     parse_response_header,
 )
 from kdissect.limits import Limits
+from kdissect.schema import BUILTIN
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER
 
@@ -33,7 +34,7 @@ class Recorder:
         self.frames = []
         self.reports = []
         if requests:
-            find = lambda buf, start: find_request(buf, start, max_size)
+            find = lambda buf, start: find_request(buf, start, max_size, BUILTIN)
         else:
             find = lambda buf, start: find_response(buf, start, max_size, self.correlations)
         self.correlations: list[int] = []
@@ -293,27 +294,27 @@ def test_frames_survive_any_segmentation_and_one_gap(bodies, sizes, gap) -> None
 
 def test_plausible_request() -> None:
     (a,) = requests(1)
-    assert plausible_request(a, 0, MAX) is True
-    assert plausible_request(a[:13], 0, MAX) is None
-    assert plausible_request(craft.request(3, 1, -5), 0, MAX) is False  # negative correlation id
-    assert plausible_request(craft.request(3, 999, 1), 0, MAX) is False  # version out of range
-    assert plausible_request(craft.request(3, 1, 1, client_id=None), 0, MAX) is True
-    assert plausible_request(craft.request(3, 1, 1, client_id="bad\x01id"), 0, MAX) is False
-    assert plausible_request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0, MAX) is False
+    assert plausible_request(a, 0, MAX, BUILTIN) is True
+    assert plausible_request(a[:13], 0, MAX, BUILTIN) is None
+    assert plausible_request(craft.request(3, 1, -5), 0, MAX, BUILTIN) is False  # negative correlation id
+    assert plausible_request(craft.request(3, 999, 1), 0, MAX, BUILTIN) is False  # version out of range
+    assert plausible_request(craft.request(3, 1, 1, client_id=None), 0, MAX, BUILTIN) is True
+    assert plausible_request(craft.request(3, 1, 1, client_id="bad\x01id"), 0, MAX, BUILTIN) is False
+    assert plausible_request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0, MAX, BUILTIN) is False
 
 
 # -- headers ------------------------------------------------------------------------------------------------------------
 
 
 def test_request_header_versions() -> None:
-    v0 = parse_request_header(craft.request(7, 0, 3, b"body")[4:])  # ControlledShutdown v0: no client id
+    v0 = parse_request_header(craft.request(7, 0, 3, b"body")[4:], BUILTIN)  # ControlledShutdown v0: no client id
     assert (v0.version, v0.client_id, v0.length) == (0, None, 8)
-    v1 = parse_request_header(craft.request(3, 1, 3, b"body", client_id="abc")[4:])
+    v1 = parse_request_header(craft.request(3, 1, 3, b"body", client_id="abc")[4:], BUILTIN)
     assert (v1.version, v1.client_id, v1.length) == (1, "abc", 13)
-    null = parse_request_header(craft.request(3, 1, 3, b"body", client_id=None)[4:])
+    null = parse_request_header(craft.request(3, 1, 3, b"body", client_id=None)[4:], BUILTIN)
     assert (null.client_id, null.length) == (None, 10)
     tagged = craft.request(18, 3, 9, b"\x00", client_id="c", tagged=[(0, b"xy"), (300, b"")])
-    v2 = parse_request_header(tagged[4:])
+    v2 = parse_request_header(tagged[4:], BUILTIN)
     assert v2.version == 2 and v2.client_id == "c"
     assert [(t.tag, t.data, t.offset) for t in v2.tagged] == [(0, b"xy", 14), (300, b"", 19)]
     assert v2.length == len(tagged) - 4 - 1
@@ -321,23 +322,23 @@ def test_request_header_versions() -> None:
 
 def test_unreadable_headers() -> None:
     with pytest.raises(HeaderError):
-        parse_request_header(b"\x00\x03\x00")
+        parse_request_header(b"\x00\x03\x00", BUILTIN)
     with pytest.raises(HeaderError) as exc:
-        parse_request_header(struct.pack(">hhih", 3, 1, 1, 50) + b"short")
+        parse_request_header(struct.pack(">hhih", 3, 1, 1, 50) + b"short", BUILTIN)
     assert exc.value.offset == 10
     with pytest.raises(HeaderError):
-        parse_request_header(struct.pack(">hhih", 3, 1, 1, -2))
+        parse_request_header(struct.pack(">hhih", 3, 1, 1, -2), BUILTIN)
     with pytest.raises(HeaderError):  # a tagged field that claims more than there is
-        parse_request_header(craft.request(18, 3, 1, client_id="c")[4:-1] + b"\x01\x00\x09ab")
+        parse_request_header(craft.request(18, 3, 1, client_id="c")[4:-1] + b"\x01\x00\x09ab", BUILTIN)
 
 
 def test_response_header_versions() -> None:
-    flexible = parse_response_header(craft.response(4, b"\0", 1, [(1, b"z")])[4:], 3, 12)
+    flexible = parse_response_header(craft.response(4, b"\0", 1, [(1, b"z")])[4:], 3, 12, BUILTIN)
     assert (flexible.correlation_id, flexible.version, flexible.length, flexible.tagged[0].data) == (4, 1, 8, b"z")
     # ApiVersions answers with header v0 whatever version was asked, so clients can always read it
-    api_versions = parse_response_header(craft.response(4, b"\x00\x00")[4:], 18, 3)
+    api_versions = parse_response_header(craft.response(4, b"\x00\x00")[4:], 18, 3, BUILTIN)
     assert (api_versions.version, api_versions.length) == (0, 4)
-    orphan = parse_response_header(craft.response(4, b"\0")[4:], None, None)
+    orphan = parse_response_header(craft.response(4, b"\0")[4:], None, None, BUILTIN)
     assert orphan.version == 0
 
 

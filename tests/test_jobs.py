@@ -18,7 +18,7 @@ from kdissect.capture.writer import PcapWriter
 from kdissect.cli import main
 from kdissect.commands import jobs
 from kdissect.events.headers import RequestHeader
-from kdissect.schema import is_flexible
+from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 
@@ -120,7 +120,7 @@ def interleaved(path: Path) -> Path:
         for correlation, (key, version, req, resp) in enumerate(mine, 1):
             steps.append(_sending(conv, CLIENT, request(key, version, correlation, encode_body(key, version, "request", req))))
             if correlation < len(mine) or conv is conversations[0]:
-                header = 1 if is_flexible(key, version) else 0
+                header = 1 if BUILTIN.is_flexible(key, version) else 0
                 steps.append(_sending(conv, SERVER, response(correlation, encode_body(key, version, "response", resp), header)))
         streams.append(steps)
     ordered = []

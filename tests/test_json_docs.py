@@ -26,6 +26,7 @@ from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import ConnectionEnd, Exchange, Notice
+from kdissect.schema import BUILTIN
 from kdissect.views import json_lines
 from kdissect.views.record_stream import exchange_records
 from kdissect.views.schema_table import rows as schema_rows
@@ -51,7 +52,7 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         streamed = [r for e in events if isinstance(e, Exchange) for r in exchange_records(e)]
         return json_lines.streamed_record_json(streamed[int(which) - 1])
     if kind == "api":
-        return next(row for row in schema_rows() if row["api_key"] == int(which))
+        return next(row for row in schema_rows(BUILTIN) if row["api_key"] == int(which))
     if kind == "finding":
         doctor = Doctor()
         for event in events:

@@ -11,7 +11,7 @@ from rich.console import Console
 from kdissect.decode.redaction import Redacted
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
-from kdissect.schema import is_flexible
+from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.views.detail import DetailView
@@ -28,7 +28,7 @@ def exchanges(conversations: list[tuple[Conversation, list[tuple[int, int, dict,
         packets += conv.handshake()
         for correlation, (key, version, req, resp) in enumerate(calls, 1):
             packets += conv.send(CLIENT, request(key, version, correlation, encode_body(key, version, "request", req)))
-            header = 1 if is_flexible(key, version) and key != 18 else 0
+            header = 1 if BUILTIN.is_flexible(key, version) and key != 18 else 0
             packets += conv.send(SERVER, response(correlation, encode_body(key, version, "response", resp), header))
     events = make_dissector(Options(**options)).run(packets)
     return [e for e in events if isinstance(e, Exchange)]
@@ -53,7 +53,7 @@ def sasl(mechanism: str, client_first: bytes, server_first: bytes = b"", **optio
 def rendered(exchange: Exchange) -> str:
     """`kdissect show --hex` of the exchange."""
     console = Console(record=True, width=200)
-    console.print(DetailView(hexdump=True).render(exchange))
+    console.print(DetailView(BUILTIN, hexdump=True).render(exchange))
     return console.export_text()
 
 

@@ -9,11 +9,12 @@ import tracemalloc
 
 import pytest
 
-from kdissect.decode.decoder import Decoder
+from kdissect.decode.body import CompiledBodies
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.limits import Limits
 from kdissect.records import Budget, decode_records
+from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.testing.record_encoder import Draft, encode_batch, encode_message_set
@@ -115,9 +116,13 @@ def _metadata_request(topics: int) -> bytes:
     return encode_body(METADATA, 4, "request", values)
 
 
+def _raw_records(buf: bytes, start: int, end: int) -> bytes:
+    return bytes(buf[start:end])
+
+
 def test_array_elements_past_the_budget_are_read_and_counted_not_kept():
-    decoder = Decoder(Limits(max_array_elements=100))
-    body, diagnostics = decoder.bodies.decode(METADATA, 4, "request", _metadata_request(1000), 0)
+    bodies = CompiledBodies(BUILTIN, _raw_records, keep=100)
+    body, diagnostics = bodies.decode(METADATA, 4, "request", _metadata_request(1000), 0)
     assert len(body.fields["Topics"]) == 100 and body.fields["Topics"][-1]["Name"] == "t99"
     assert body.fields["AllowAutoTopicCreation"] is True  # what follows the array still decodes
     assert diagnostics == []  # the decoder tells the exchange, below
@@ -126,8 +131,7 @@ def test_array_elements_past_the_budget_are_read_and_counted_not_kept():
 @pytest.mark.parametrize("kind", ["structs", "strings", "fixed"])
 def test_peak_memory_of_huge_arrays_stays_flat(kind):
     """An array of 1x..8x elements under a budget of 1000: the peak is the body's bytes, not its elements."""
-    limits = Limits(max_array_elements=1000)
-    decoder = Decoder(limits)
+    bodies = CompiledBodies(BUILTIN, _raw_records, keep=1000)
     peaks = []
     for scale in SCALES:
         n = 25_000 * scale
@@ -139,7 +143,7 @@ def test_peak_memory_of_huge_arrays_stays_flat(kind):
             values = {"GroupId": "g", "Topics": [{"Name": "t", "PartitionIndexes": [1] * n}]}
             key, version, direction = 9, 1, "request"
         data = encode_body(key, version, direction, values)
-        (body, _), peak = _peak(decoder.bodies.decode, key, version, direction, data, 0)
+        (body, _), peak = _peak(bodies.decode, key, version, direction, data, 0)
         assert body.fields is not None
         peaks.append(peak - len(data))
     assert peaks[-1] < 2 * peaks[0] + 200_000, peaks

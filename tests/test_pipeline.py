@@ -39,6 +39,7 @@ from kdissect.pipeline.inputs import InputError, expand
 from kdissect.pipeline.job import embedded_secrets
 from kdissect.pipeline.reader import read_split
 from kdissect.pipeline.tables import input_batch as to_batch
+from kdissect.schema import BUILTIN
 from kdissect.testing import craft
 from kdissect.views.json_lines import decode_bytes, exchange_json
 
@@ -60,7 +61,7 @@ def is_pcapng(path: str) -> bool:
 def cli(path: str, expression: str | None = None) -> tuple[list[dict], list[dict], list[tuple]]:
     """(exchange JSON objects, notices, file diagnostics) as the single-process path makes them (with -Y expression)."""
     exchanges, notices = [], []
-    wanted = compile_filter([("-Y", expression)] if expression else [])
+    wanted = compile_filter([("-Y", expression)] if expression else [], BUILTIN)
     with open_capture(path) as capture:
         dissector = make_dissector(Options(keep=wanted.keep))
         capture.secrets_to(dissector.add_tls_keylog)  # as the CLI does: a pcapng's own TLS secrets

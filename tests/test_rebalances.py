@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
-from kdissect.schema import response_header_version
+from kdissect.schema import BUILTIN
 from kdissect.testing import craft
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER
@@ -68,7 +68,7 @@ class Coordinator:
                 (at, member, CLIENT, craft.request(api, version, correlation, encode_body(api, version, "request", request), member))
             )
             body = encode_body(api, version, "response", response)
-            frames.append((done, member, SERVER, craft.response(correlation, body, response_header_version(api, version))))
+            frames.append((done, member, SERVER, craft.response(correlation, body, BUILTIN.response_header_version(api, version))))
         for ms, member, side, frame in sorted(frames, key=lambda f: f[0]):
             clock.ts = BASE + ms * MS - clock.step
             timed += [(ms, p) for p in conversations[member].send(side, frame)]

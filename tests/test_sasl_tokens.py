@@ -23,6 +23,7 @@ from rich.console import Console
 from kdissect.decode.redaction import Redacted
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
+from kdissect.schema import BUILTIN
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER
 from kdissect.views.detail import DetailView
@@ -102,7 +103,7 @@ def test_a_token_without_its_reply_is_unanswered_and_later_requests_pair() -> No
 
 def hex_view(exchange: Exchange) -> str:
     out = io.StringIO()
-    Console(file=out, width=140, color_system=None).print(DetailView(hexdump=True).render(exchange))
+    Console(file=out, width=140, color_system=None).print(DetailView(BUILTIN, hexdump=True).render(exchange))
     return out.getvalue()
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from kdissect import schema
 from kdissect.schema import (
-    APIS,
+    BUILTIN,
     ERROR_CODES,
     REQUEST_HEADER,
     RESPONSE_HEADER,
@@ -44,7 +44,7 @@ def every_field(fields: tuple[Field, ...], seen: set[int] | None = None):
 
 
 def all_messages():
-    for a in APIS.values():
+    for a in BUILTIN.apis.values():
         yield from a.requests
         yield from a.responses
     yield from REQUEST_HEADER
@@ -91,9 +91,9 @@ def test_defaults_keep_the_specs_string_form():
 
 
 def test_union_covers_95_api_keys_and_368_versions():
-    assert sorted(APIS) == list(range(95))
-    assert sum(len(a.versions) for a in APIS.values()) == 368
-    for key, a in APIS.items():
+    assert sorted(BUILTIN.apis) == list(range(95))
+    assert sum(len(a.versions) for a in BUILTIN.apis.values()) == 368
+    for key, a in BUILTIN.apis.items():
         assert a.key == key
         assert list(a.versions) == sorted(set(a.versions))
         for version in a.versions:
@@ -102,7 +102,7 @@ def test_union_covers_95_api_keys_and_368_versions():
 
 
 def test_trunk_comes_first_and_older_definitions_only_add_versions():
-    for a in APIS.values():
+    for a in BUILTIN.apis.values():
         for definitions in (a.requests, a.responses):
             sources = [m.source for m in definitions]
             assert sources in (["trunk"], ["3.9"], ["trunk", "3.9"])
@@ -111,12 +111,12 @@ def test_trunk_comes_first_and_older_definitions_only_add_versions():
 
 
 def test_api_names():
-    assert schema.API_NAMES[0] == "Produce"
-    assert schema.API_NAMES[18] == "ApiVersions"
-    assert schema.API_NAMES[94] == "UnregisterController"
-    assert schema.API_NAMES[74] == "ListConfigResources"  # ListClientMetricsResources in 3.9
-    assert schema.api(0).name == "Produce"
-    assert schema.api(999) is None
+    assert BUILTIN.names[0] == "Produce"
+    assert BUILTIN.names[18] == "ApiVersions"
+    assert BUILTIN.names[94] == "UnregisterController"
+    assert BUILTIN.names[74] == "ListConfigResources"  # ListClientMetricsResources in 3.9
+    assert BUILTIN.api(0).name == "Produce"
+    assert BUILTIN.api(999) is None
 
 
 def test_struct_fields_are_resolved():
@@ -139,7 +139,7 @@ def test_tagged_fields_only_in_flexible_versions():
 
 
 def test_produce_v0_to_v2_come_from_3_9():
-    produce = APIS[0]
+    produce = BUILTIN.apis[0]
     assert produce.versions == tuple(range(14))
     assert {produce.request(v).source for v in (0, 1, 2)} == {"3.9"}
     assert produce.request(3).source == "trunk"
@@ -148,7 +148,7 @@ def test_produce_v0_to_v2_come_from_3_9():
 
 
 def test_fetch_versions_and_flexibility():
-    fetch = APIS[1]
+    fetch = BUILTIN.apis[1]
     assert fetch.versions == tuple(range(19))
     assert fetch.request(18).flexible == Versions(12, OPEN)
     assert not fetch.flexible(11) and fetch.flexible(12) and fetch.flexible(18)
@@ -156,8 +156,8 @@ def test_fetch_versions_and_flexibility():
 
 
 def test_api_versions_and_zookeeper_apis():
-    assert APIS[18].versions == tuple(range(6))
-    leader_and_isr = APIS[4]
+    assert BUILTIN.apis[18].versions == tuple(range(6))
+    leader_and_isr = BUILTIN.apis[4]
     assert leader_and_isr.name == "LeaderAndIsr"
     assert leader_and_isr.versions == tuple(range(8))
     assert [m.source for m in leader_and_isr.requests] == ["3.9"]
@@ -165,9 +165,9 @@ def test_api_versions_and_zookeeper_apis():
 
 def test_share_group_v0_exists_only_unstable_in_3_9():
     for key in (76, 77, 78, 79):
-        v0 = APIS[key].request(0)
+        v0 = BUILTIN.apis[key].request(0)
         assert v0.source == "3.9" and v0.latest_unstable
-        assert APIS[key].request(1).source == "trunk"
+        assert BUILTIN.apis[key].request(1).source == "trunk"
 
 
 def test_request_header_v0_has_no_client_id():
@@ -183,17 +183,17 @@ def test_request_header_v0_has_no_client_id():
 
 
 def test_tagged_fields_carry_their_tags():
-    cluster_id = field(APIS[1].request(12), "ClusterId")
+    cluster_id = field(BUILTIN.apis[1].request(12), "ClusterId")
     assert (cluster_id.tag, cluster_id.tagged) == (0, Versions(12, OPEN))
     assert cluster_id.nullable == Versions(12, OPEN)
     assert cluster_id.default == "null"
-    features = field(APIS[18].response(3), "SupportedFeatures")
+    features = field(BUILTIN.apis[18].response(3), "SupportedFeatures")
     assert (features.tag, features.tagged, features.array) == (0, Versions(3, OPEN), True)
-    assert field(APIS[18].response(3), "ZkMigrationReady").tag == 3
+    assert field(BUILTIN.apis[18].response(3), "ZkMigrationReady").tag == 3
 
 
 def test_field_facts():
-    produce = APIS[0].request(9)
+    produce = BUILTIN.apis[0].request(9)
     transactional_id = field(produce, "TransactionalId")
     assert transactional_id.nullable == Versions(3, OPEN)
     assert transactional_id.entity == "transactionalId"
@@ -203,13 +203,13 @@ def test_field_facts():
     assert records.type == "records" and not records.is_struct
     topic_data = field(produce, "TopicData")
     assert topic_data.array and topic_data.type == "TopicProduceData" and topic_data.is_struct
-    assert field(APIS[1].request(4), "MaxBytes").default == "0x7fffffff"
-    assert field(APIS[18].request(5), "NodeId").default == "-1"  # a JSON number in the spec
-    assert field(APIS[24].request(4), "Transactions.VerifyOnly").default == "false"  # a JSON boolean
+    assert field(BUILTIN.apis[1].request(4), "MaxBytes").default == "0x7fffffff"
+    assert field(BUILTIN.apis[18].request(5), "NodeId").default == "-1"  # a JSON number in the spec
+    assert field(BUILTIN.apis[24].request(4), "Transactions.VerifyOnly").default == "false"  # a JSON boolean
 
 
 def test_common_struct_is_one_tuple_everywhere():
-    message = APIS[4].request(2)  # LeaderAndIsr, 3.9: one struct, used ungrouped (v0-1) and per topic (v2+)
+    message = BUILTIN.apis[4].request(2)  # LeaderAndIsr, 3.9: one struct, used ungrouped (v0-1) and per topic (v2+)
     (struct,) = message.common_structs
     assert struct.name == "LeaderAndIsrPartitionState"
     assert field(message, "UngroupedPartitionStates").fields is struct.fields
@@ -295,16 +295,16 @@ def test_error_table_is_contiguous_and_named():
     ],
 )
 def test_header_versions(key, version, request_header, response_header):
-    assert schema.request_header_version(key, version) == request_header
-    assert schema.response_header_version(key, version) == response_header
+    assert BUILTIN.request_header_version(key, version) == request_header
+    assert BUILTIN.response_header_version(key, version) == response_header
 
 
 def test_header_versions_follow_the_tables():
-    for a in APIS.values():
+    for a in BUILTIN.apis.values():
         for version in a.versions:
             flexible = a.flexible(version)
-            assert schema.is_flexible(a.key, version) == flexible
+            assert BUILTIN.is_flexible(a.key, version) == flexible
             expected_request = 2 if flexible else (0 if (a.key, version) == (7, 0) else 1)
-            assert schema.request_header_version(a.key, version) == expected_request
+            assert BUILTIN.request_header_version(a.key, version) == expected_request
             expected_response = 0 if a.key == 18 else int(flexible)
-            assert schema.response_header_version(a.key, version) == expected_response
+            assert BUILTIN.response_header_version(a.key, version) == expected_response

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kdissect.capture.writer import PcapWriter
-from kdissect.schema import APIS, is_flexible
+from kdissect.schema import BUILTIN
 from kdissect.schema.model import Field, Versions
 from kdissect.schema.secrets import mark_secrets, words
 from kdissect.testing.body_encoder import encode_body
@@ -51,7 +51,7 @@ def _jaas(password: bytes) -> str:
 
 
 def _flexible_header(key: int, version: int) -> int:
-    return 1 if is_flexible(key, version) and key != 18 else 0
+    return 1 if BUILTIN.is_flexible(key, version) and key != 18 else 0
 
 
 def _calls(conv: Conversation, calls: list[tuple[int, int, dict, dict]], first: int = 1) -> list:
@@ -244,9 +244,9 @@ def test_spark_tables_hold_no_secret(capture):
 
 def test_fields_that_carry_credentials_are_marked_once_in_the_tables():
     marked = {
-        (APIS[key].name, f.name)
+        (BUILTIN.apis[key].name, f.name)
         for key in (SASL_AUTHENTICATE, CREATE_TOKEN, RENEW_TOKEN, EXPIRE_TOKEN, DESCRIBE_TOKENS, ALTER_SCRAM)
-        for m in APIS[key].requests + APIS[key].responses
+        for m in BUILTIN.apis[key].requests + BUILTIN.apis[key].responses
         for f in _every(m.fields)
         if f.secret
     }
@@ -259,7 +259,7 @@ def test_fields_that_carry_credentials_are_marked_once_in_the_tables():
         ("AlterUserScramCredentials", "Salt"),
         ("AlterUserScramCredentials", "SaltedPassword"),
     }
-    everywhere = {f.name for api in APIS.values() for m in api.requests + api.responses for f in _every(m.fields) if f.secret}
+    everywhere = {f.name for api in BUILTIN.apis.values() for m in api.requests + api.responses for f in _every(m.fields) if f.secret}
     assert everywhere == {"AuthBytes", "Hmac", "Salt", "SaltedPassword"}
 
 

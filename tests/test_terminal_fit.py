@@ -119,6 +119,7 @@ def test_output_to_a_file_holds_no_progress_and_the_terminal_ends_clean(many_con
 
 @pytest.mark.parametrize("cols,rows", [(80, 24), (120, 40), (200, 50)])
 def test_the_live_screen_fits_the_terminal(cols, rows):
+    from outputs import ViewOutput
     from rich.console import Console
 
     from kdissect.capture import open_capture
@@ -128,9 +129,9 @@ def test_the_live_screen_fits_the_terminal(cols, rows):
     from kdissect.views.sink import EventSink
 
     console = Console(width=cols, height=rows, record=True, file=open(os.devnull, "w"), force_terminal=True)
-    sink = EventSink(EVERYTHING, view=None)
-    view = LiveView(console, sink.summary, "lo", 1, "tcp port 9092")
-    sink.view = view
+    screen = ViewOutput(command="live")
+    sink = EventSink(EVERYTHING, screen)
+    view = screen.view = LiveView(console, sink.summary, "lo", 1, "tcp port 9092")
     with open_capture(CAPTURE) as source:
         for event in make_dissector(Options()).run(source.packets()):
             sink.add(event)

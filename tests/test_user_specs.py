@@ -20,11 +20,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from strategies import filled_struct, normal, raw_records_hook, struct_of
 
-from kdissect import schema
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import pcap_bytes
 from kdissect.decode.body import CompiledBodies
-from kdissect.schema import Api, Field, error_name
+from kdissect.schema import BUILTIN, Api, Catalog, Field, error_name
 from kdissect.schema.specs import Problem
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.user_specs import SpecFile, UserSpecs, from_folders, load
@@ -83,11 +82,12 @@ def body_bytes(api: Api, version: int, direction: str, value: Struct) -> bytes:
     return Encoder().encode(definition.fields, version, version in definition.flexible, value)
 
 
-def exchange_bytes(api: Api, version: int, correlation: int, request: Struct, response: Struct) -> tuple[bytes, bytes]:
-    """A request and its response as a client and a broker would write them (header versions from the tables in
-    force, so `schema.installed` must be)."""
-    request_frame = craft.request(api.key, version, correlation, body_bytes(api, version, "request", request), client_id="draft-client")
-    header = schema.response_header_version(api.key, version)
+def exchange_bytes(catalog: Catalog, api: Api, version: int, correlation: int, request: Struct, response: Struct) -> tuple[bytes, bytes]:
+    """A request and its response as a client and a broker would write them (header versions from the catalogue that
+    holds the API)."""
+    body = body_bytes(api, version, "request", request)
+    request_frame = craft.request(api.key, version, correlation, body, client_id="draft-client", catalog=catalog)
+    header = catalog.response_header_version(api.key, version)
     return request_frame, craft.response(correlation, body_bytes(api, version, "response", response), header)
 
 
@@ -193,13 +193,13 @@ EXPENSIVE = settings(
 def test_every_draft_api_decodes_back_field_for_field(drafts, tmp_path, data):
     """Random bodies of every draft request and response, under keys given with --key, read back by the CLI."""
     written = []
-    with schema.installed(drafts.definitions):
-        frames = []
-        for correlation, api in enumerate(drafts.definitions, start=1):
-            for version in api.versions:
-                request, response = draw_bodies(data, api, version)
-                written.append((api, version, request, response))
-                frames.append(exchange_bytes(api, version, correlation * 100 + version, request, response))
+    catalog = Catalog(drafts.definitions)
+    frames = []
+    for correlation, api in enumerate(drafts.definitions, start=1):
+        for version in api.versions:
+            request, response = draw_bodies(data, api, version)
+            written.append((api, version, request, response))
+            frames.append(exchange_bytes(catalog, api, version, correlation * 100 + version, request, response))
     capture = write_capture(tmp_path / "drafts.pcap", [(Conversation(), frames, True)])
     got = exchanges(capture, "--spec-dir", DRAFTS, *KEY_OPTIONS)
     assert len(got) == len(written)
@@ -210,14 +210,14 @@ def test_every_draft_api_decodes_back_field_for_field(drafts, tmp_path, data):
 def rich_exchanges(specs: UserSpecs, first_correlation: int = 1) -> list[tuple[Api, Struct, Struct, tuple[bytes, bytes]]]:
     """Every API of the specs at its newest version, every field present, arrays of two: the richest bodies."""
     out = []
-    with schema.installed(specs.definitions):
-        for i, api in enumerate(specs.definitions):
-            version = api.max_version
-            request_definition, response_definition = api.request(version), api.response(version)
-            assert request_definition is not None and response_definition is not None
-            request = filled_struct(request_definition.fields, version, version in request_definition.flexible)
-            response = filled_struct(response_definition.fields, version, version in response_definition.flexible)
-            out.append((api, request, response, exchange_bytes(api, version, first_correlation + i, request, response)))
+    catalog = Catalog(specs.definitions)
+    for i, api in enumerate(specs.definitions):
+        version = api.max_version
+        request_definition, response_definition = api.request(version), api.response(version)
+        assert request_definition is not None and response_definition is not None
+        request = filled_struct(request_definition.fields, version, version in request_definition.flexible)
+        response = filled_struct(response_definition.fields, version, version in response_definition.flexible)
+        out.append((api, request, response, exchange_bytes(catalog, api, version, first_correlation + i, request, response)))
     return out
 
 
@@ -245,6 +245,44 @@ def test_draft_apis_are_recognised_off_the_kafka_port_and_after_a_cut(drafts, tm
             check_exchange(exchange, api, api.max_version, request, response)
     without = exchanges(capture, status=1)  # the built-in tables alone: not Kafka on port 30001, no request found on 9092
     assert not any(e["status"] in ("ok", "error", "malformed") or e["api_key"] in KEYS.values() for e in without)  # none paired
+
+
+def test_two_dissectors_with_different_specs_decode_side_by_side_in_one_process(drafts, heartbeat_v5, tmp_path):
+    """A catalogue is a value each dissector carries: one with the draft specs and one with Heartbeat v5 read the same
+    capture packet by packet, interleaved, and each decodes by its own specs alone."""
+    from kdissect.capture import open_capture
+    from kdissect.dissector import Options, make_dissector
+    from kdissect.events import Exchange
+
+    rich = rich_exchanges(drafts)
+    heartbeat_specs = from_folders([heartbeat_v5], [])
+    heartbeat_catalog = Catalog(heartbeat_specs.definitions)
+    heartbeat = heartbeat_catalog.apis[12]
+    request, response = (filled_struct(d.fields, 5, 5 in d.flexible) for d in (heartbeat.request(5), heartbeat.response(5)))
+    frames = [f for *_, f in rich] + [exchange_bytes(heartbeat_catalog, heartbeat, 5, 9999, request, response)]
+    capture = write_capture(tmp_path / "both.pcap", [(Conversation(), frames, True)])
+    dissectors = {
+        "drafts": make_dissector(Options(catalog=Catalog(drafts.definitions))),
+        "heartbeat": make_dissector(Options(catalog=heartbeat_catalog)),
+    }
+    seen: dict[str, list[Exchange]] = {name: [] for name in dissectors}
+    with open_capture(str(capture)) as source:
+        for packet in source.packets():
+            for name, dissector in dissectors.items():
+                seen[name] += [e for e in dissector.feed(packet) if isinstance(e, Exchange)]
+    for name, dissector in dissectors.items():
+        seen[name] += [e for e in dissector.finish() if isinstance(e, Exchange)]
+
+    drafts_saw, heartbeat_saw = seen["drafts"], seen["heartbeat"]
+    assert len(drafts_saw) == len(heartbeat_saw) == len(rich) + 1
+    for exchange, (api, *_) in zip(drafts_saw, rich):  # the draft APIs: decoded by one, unknown to the other
+        assert exchange.status in ("ok", "error") and not exchange.diagnostics  # the filled bodies hold error codes
+        assert exchange.api_name == api.name and exchange.request.body.schema == api.request(api.max_version).name
+    for exchange in heartbeat_saw[:-1]:
+        assert exchange.api_name is None and {d.code for d in exchange.diagnostics} == {"body.unknown-api"}
+    by_drafts, by_heartbeat = drafts_saw[-1], heartbeat_saw[-1]  # Heartbeat v5: assumed v4 by one, decoded by the other
+    assert by_drafts.request.body.assumed and by_drafts.request.body.version == 4
+    assert not by_heartbeat.request.body.assumed and by_heartbeat.request.body.version == 5 and not by_heartbeat.diagnostics
 
 
 def test_filters_stats_and_hex_see_the_users_apis(drafts, tmp_path):
@@ -351,12 +389,12 @@ def test_a_version_added_to_a_built_in_api_decodes_beside_the_built_in_ones(hear
     assert not specs.problems, specs.problems
     [user] = specs.apis
     assert user.builtin is not None and user.builtin.versions == (0, 1, 2, 3, 4)
-    with schema.installed(specs.definitions):
-        heartbeat = schema.APIS[12]
-        assert heartbeat.versions == (0, 1, 2, 3, 4, 5) and heartbeat.name == "Heartbeat"
-        written = [(heartbeat, version, *draw_bodies(data, heartbeat, version)) for version in (5, 4, 5)]
-        frames = [exchange_bytes(api, version, i, request, response) for i, (api, version, request, response) in enumerate(written)]
-    assert schema.APIS[12].versions == (0, 1, 2, 3, 4)  # as built in, once the block ends
+    catalog = Catalog(specs.definitions)
+    heartbeat = catalog.apis[12]
+    assert heartbeat.versions == (0, 1, 2, 3, 4, 5) and heartbeat.name == "Heartbeat"
+    written = [(heartbeat, version, *draw_bodies(data, heartbeat, version)) for version in (5, 4, 5)]
+    frames = [exchange_bytes(catalog, api, version, i, request, response) for i, (api, version, request, response) in enumerate(written)]
+    assert BUILTIN.apis[12].versions == (0, 1, 2, 3, 4)  # the built-in catalogue is untouched
     capture = write_capture(tmp_path / "heartbeat.pcap", [(Conversation(), frames, True)])
     got = exchanges(capture, "--spec-dir", heartbeat_v5, "--show-secrets")
     assert len(got) == len(written)
@@ -573,17 +611,17 @@ def test_any_spec_the_check_passes_compiles_and_decodes_what_the_encoder_writes(
     if specs.problems:
         return
     [api] = specs.definitions
-    plain, spans = CompiledBodies(raw_records_hook), CompiledBodies(raw_records_hook, spans=True)
-    with schema.installed(specs.definitions):
-        for version in api.versions:
-            for direction in ("request", "response"):
-                definition = api.request(version) if direction == "request" else api.response(version)
-                assert definition is not None
-                value = data.draw(struct_of(definition.fields, version, version in definition.flexible))
-                encoded = Encoder().encode(definition.fields, version, version in definition.flexible, value)
-                for bodies in (plain, spans):
-                    decoded, diagnostics = bodies.decode(api.key, version, direction, encoded, 0)
-                    assert diagnostics == [] and normal(decoded.fields, encoded) == normal(value)
+    catalog = Catalog(specs.definitions)
+    plain, spans = CompiledBodies(catalog, raw_records_hook), CompiledBodies(catalog, raw_records_hook, spans=True)
+    for version in api.versions:
+        for direction in ("request", "response"):
+            definition = api.request(version) if direction == "request" else api.response(version)
+            assert definition is not None
+            value = data.draw(struct_of(definition.fields, version, version in definition.flexible))
+            encoded = Encoder().encode(definition.fields, version, version in definition.flexible, value)
+            for bodies in (plain, spans):
+                decoded, diagnostics = bodies.decode(api.key, version, direction, encoded, 0)
+                assert diagnostics == [] and normal(decoded.fields, encoded) == normal(value)
 
 
 def test_kafka_s_own_specs_pass_the_check():
@@ -597,12 +635,13 @@ def test_kafka_s_own_specs_pass_the_check():
         assert len(specs.apis) > 80
 
 
-def test_installed_tables_are_the_built_in_ones_again_afterwards(drafts):
-    before = (dict(schema.APIS), dict(schema.API_NAMES), list(schema.MAX_VERSION), schema.MAX_VERSION.top)
-    with schema.installed(drafts.definitions):
-        assert schema.API_NAMES[32767] == "AlterAcls" and schema.MAX_VERSION[300] == 0 and len(schema.MAX_VERSION) == 32768
-        assert schema.is_flexible(120, 0) and schema.request_header_version(1000, 0) == 1
-    assert (dict(schema.APIS), dict(schema.API_NAMES), list(schema.MAX_VERSION), schema.MAX_VERSION.top) == before
+def test_a_catalogue_of_users_specs_leaves_the_built_in_one_as_it_is(drafts):
+    before = (dict(BUILTIN.apis), dict(BUILTIN.names), BUILTIN.max_version, BUILTIN.top_version)
+    catalog = Catalog(drafts.definitions)
+    assert catalog.names[32767] == "AlterAcls" and catalog.max_version[300] == 0 and len(catalog.max_version) == 32768
+    assert catalog.is_flexible(120, 0) and catalog.request_header_version(1000, 0) == 1
+    assert 32767 not in BUILTIN.names and not BUILTIN.known_request(300, 0)
+    assert (dict(BUILTIN.apis), dict(BUILTIN.names), BUILTIN.max_version, BUILTIN.top_version) == before
 
 
 def test_the_spark_job_sends_the_specs_to_its_executors(drafts, tmp_path):

@@ -18,11 +18,14 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from outputs import ViewOutput
+
 from kdissect.capture import open_capture
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
 from kdissect.filter.shorthands import shorthands
+from kdissect.schema import BUILTIN
 from kdissect.views.detail import DetailView
 from kdissect.views.sink import EventSink
 from kdissect.views.stats import Stats, print_stats
@@ -39,12 +42,12 @@ def read_view(capture: str, expression: str | None = None, *, out: Console | Non
     """The read view's text, from rich's record (or, given `out`, as written to its file)."""
     snapshot = out is None
     out = console() if snapshot else out
-    wanted = compile_filter([*shorthands(**fixed), *([("-Y", expression)] if expression else [])])
+    wanted = compile_filter([*shorthands(BUILTIN, **fixed), *([("-Y", expression)] if expression else [])], BUILTIN)
     with open_capture(ROOT / capture) as source:
         dissector = make_dissector(Options(keep=wanted.keep))
         view = ReadView(out)
         view.title(capture, source.format, source.compression)
-        sink = EventSink(wanted, view=view)
+        sink = EventSink(wanted, ViewOutput(view))
         for event in dissector.run(source.packets()):
             sink.add(event)
         view.closing(sink.summary, dissector.counters, source.linktypes(), source.diagnostics())
@@ -56,7 +59,7 @@ def show_view(capture: str, exchange: int, hexdump: bool) -> str:
     with open_capture(ROOT / capture) as source:
         for event in make_dissector(Options(spans=hexdump)).run(source.packets()):
             if isinstance(event, Exchange) and event.id == exchange:
-                out.print(DetailView(hexdump).render(event))
+                out.print(DetailView(BUILTIN, hexdump).render(event))
     return out.export_text()
 
 

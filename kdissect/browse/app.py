@@ -514,7 +514,7 @@ class BrowseApp(App[None]):
             error.update("")
             return True
         try:
-            wanted = compile_filter([("-Y", text)])
+            wanted = compile_filter([("-Y", text)], self.index.options.catalog)
         except FilterError as exc:
             error.update(Text(str(exc)))
             return None
@@ -532,7 +532,7 @@ class BrowseApp(App[None]):
             self.matches = None
             self._scan_done = True
         else:
-            wanted = compile_filter([("-Y", self.applied)])
+            wanted = compile_filter([("-Y", self.applied)], self.index.options.catalog)
             self.matches = []
             self._scan_done = False
             upto = None
@@ -686,7 +686,7 @@ class BrowseApp(App[None]):
             return
         self.exchange = exchange
         marks: dict[int, tuple[str, int, int]] = {}
-        rendered = DetailView(False, marks, self.index.options.show_secrets).render(exchange)
+        rendered = DetailView(self.index.options.catalog, False, marks, self.index.options.show_secrets).render(exchange)
         top: RichTree = rendered.renderables[0]  # type: ignore[attr-defined]
         tree.reset(top.label)
         self._fields = []
@@ -726,7 +726,9 @@ class BrowseApp(App[None]):
             hex_lines.reset(0)
             title.update("")
             return
-        dump = self._dump = FrameDump(message, span, body_hidden(exchange.api_key, message, self.index.options.show_secrets))
+        dump = self._dump = FrameDump(
+            message, span, body_hidden(exchange.api_key, message, self.index.options.show_secrets, self.index.options.catalog)
+        )
         self._dump_side = side
         chosen = f", bytes {span[0]}-{span[1]} selected" if span[1] > span[0] else ""
         title.update(Text(f"{side} frame, {message.frame.size} bytes after the size prefix{chosen}"))

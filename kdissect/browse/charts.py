@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from kdissect.browse.index import Index
-from kdissect.schema import API_NAMES
 from kdissect.views.terminal import duration
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -28,7 +27,7 @@ def bar(value: int, top: int) -> str:
 def latency_table(index: Index) -> Table:
     per_api: dict[str, list[int]] = defaultdict(lambda: [0] * (len(BUCKETS) + 1))
     for (key, _version), api in index.stats.apis.items():
-        counts = per_api[API_NAMES.get(key, f"api {key}") if key is not None else "?"]
+        counts = per_api[api["name"] or f"api {key}" if key is not None else "?"]
         for latency in api["latencies"]:
             counts[next((i for i, (bound, _) in enumerate(BUCKETS) if latency < bound), len(BUCKETS))] += 1
     table = Table(title="Latency per API (log scale: one decade a column)", title_justify="left", title_style="bold", header_style="bold")

@@ -65,6 +65,8 @@ class Row:
     groups: tuple[str, ...]
     first_packet: int
     last_packet: int
+    api_name: str | None
+    """The API's name in the run's catalogue, as the exchange's header had it."""
 
     @property
     def flagged(self) -> bool:
@@ -212,6 +214,7 @@ class Index:
             self.group_sets.values[self._groups[i]],
             self._first[i],
             self._last[i],
+            None if api < 0 else self.options.catalog.names.get(api),
         )
 
     def ts(self, i: int) -> int:

@@ -78,6 +78,7 @@ def doctor(
     from kdissect.doctor.finding import SEVERITIES
     from kdissect.doctor.rule import SettingError
     from kdissect.events import Exchange
+    from kdissect.views.output import Closing
 
     if fail_on is not None and fail_on not in FAIL_ON:
         raise UserError(f"--fail-on {fail_on}: say warning or error")
@@ -88,21 +89,15 @@ def doctor(
         raise UserError(str(exc)) from None
     # the rules read every body, whatever the filter shows
     with Reading(common, options=replace(common.options, keep=None)) as run:
+        output = run.writes("doctor")
         for event in run.events():
             doctor.add(event)
             if isinstance(event, Exchange) and wanted.matches(event):
                 run.took()
         findings = doctor.findings()
-        if common.json:
-            from kdissect.views.json_lines import JsonLinesWriter, finding_json
-
-            writer = JsonLinesWriter(run.stream)
-            for finding in findings:
-                writer.write(finding_json(finding))
-        else:
-            from kdissect.views.doctor import print_findings
-
-            print_findings(findings, run.console, common.capture)
+        for finding in findings:
+            output.finding(finding)
+        output.end(Closing())
     run.finish()
     if fail_on is not None and any(SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on) for f in findings):
         raise ExitStatus(1)

@@ -190,8 +190,6 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
 
     buffer = io.BytesIO()
     sink = make_sink(io.TextIOWrapper(buffer, encoding="utf-8", write_through=True))
-    buffer.seek(0)
-    buffer.truncate()  # what a writer writes before any exchange (a -T fields header) is the first process's
     totals = sink.summary is not None
     with open_capture(capture) as source:
         dissector = file_dissector(source, replace(options, keep=owned(k, n, options.keep)))
@@ -202,7 +200,7 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
                 continue
             shown = wanted.matches(event)
             if shown:
-                sink.show(event)
+                sink.output.exchange(event)
             output = buffer.getvalue()
             if output:
                 buffer.seek(0)

@@ -116,7 +116,7 @@ def live(
                 _browse(capture, common, pcap, packets, duration)
                 return
             with common.open_output() as stream:
-                session = _Session(capture, common, stream, all_events, pcap)
+                session = _Session(capture, common, stream, all_events, pcap)  # a mistake in -T or -e: before listening
                 if common.tls_keylog is not None:
                     from kdissect.tls.follow import KeyLogFollower
 
@@ -155,7 +155,7 @@ class _Session:
     def __init__(self, capture: Any, common: Common, stream: Any, all_events: bool, pcap: Any) -> None:
         from kdissect.dissector import make_dissector
         from kdissect.events import Exchange
-        from kdissect.views import json_lines
+        from kdissect.views.output import Title
         from kdissect.views.sink import EventSink
 
         self.capture = capture
@@ -167,33 +167,24 @@ class _Session:
         self.dissector = make_dissector(common.options)
         self.keylog: Any = None
         """A `tls.follow.KeyLogFollower` with --tls-keylog."""
-        self.writer = None
         self.pcap_writer = None
         self.pcap = pcap
         if pcap is not None:
             from kdissect.capture.writer import PcapWriter
 
             self.pcap_writer = PcapWriter(pcap, capture.linktype, nanosecond=True)
-        self.live_view = None
-        self.read_view = None
-        if common.json:
-            self.writer = json_lines.JsonLinesWriter(stream, flush_each=True)
-            self.sink = EventSink(common.wanted, writer=self.writer, all_events=all_events)
-        else:
-            from kdissect.views.console import make_console
-            from kdissect.views.terminal import ReadView
+        self.text = common.format == "text"
+        self.output = common.make_output("live", stream, all_events=all_events, live=capture)
+        from kdissect.capture.linktypes import name as linktype_name
 
-            self.console = make_console(stream)
-            self.read_view = ReadView(self.console, rows=not common.quiet, flush_each=True)
-            self.sink = EventSink(common.wanted, view=self.read_view)
+        shown = f", filter '{capture.expression}'" if capture.expression else ""
+        self.output.begin(Title(f"live on {capture.interface}", linktype_name(capture.linktype) + shown))
+        self.sink = EventSink(common.wanted, self.output)
         summary = self.sink.summary
         assert summary is not None, "a live session's sink keeps its totals"
         self.summary = summary
-        if self.read_view is not None and self.console.is_terminal and not common.quiet:
-            from kdissect.views.live_view import LiveView
-
-            self.live_view = LiveView(self.console, summary, capture.interface, capture.linktype, capture.expression)
-            self.sink.view = self.live_view
+        self.live_view = self.output.screen(summary) if self.text else None
+        """The screen updated in place, on a terminal."""
         from kdissect.doctor.engine import Doctor
 
         self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None)
@@ -308,19 +299,16 @@ class _Session:
                 return
 
     def _closing(self) -> None:
-        from kdissect.capture.linktypes import name as linktype_name
         from kdissect.diagnostic import Diagnostic
+        from kdissect.views.output import Closing
         from kdissect.views.terminal import size
 
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters
         if self.pcap is not None:
             self.pcap.flush()
-        findings = self.doctor.findings()
-        if self.writer is not None:
-            from kdissect.views.json_lines import finding_json
-
-            for finding in findings:
-                self.writer.write(finding_json(finding))
+        findings = tuple(self.doctor.findings())
+        if not self.text:
+            self.output.end(Closing(findings=findings))
             if not self.quiet:
                 drops = f", {stats.kernel_drops} dropped by the kernel" if stats.kernel_drops else ""
                 shown = f" ({summary.shown} written)" if summary.shown != summary.exchanges else ""
@@ -341,16 +329,4 @@ class _Session:
                     "warning",
                 )
             )
-        view = self.read_view
-        assert view is not None
-        view.title(
-            f"live on {capture.interface}",
-            linktype_name(capture.linktype) + (f", filter '{capture.expression}'" if capture.expression else ""),
-            None,
-        )
-        view.closing(summary, counters, [capture.linktype], notes)
-        from kdissect.views.doctor import print_findings
-
-        self.console.print("[bold]Findings[/] (kdissect doctor --explain ID tells more)")
-        print_findings(findings, self.console, "FILE", brief=True)
-        self.stream.flush()
+        self.output.end(Closing(summary, counters, (capture.linktype,), tuple(notes), findings=findings))

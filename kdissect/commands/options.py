@@ -3,7 +3,8 @@
 A command names the groups it takes with `@takes("input", "filters", "output")` (or single options by name);
 typer then sees those options
 in the command's signature (each declared here, once), and the command receives them as one `Common` value:
-the core's `Options`, the exchange filter, where output goes. Errors the user can fix are `UserError`s,
+the core's `Options` (with the run's protocol catalogue: the built-in APIs and the user's --spec-dir specs), the
+exchange filter, where output goes. Errors the user can fix are `UserError`s,
 printed by cli.py as one line.
 """
 
@@ -351,6 +352,49 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             ],
             False,
         ),
+        _option(
+            "output_format",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--output-format",
+                    "-T",
+                    metavar="FORMAT",
+                    help="text (the default), json (as --json), or, where a command writes them, fields and csv (the -e fields).",
+                    rich_help_panel="Output",
+                ),
+            ],
+        ),
+    ],
+    "fields": [
+        _option(
+            "field",
+            Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    "--field",
+                    "-e",
+                    metavar="FIELD",
+                    help="With -T fields or csv, a field to write (repeatable): api, latency_ms, request.Acks, count(topic), ... "
+                    "(docs/filters.md).",
+                    rich_help_panel="Output",
+                ),
+            ],
+        ),
+        _option(
+            "field_option",
+            Annotated[
+                Optional[list[str]],
+                typer.Option(
+                    "--field-option",
+                    "-E",
+                    metavar="NAME=VALUE",
+                    help="With -T fields: separator=/t|/s|C (default tab), aggregator=C (between values of one field, default ','), "
+                    "header=y|n, quote=n|d|s (repeatable).",
+                    rich_help_panel="Output",
+                ),
+            ],
+        ),
     ],
     "secrets": [
         _option(
@@ -397,7 +441,7 @@ class Common:
     json: bool = False
     quiet: bool = False
     specs: Any = None
-    """The `schema.user_specs.UserSpecs` of --spec-dir and --key, installed for the command's run; None without."""
+    """The `schema.user_specs.UserSpecs` of --spec-dir and --key (in `options.catalog`); None without."""
     spec_dirs: tuple[Path, ...] = ()
     keys: tuple[str, ...] = ()
     """--spec-dir and --key as given: for a command that reads them itself (`takes(..., install=False)`)."""
@@ -410,9 +454,34 @@ class Common:
     """--topic's topics: an exchange can name several, and `records` prints only these topics' records."""
     tls_keylog: Path | None = None
     """The key log's path, for a live session to follow as clients append to it (`options` holds its bytes)."""
+    format: str = "text"
+    """The output format's name (-T, --json, -e), checked against the command: `views.output.FORMATS`."""
+    fields: tuple[Any, ...] = ()
+    """-e: the fields the fields formats write, compiled."""
+    layout: Any = None
+    """-E: the fields formats' layout."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
+
+    def make_output(self, command: str, stream: Any, **settings: Any) -> Any:
+        """The command's `views.output.Output` in the chosen format, on `stream`; `settings` adds to what the options say
+        (`views.output.Settings`)."""
+        from kdissect.views.output import FormatError, Settings, make_output
+
+        shared = Settings(
+            command,
+            self.options.catalog,
+            quiet=self.quiet,
+            show_secrets=self.options.show_secrets,
+            fields=self.fields,
+            layout=self.layout,
+            capture=self.capture or "FILE",
+        )
+        try:
+            return make_output(self.format, stream, replace(shared, **settings))
+        except FormatError as exc:
+            raise UserError(str(exc)) from None
 
 
 def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -420,7 +489,7 @@ def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = Tru
 
     typer reads the command's signature, so the wrapper's signature is the command's own parameters (after
     the first) followed by the groups' options. `helps` rewords an option's help for this command alone. The
-    users' specs (--spec-dir, --key) are checked and installed around the command, unless `install` is false.
+    users' specs (--spec-dir, --key) are checked and made into the run's catalogue, unless `install` is false.
     """
     shared = [_reworded(p, (helps or {}).get(p.name)) for item in groups for p in GROUPS.get(item) or [OPTIONS[item]]]
 
@@ -434,10 +503,8 @@ def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = Tru
             given = {p.name: values.pop(p.name) for p in shared}
             if "key" in given:
                 given["key"] = split_list(given["key"])
-            if not install:
-                return command(make_common(given), **values)
-            with specs_installed(given.get("spec_dir"), given.get("key")) as specs:  # before the filters: --api may name them
-                return command(make_common(given, specs), **values)
+            specs = user_specs(given.get("spec_dir"), given.get("key")) if install else None  # before the filters: --api may name them
+            return command(make_common(given, specs, command.__name__), **values)
 
         run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in own + shared}
@@ -470,25 +537,18 @@ def user_specs(folders: list[Path] | None, keys: list[str] | None) -> Any:
     return specs
 
 
-@contextmanager
-def specs_installed(folders: list[Path] | None, keys: list[str] | None) -> Iterator[Any]:
-    """The users' specs (`user_specs`), installed in the tables until the block ends."""
-    from kdissect.schema import installed
-
-    specs = user_specs(folders, keys)
-    with installed(specs.definitions if specs else ()):
-        yield specs
-
-
-def make_common(values: dict[str, Any], specs: Any = None) -> Common:
+def make_common(values: dict[str, Any], specs: Any = None, command: str | None = None) -> Common:
+    """The options of `command`'s run, checked: a UserError for the first mistake, before anything is read."""
     from kdissect.dissector import DEFAULT_PORTS, Options
+    from kdissect.schema import catalog_with
 
     if values.get("count") is not None and values["count"] < 1:
         raise UserError(f"--count {values['count']}: give a number of exchanges from 1 up")
     if values.get("min_latency") is not None and values["min_latency"] < 0:
         raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
-    wanted = make_filter(values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
+    catalog = catalog_with(specs.definitions if specs else ())
+    wanted = make_filter(catalog, values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
         limits=make_limits(split_list(values.get("limit"))),
@@ -497,6 +557,7 @@ def make_common(values: dict[str, Any], specs: Any = None) -> Common:
         show_secrets=values.get("show_secrets", False),
         tls_keylog=read_keylog(values.get("tls_keylog")),
         keep=wanted.keep,
+        catalog=catalog,
     )
     return Common(
         options,
@@ -512,7 +573,35 @@ def make_common(values: dict[str, Any], specs: Any = None) -> Common:
         values.get("detail", False),
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
+        *make_format(catalog, command, values),
     )
+
+
+def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tuple[str, tuple[Any, ...], Any]:
+    """(format name, compiled -e fields, -E layout) from -T, --json, -e and -E; a UserError when they disagree, when the
+    command does not write the format, or for a bad field."""
+    from kdissect.views.output import FormatError, chosen
+
+    names, settings = values.get("field") or [], values.get("field_option") or []
+    if command is None or "output_format" not in values:  # a command that writes no output of these formats
+        return "text", (), None
+    try:
+        name = chosen(command, values.get("output_format"), values.get("json_out", False), bool(names))
+    except FormatError as exc:
+        raise UserError(str(exc)) from None
+    if name not in ("fields", "csv"):
+        if names or settings:
+            raise UserError("-e and -E go with -T fields or csv")
+        return name, (), None
+    if not names:
+        raise UserError(f"-T {name} needs the fields to write: -e api -e latency_ms ...")
+    from kdissect.filter import FilterError, compile_fields
+    from kdissect.views.fields import FieldsError, make_layout
+
+    try:
+        return name, tuple(compile_fields(names, catalog)), make_layout(settings)
+    except (FilterError, FieldsError) as exc:
+        raise UserError(str(exc)) from None
 
 
 def make_capture(values: dict[str, Any]) -> str:
@@ -540,9 +629,10 @@ def make_ports(values: list[str] | None) -> list[int] | None:
 SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
 
 
-def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
-    """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`; a UserError (one line
-    with the column, a caret and what was meant) for a mistake. A list option's values may each be `a,b`."""
+def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands: Any) -> Any:
+    """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`, over the catalogue's APIs; a
+    UserError (one line with the column, a caret and what was meant) for a mistake. A list option's values may each be
+    `a,b`."""
     given = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
     given.update({name: ",".join(given[name]) for name in ("api", "version", "connection") if given.get(name)})
     expressions = expressions or []
@@ -555,7 +645,7 @@ def make_filter(expressions: list[str] | None = None, **shorthands: Any) -> Any:
 
     labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return compile_filter([*fixed(**given), *zip(labels, expressions)])
+        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog)
     except FilterError as exc:
         raise UserError(str(exc)) from None
 

@@ -28,30 +28,30 @@ def open_source(name: str) -> Any:
 
 
 class Reading:
-    """A command's run over `common.capture`: `with Reading(common) as run:` opens the capture and the output,
-    `run.events()` yields the core's events, `run.took()` counts an exchange the command showed; once the output is
-    complete, `run.finish()` raises the `ExitStatus` the run earned, if it is not 0.
+    """A command's run over `common.capture`: `with Reading(common) as run:` opens the capture and the output stream,
+    `run.writes(command)` makes the run's `Output` on it, `run.events()` yields the core's events, `run.took()` counts
+    an exchange the command showed; once the output is complete, `run.finish()` raises the `ExitStatus` the run
+    earned, if it is not 0.
 
     Ctrl-C (or SIGTERM) stops the reading between two packets and the command still writes what it has, marked
     partial (`notes()`); a second Ctrl-C quits at once. Dissecting stops there too: the core is not finished,
     so requests in flight are not reported as unanswered.
     """
 
-    def __init__(self, common: Common, options: Any = None, on_console: bool = True, jobs: int = 1) -> None:
+    def __init__(self, common: Common, options: Any = None, jobs: int = 1) -> None:
         self.common = common
         self.options = options or common.options
         self.jobs = jobs
         """Processes to read the capture with (`commands/jobs.py`); 1 unless the capture is a large enough file."""
         self.workers: Any = None
-        self.on_console = on_console
-        """The command prints through `console` (rich), so a progress bar can share the terminal with it."""
+        self.output: Any = None
+        """The run's `views.output.Output`, once `writes` made it."""
         self.stopper = Stopper()
         self.stopped_by: str | None = None
         """"count" when --count was reached, "done" when the command has all it wanted."""
         self.shown = 0
         self.damage: Counter[str] = Counter()
         """Diagnostics of severity error, by code: what makes the exit status 1."""
-        self._console: Any = None
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
@@ -78,14 +78,14 @@ class Reading:
     def __exit__(self, *exc: object) -> bool | None:
         return self._stack.__exit__(*exc)
 
-    @property
-    def console(self) -> Any:
-        """The rich console on the output (made once, so the progress display and the rows share it)."""
-        if self._console is None:
-            from kdissect.views.console import make_console
+    def writes(self, command: str, **settings: Any) -> Any:
+        """The run's output: `command`'s results in the chosen format, on the run's stream (`Common.make_output`);
+        its title is written at once."""
+        from kdissect.views.output import Title
 
-            self._console = make_console(self.stream)
-        return self._console
+        self.output = self.common.make_output(command, self.stream, **settings)
+        self.output.begin(Title(self.source.name, self.source.format, self.source.compression))
+        return self.output
 
     @property
     def interrupted(self) -> bool:
@@ -191,7 +191,7 @@ class Reading:
         if self.common.quiet:
             return None
         if self.common.output is None and sys.stdout.isatty():
-            return self.console if self.on_console else None
+            return self.output.console if self.output is not None else None  # what is drawn on the terminal shares it
         if sys.stderr.isatty():
             from rich.console import Console
 

@@ -40,37 +40,27 @@ def records(
     """Every record produced and fetched, one per line (topic, partition, offset, time, key, value, headers):
     what exactly a producer sent and a consumer got. Transaction markers are left out."""
     from kdissect.events import Exchange
-    from kdissect.views.record_stream import DIRECTIONS, FormatError, RecordLines, exchange_records
+    from kdissect.views.output import Closing
+    from kdissect.views.record_stream import DIRECTIONS, exchange_records
 
     if direction is not None and direction not in DIRECTIONS:
         raise UserError(f"--direction {direction}: choose produce or fetch")
-    if fmt is not None and common.json:
-        raise UserError("choose one of --format and --json")
+    if fmt is not None and common.format != "text":
+        raise UserError(f"choose one of --format and -T {common.format}")
     directions = frozenset([direction] if direction else DIRECTIONS)
     topics = set(common.topics)
     wanted = common.wanted
-    with Reading(common, on_console=False) as run:
-        if common.json:
-            from kdissect.views.json_lines import JsonLinesWriter, streamed_record_json
-
-            writer = JsonLinesWriter(run.stream)
-            write = lambda item: writer.write(streamed_record_json(item))
-        else:
-            try:
-                lines = RecordLines(run.stream, fmt)
-            except FormatError as exc:
-                raise UserError(str(exc)) from None
-            write = lines.write
+    with Reading(common) as run:
+        output = run.writes("records", record_format=fmt)
         for event in run.events():
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
             for item in exchange_records(event, directions):
                 if topics and item.topic not in topics:
                     continue
-                write(item)
+                output.record(item)
                 run.took()
                 if run.stopped_by:
                     break
-        if not common.json:
-            lines.flush()
+        output.end(Closing())
     run.finish()

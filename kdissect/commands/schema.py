@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from kdissect.commands.options import Common, UserError, specs_installed, takes
+from kdissect.commands.options import Common, UserError, takes, user_specs
 
 
 @takes("spec_dir", "key", install=False)
@@ -40,13 +40,16 @@ def schema(
     if check:
         _check([*check, *common.spec_dirs], common.keys)
         return
-    with specs_installed(list(common.spec_dirs), list(common.keys)) as specs:
-        if source:
-            print_source(*_target(source))
-        elif specs is not None:
-            print_loaded(specs, json_out)
-        else:
-            print_schema(json_out)
+    from kdissect.schema import catalog_with
+
+    specs = user_specs(list(common.spec_dirs), list(common.keys))
+    catalog = catalog_with(specs.definitions if specs else ())
+    if source:
+        print_source(catalog, *_target(source, catalog))
+    elif specs is not None:
+        print_loaded(specs, json_out)
+    else:
+        print_schema(catalog, json_out)
 
 
 def _check(folders: list[Path], keys: tuple[str, ...]) -> None:
@@ -64,19 +67,18 @@ def _check(folders: list[Path], keys: tuple[str, ...]) -> None:
     print(f"{files}, {len(specs.apis)} API{'s' if len(specs.apis) != 1 else ''}: no problems")
 
 
-def _target(spec: str) -> tuple[int, int, str]:
+def _target(spec: str, catalog: Any) -> tuple[int, int, str]:
     """API[:VERSION[:request|response]] as (API key, version, direction); the newest version by default."""
     from kdissect.filter import FilterError
     from kdissect.filter.shorthands import parse_apis
-    from kdissect.schema import APIS
     from kdissect.views.schema_table import ranges
 
     parts = spec.split(":")
     try:
-        key = parse_apis(parts[0])[0]
+        key = parse_apis(parts[0], catalog)[0]
     except FilterError as exc:
         raise UserError(f"{exc.message}: give API[:VERSION[:request|response]], e.g. Fetch:13:response") from None
-    api = APIS.get(key)
+    api = catalog.api(key)
     if api is None:
         raise UserError(f"API key {key} is unknown")
     version = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else api.max_version

@@ -45,6 +45,7 @@ def show(
     """Show exchanges in full: every field of request and response, record batches and records included."""
     from kdissect.events import Exchange
     from kdissect.pipeline.rows import exchange_id
+    from kdissect.views.output import Closing
 
     wanted = common.wanted
     ids, correlations, packet_numbers, stable = (
@@ -58,18 +59,8 @@ def show(
         raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, --id X, or a filter such as --api")
     last = max(ids) if ids and not (correlations or packet_numbers or stable) else None
     found = 0
-    with Reading(common, replace(common.options, spans=hexdump), on_console=not common.json) as run:
-        if common.json:
-            from kdissect.views.json_lines import JsonLinesWriter
-
-            writer = JsonLinesWriter(run.stream)
-            emit = writer.write_exchange
-        else:
-            from kdissect.views.detail import DetailView
-
-            view = DetailView(hexdump, show_secrets=common.options.show_secrets)
-            wrap = run.console.is_terminal  # on a terminal long values wrap inside the tree; in a file lines stay whole
-            emit = lambda ex: run.console.print(view.render(ex), soft_wrap=not wrap)
+    with Reading(common, replace(common.options, spans=hexdump)) as run:
+        output = run.writes("show", detail=True, hexdump=hexdump)
         for event in run.events():
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
@@ -80,11 +71,12 @@ def show(
                 or (stable and exchange_id(event) in stable)
             ):
                 continue
-            emit(event)
+            output.exchange(event)
             found += 1
             run.took()
             if last is not None and event.id >= last and found >= len(ids):
                 run.stop()
+        output.end(Closing())
     if not found and not run.interrupted:
         raise UserError("no exchange in the capture matches")
     run.finish()

@@ -20,12 +20,14 @@ def stats(common: Common) -> None:
     explains them)."""
     from kdissect.doctor.engine import Doctor
     from kdissect.events import ConnectionEnd, Exchange
-    from kdissect.views.stats import Stats, print_stats
+    from kdissect.views.output import Closing
+    from kdissect.views.stats import Stats
 
     totals = Stats()
     wanted = common.wanted
     doctor = Doctor(shown=wanted.matches if wanted.active else None)
     with Reading(common) as run:
+        output = run.writes("stats")
         for event in run.events():
             doctor.add(event)
             if isinstance(event, Exchange) and wanted.matches(event):
@@ -33,18 +35,6 @@ def stats(common: Common) -> None:
                 run.took()
             elif isinstance(event, ConnectionEnd):
                 totals.add_connection(event)
-        findings = doctor.findings()
-        if common.json:
-            from kdissect.views.json_lines import LAYOUT, JsonLinesWriter, finding_json
-
-            writer = JsonLinesWriter(run.stream)
-            for name, rows in totals.tables():
-                writer.write({"type": "stats", "layout": LAYOUT, "table": name, "rows": rows})
-            writer.write({"type": "stats", "layout": LAYOUT, "table": "findings", "rows": [finding_json(f) for f in findings]})
-        else:
-            from kdissect.views.doctor import print_findings
-
-            print_stats(totals, run.console, [n for n in run.notes() if n.code.startswith("run.")])
-            run.console.print("[bold]Findings[/] (kdissect doctor --explain ID tells more)")
-            print_findings(findings, run.console, common.capture, brief=True)
+        notes = tuple(n for n in run.notes() if n.code.startswith("run."))
+        output.end(Closing(notes=notes, stats=totals, findings=tuple(doctor.findings())))
     run.finish()

@@ -6,10 +6,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan
+from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan, plans
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import fast_constructor
-from kdissect.schema import APIS, MessageSpec, pick
+from kdissect.schema import Catalog, MessageSpec, pick
 from kdissect.schema.compiler import Compiler, CutHook, Decode, RecordsHook
 from kdissect.schema.model import nearest_version
 from kdissect.schema.tree import Partial, Struct
@@ -55,11 +55,15 @@ new_body = fast_constructor(Body)
 
 
 class CompiledBodies:
-    """Decodes bodies of every API key and version; compiled decoders are made on first use and kept."""
+    """Decodes bodies of every API key and version of a catalogue; compiled decoders are made on first use and kept."""
 
-    def __init__(self, records: RecordsHook, spans: bool = False, keep: int = sys.maxsize, cut: CutHook | None = None) -> None:
+    def __init__(
+        self, catalog: Catalog, records: RecordsHook, spans: bool = False, keep: int = sys.maxsize, cut: CutHook | None = None
+    ) -> None:
+        self.catalog = catalog
         self._compiler = Compiler(records, spans, keep, cut) if cut else Compiler(records, spans, keep)
         self._targets: dict[tuple[int, int, str], Target | None] = {}
+        self._plans = plans(catalog)
 
     def target(self, api_key: int, version: int, direction: Direction) -> Target | None:
         """How to decode this body; None for an API key kdissect does not know."""
@@ -68,14 +72,14 @@ class CompiledBodies:
             return self._targets[key]
         except KeyError:
             pass
-        api = APIS.get(api_key)
+        api = self.catalog.apis.get(api_key)
         target = None
         if api is not None:
             used = version if version in api.versions else nearest_version(api.versions, version)
             definition = pick(api.requests if direction == "request" else api.responses, used)
             assert definition is not None
             decode = self._compiler.compile(definition, used)
-            target = Target(decode, definition, used, used != version, plan(definition.fields, used))
+            target = Target(decode, definition, used, used != version, plan(definition.fields, used, self._plans))
         self._targets[key] = target
         return target
 

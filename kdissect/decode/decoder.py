@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
+from kdissect.decode.body_run import BodyRun, Holes
 from kdissect.decode.guess import guess_response
 from kdissect.decode.redaction import carries_secrets, redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
-from kdissect.records.context import Budget
-from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
+from kdissect.schema import ApiKey, Catalog, ErrorCode
 from kdissect.schema.tree import Struct
 
-API_VERSIONS = 18
-UNSUPPORTED_VERSION = b"\x00\x23"
-"""Error code 35 as an int16: what a broker says to an ApiVersions request at a version it does not know."""
+UNSUPPORTED_VERSION = struct.pack(">h", ErrorCode.UNSUPPORTED_VERSION)
+"""What a broker says first to an ApiVersions request at a version it does not know, as it is on the wire."""
 SASL_TOKEN_SCHEMA = "SaslToken"
 """The schema a raw SASL token is said to be read by: one field, AuthBytes, as in SaslAuthenticate."""
 
@@ -29,32 +29,28 @@ payload of tiny records compressed a thousandfold does not earn what it would co
 
 
 class Decoder:
-    """Implements the core's `CompiledBodies` protocol over the compiled schema decoders.
+    """The core's `BodyDecoder` (kafka/shared.py) over the compiled schema decoders of one catalogue.
 
     Records fields are decoded as they are met, all of one message drawing on one decompression budget;
-    their diagnostics join the message's, located in the frame.
+    their diagnostics join the message's, located in the frame. What one message's decoding collects is a
+    `BodyRun` of its own; the decoder keeps only what outlives a message: the compiled decoders, the topic names
+    learnt, the capture's record allowance.
 
     A frame with holes (bytes the capture lost) is decoded with zeros standing in for them, and records fields
     are told where the holes are, so they keep every batch the holes do not touch. Any other field that would
     read a missing byte cannot be trusted: the body is then decoded again, up to the first such byte.
     """
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
+    def __init__(self, catalog: Catalog, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
+        self.catalog = catalog
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = CompiledBodies(self._records, spans, limits.max_array_elements, self._cut)
-        self._cuts: list[tuple[str, int]] = []
-        """Arrays of the body being decoded that had more elements than were kept."""
-        self._budget: Budget | None = None
-        self._found: list[tuple[int, RecordSet]] = []
+        self.bodies = CompiledBodies(catalog, self._records, spans, limits.max_array_elements, self._cut)
+        self._run: BodyRun | None = None
+        """The run of a compiled decoder going on now, which the hooks report to."""
         self.records_left = self.limits.max_records_capture
         """Records the rest of the capture may build: `Limits.max_records_capture`, and one more per
         `FRAME_BYTES_PER_RECORD` bytes of every frame decoded."""
-        self._granted = 0
-        self._holes: tuple[tuple[int, int], ...] = ()
-        """The holes of the frame being decoded, in frame offsets."""
-        self._covered: list[tuple[int, int]] = []
-        """Records fields of that frame that held a hole: their readers knew, so those missing bytes were not misread."""
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
         self._teaching: dict[tuple[int, int], bool] = {}
@@ -64,36 +60,20 @@ class Decoder:
         every task a Python worker runs."""
         self.records_left = self.limits.max_records_capture
 
-    def _cut(self, field: str, count: int) -> None:
-        self._cuts.append((field, count))
-
-    def _cut_diagnostics(self, start: int) -> list[Diagnostic]:
-        keep = self.limits.max_array_elements
-        told = f"elements, the first {keep} kept (max_array_elements)"
-        out = [Diagnostic("body.array-cut", f"{field}: {count} {told}", "warning", "frame", start) for field, count in self._cuts]
-        self._cuts = []
-        return out
-
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
-        if self._budget is None:  # one per message, made when its first records field is met
-            self._budget = Budget(self.limits.max_decompressed_exchange, min(self.limits.max_records_exchange, self.records_left))
-            self._granted = self._budget.records
-        holes = ()
-        if self._holes:
-            holes = tuple((max(lo, start) - start, min(hi, end) - start) for lo, hi in self._holes if lo < end and start < hi)
-            if holes:
-                self._covered.append((start, end))
-        records = decode_records(buf[start:end], limits=self.limits, budget=self._budget, holes=holes)
-        if records.diagnostics:
-            self._found.append((start, records))
-        return records
+        assert self._run is not None, "the compiled decoders call their hooks only while a run goes on"
+        return self._run.records(buf, start, end)
+
+    def _cut(self, field: str, count: int) -> None:
+        assert self._run is not None, "the compiled decoders call their hooks only while a run goes on"
+        self._run.cut(field, count)
 
     def _decode(
         self, message: Message, api_key: int, version: int, direction: Direction, session: Session, request: Message | None
     ) -> Message:
         header = message.header
         assert header is not None
-        if api_key == API_VERSIONS and direction == "response" and version > 0:
+        if api_key == ApiKey.API_VERSIONS and direction == "response" and version > 0:
             fallback = self._api_versions_fallback(message, version, session)
             if fallback is not None:
                 return fallback
@@ -102,11 +82,10 @@ class Decoder:
             body, diagnostics = unknown_api(api_key, version, message.frame.data, header.length)
             return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics))
         self.records_left += message.frame.size // FRAME_BYTES_PER_RECORD
-        fields, diagnostics = self._run(target, version, message.frame, header.length)
-        if self._budget is not None:
-            self.records_left -= self._granted - self._budget.records
-        if self._cuts:
-            diagnostics += self._cut_diagnostics(header.length)
+        fields, run, diagnostics = self._body(target, version, message.frame, header.length)
+        self.records_left -= run.records_built
+        if run.cuts:
+            diagnostics += run.cut_diagnostics(header.length)
         errors = topics = groups = records = ()
         if fields is not None:
             if api_key in embedded.API_KEYS:
@@ -124,34 +103,30 @@ class Decoder:
         body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
         return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)
 
-    def _run(self, target: Target, version: int, frame: Frame, start: int) -> tuple[Struct | None, list[Diagnostic]]:
-        """The body and its diagnostics, records' included; a frame with holes is read as far as it can be trusted."""
-        self._budget = None
+    def _body(self, target: Target, version: int, frame: Frame, start: int) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
+        """The body, the run that read it, and its diagnostics, records' included; a frame with holes is read as far
+        as it can be trusted."""
         if frame.size == len(frame.data):
-            fields, diagnostics = self.bodies.run(target, version, frame.data, start)
-            return fields, diagnostics + self._records_diagnostics() if self._found else diagnostics
-        self._holes, self._covered = frame.holes(), []
-        try:
-            full = frame.filled()
-            fields, diagnostics = self.bodies.run(target, version, full, start)
-            misread = _first_uncovered(self._holes, self._covered)
-            if misread is not None and (misread < _stop(diagnostics, len(full)) or any(d.code == "body.malformed" for d in diagnostics)):
-                self._found, self._budget, self._cuts = [], None, []
-                fields, diagnostics = self.bodies.run(target, version, bytes(full[:misread]), start)
-        finally:
-            self._holes = ()
-        return fields, diagnostics + self._records_diagnostics() if self._found else diagnostics
+            return self._run_on(target, version, frame.data, start, ())
+        holes = frame.holes()
+        full = frame.filled()
+        fields, run, diagnostics = self._run_on(target, version, full, start, holes)
+        misread = _first_uncovered(holes, run.covered)
+        if misread is not None and (misread < _stop(diagnostics, len(full)) or any(d.code == "body.malformed" for d in diagnostics)):
+            fields, run, diagnostics = self._run_on(target, version, bytes(full[:misread]), start, holes)
+        return fields, run, diagnostics
 
-    def _records_diagnostics(self) -> list[Diagnostic]:
-        """The record decoder's diagnostics, located in the frame."""
-        out = []
-        for start, records in self._found:
-            for d in records.diagnostics:
-                offset = start + d.offset if d.scope == "batch" and d.offset is not None else d.offset
-                scope = "frame" if d.scope == "batch" else d.scope
-                out.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
-        self._found = []
-        return out
+    def _run_on(self, target: Target, version: int, data: Any, start: int, holes: Holes) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
+        """One run of the compiled decoder over `data`, with a `BodyRun` of its own for the hooks."""
+        run, outer = BodyRun(self.limits, self.records_left, holes), self._run
+        self._run = run
+        try:
+            fields, diagnostics = self.bodies.run(target, version, data, start)
+        finally:
+            self._run = outer
+        if run.found:
+            diagnostics += run.records_diagnostics()
+        return fields, run, diagnostics
 
     def carries_state(self, api_key: int, version: int, direction: str) -> bool:
         """Requests that set the session (JoinGroup, SaslHandshake) and responses that can state topic ids
@@ -192,12 +167,12 @@ class Decoder:
         assert header is not None
         if message.frame.data[header.length : header.length + 2] != UNSUPPORTED_VERSION:
             return None
-        decoded = self._decode(message, API_VERSIONS, 0, "response", session, None)
+        decoded = self._decode(message, ApiKey.API_VERSIONS, 0, "response", session, None)
         if any(d.code in ("body.malformed", "body.trailing-bytes") for d in decoded.diagnostics[len(message.diagnostics) :]):
             return None
         body = decoded.body
         assert isinstance(body, Body) and body.fields is not None
-        ranges = [k for k in body.fields.get("ApiKeys") or () if k.get("ApiKey") == API_VERSIONS]
+        ranges = [k for k in body.fields.get("ApiKeys") or () if k.get("ApiKey") == ApiKey.API_VERSIONS]
         supported = f"; it supports ApiVersions v{ranges[0]['MinVersion']}-v{ranges[0]['MaxVersion']}" if ranges else ""
         note = Diagnostic(
             "body.version-fallback",
@@ -214,7 +189,7 @@ class Decoder:
         frame, header = message.frame, message.header
         assert header is not None
         raw = bytes(frame.data[header.length :])  # after the correlation id: whether tagged fields follow is unknown
-        guess = guess_response(frame.data) if frame.size == len(frame.data) else None
+        guess = guess_response(frame.data, self.catalog) if frame.size == len(frame.data) else None
         if guess is None:
             body = Body("", -1, None, raw=raw)  # no schema: nothing tells which API it answers
             return new_message(frame, header, body, message.diagnostics)
@@ -233,7 +208,7 @@ class Decoder:
             "frame",
             start,
         )
-        if not self.show_secrets and carries_secrets(api_key):
+        if not self.show_secrets and carries_secrets(api_key, self.catalog):
             raw = None  # the body's secrets are redacted in `fields`; its bytes would tell them
         body = new_body(body.schema, body.version, body.fields, True, raw, body.errors, body.topics, body.groups, body.records)
         return new_message(frame, header, body, decoded.diagnostics + (note,))

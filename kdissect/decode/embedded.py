@@ -12,14 +12,13 @@ from __future__ import annotations
 from kdissect.decode.redaction import Redacted
 from kdissect.decode.sasl import read_sasl
 from kdissect.decode.session import Session
-from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, MessageSpec
+from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, ApiKey, MessageSpec
 from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import read_versioned
 
-JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 11, 14, 15, 17, 36
-API_KEYS = frozenset({JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+API_KEYS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 """The APIs that carry payloads inside payloads."""
-TEACHING_REQUESTS = frozenset({JOIN_GROUP, SASL_HANDSHAKE})
+TEACHING_REQUESTS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SASL_HANDSHAKE})
 """Requests whose reading `annotate` keeps in the session for later messages: group protocol types, the SASL
 mechanism."""
 CONSUMER = "consumer"
@@ -48,7 +47,7 @@ def _each(value: object) -> list[Struct]:
 
 def annotate(api_key: int, direction: str, body: Struct, request: Struct | None, session: Session, show_secrets: bool) -> None:
     """Read the embedded payloads of one decoded body, in place."""
-    if api_key == JOIN_GROUP:
+    if api_key == ApiKey.JOIN_GROUP:
         group = body.get("GroupId") if request is None else request.get("GroupId")
         kind = (
             body.get("ProtocolType") if direction == "request" else (body.get("ProtocolType") or (request and request.get("ProtocolType")))
@@ -57,7 +56,7 @@ def annotate(api_key: int, direction: str, body: Struct, request: Struct | None,
             session.protocol_types[group] = kind
         for item in _each(body.get("Protocols" if direction == "request" else "Members")):
             _protocol(item, "Metadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
-    elif api_key == SYNC_GROUP:
+    elif api_key == ApiKey.SYNC_GROUP:
         group = (request or body).get("GroupId")
         kind = body.get("ProtocolType") or (request and request.get("ProtocolType")) or session.protocol_types.get(group)
         if direction == "request":
@@ -65,16 +64,16 @@ def annotate(api_key: int, direction: str, body: Struct, request: Struct | None,
                 _protocol(item, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
         else:
             _protocol(body, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
-    elif api_key == DESCRIBE_GROUPS and direction == "response":
+    elif api_key == ApiKey.DESCRIBE_GROUPS and direction == "response":
         for group in _each(body.get("Groups")):
             kind = group.get("ProtocolType") or None
             for member in _each(group.get("Members")):
                 _protocol(member, "MemberMetadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
                 _protocol(member, "MemberAssignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)
-    elif api_key == SASL_HANDSHAKE and direction == "request":
+    elif api_key == ApiKey.SASL_HANDSHAKE and direction == "request":
         mechanism = body.get("Mechanism")
         session.sasl_mechanism = mechanism if isinstance(mechanism, str) else None
-    elif api_key == SASL_AUTHENTICATE:
+    elif api_key == ApiKey.SASL_AUTHENTICATE:
         auth_bytes(body, session, direction == "request", show_secrets)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdissect.decode.body import CompiledBodies
-from kdissect.schema import APIS, response_header_version
+from kdissect.schema import Catalog
 from kdissect.schema.tree import Partial
 from kdissect.wire import WireError, read_uvarint
 
@@ -25,8 +25,10 @@ def _skip_records(buf: Any, start: int, end: int) -> None:
     return None
 
 
-_TRIAL = CompiledBodies(_skip_records)
-"""Decoders for trying schemas; made on first use, shared by every dissector (they hold no state of a capture)."""
+def _trial(catalog: Catalog) -> CompiledBodies:
+    """Decoders for trying a catalogue's schemas; made once per catalogue and shared by every dissector using it (they
+    hold no state of a capture)."""
+    return catalog.derived(_trial, lambda c: CompiledBodies(c, _skip_records))
 
 
 def after_tags(data: bytes, pos: int) -> int | None:
@@ -42,19 +44,20 @@ def after_tags(data: bytes, pos: int) -> int | None:
     return pos if pos <= len(data) else None
 
 
-def guess_response(data: bytes) -> tuple[int, int, int, list[int]] | None:
+def guess_response(data: bytes, catalog: Catalog) -> tuple[int, int, int, list[int]] | None:
     """(API key, version, where the body starts, every version that read it) for a response frame whose request
     is unknown, or None when the bytes do not tell one API."""
     if len(data) > MAX_GUESSED or len(data) < 4:
         return None
     flexible_start = after_tags(data, 4)
     fits: dict[int, list[tuple[int, int]]] = {}
-    for api_key, api in APIS.items():
+    trial = _trial(catalog)
+    for api_key, api in catalog.apis.items():
         for version in api.versions:
-            start = 4 if response_header_version(api_key, version) == 0 else flexible_start
+            start = 4 if catalog.response_header_version(api_key, version) == 0 else flexible_start
             if start is None or start > len(data):
                 continue
-            target = _TRIAL.target(api_key, version, "response")
+            target = trial.target(api_key, version, "response")
             assert target is not None
             try:
                 _, end = target.decode(data, start)

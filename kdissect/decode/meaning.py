@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kdissect.decode.redaction import secret_config
 from kdissect.records.values import RecordSet
+from kdissect.schema import Catalog
 from kdissect.schema.model import Field
 from kdissect.schema.tree import Struct
 
@@ -76,22 +77,28 @@ def _kind(f: Field) -> str | None:
     return None
 
 
-_plans: dict[tuple[int, int], tuple[tuple[Field, ...], Plan]] = {}
-"""(id of a fields tuple, version) -> (that tuple, its plan). The tuple is held so that its id stays its own: users'
-specs come and go (`schema.installed`), and a freed tuple's id could be another's later."""
+Plans = dict[tuple[int, int], Plan]
+"""(id of a fields tuple, version) -> its plan: kept by the catalogue the tuples belong to (`plans`), whose life is
+theirs, so an id is never another tuple's."""
 
 
-def plan(fields: tuple[Field, ...], version: int) -> Plan:
+def plans(catalog: Catalog) -> Plans:
+    """The plans of a catalogue's definitions, made as they are first asked for."""
+    return catalog.derived(plans, lambda _: {})
+
+
+def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan:
+    """Which fields of a struct at `version` carry meaning, and which of its structs hold some; memoised in `made`."""
     key = (id(fields), version)
-    if key in _plans:
-        return _plans[key][1]
+    if key in made:
+        return made[key]
     scalars: list[tuple[str, str]] = []
     children: list[tuple[str, bool, Plan]] = []
     for f in fields:
         if version not in f.versions:
             continue
         if f.is_struct:
-            sub = plan(f.fields, version)
+            sub = plan(f.fields, version, made)
             if sub is not None:
                 children.append((f.name, f.array, sub))
             continue
@@ -99,7 +106,7 @@ def plan(fields: tuple[Field, ...], version: int) -> Plan:
         if kind:
             scalars.append((f.name, kind))
     result = (tuple(scalars), tuple(children)) if scalars or children else None
-    _plans[key] = (fields, result)
+    made[key] = result
     return result
 
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kdissect.schema import APIS
+from kdissect.schema import Catalog
 from kdissect.schema.model import Field
 from kdissect.schema.tree import Struct
 
@@ -59,9 +59,9 @@ def _holds_secret(fields: tuple[Field, ...]) -> bool:
     return any(f.secret or f.config_value or _holds_secret(f.fields) for f in fields)
 
 
-def carries_secrets(api_key: int | None) -> bool:
+def carries_secrets(api_key: int | None, catalog: Catalog) -> bool:
     """Whether some version of this API has a field that carries a credential, or a config's value that may: its
     frames are masked whole in a hex dump when their body does not decode, since the secret's place in them is then
     unknown."""
-    api = APIS.get(api_key) if api_key is not None else None
+    api = catalog.apis.get(api_key) if api_key is not None else None
     return api is not None and any(_holds_secret(m.fields) for m in api.requests + api.responses)

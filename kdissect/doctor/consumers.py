@@ -13,10 +13,9 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, made, plural, where
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
+from kdissect.schema import ApiKey, ErrorCode
 from kdissect.schema.tree import Struct
 
-FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, TXN_OFFSET_COMMIT = 1, 2, 8, 9, 11, 28
-OFFSET_OUT_OF_RANGE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 1, 70, 71
 SECOND = 1_000_000_000
 
 LAG = Rule(
@@ -151,27 +150,27 @@ class Consumers(Family):
         key, client_id = (header.api_key, header.client_id) if header else (None, None)
         if client_id in self.seen:
             self.seen[client_id][1] = exchange.ts
-        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and client_id:
+        if key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT) and client_id:
             self.committers.add(client_id)
-        if key == JOIN_GROUP and client_id:
+        if key == ApiKey.JOIN_GROUP and client_id:
             self.members.add(client_id)
-        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and client_id:
+        if key in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP) and client_id:
             request = fields(exchange.request)
             for named in (request, *each(request, "Groups")):  # OffsetFetch v8+ lists groups
                 if named is not None and isinstance(named.get("GroupId"), str):
                     self.groups[client_id] = named.get("GroupId")
             return
-        if key == LIST_OFFSETS:
-            if OFFSET_OUT_OF_RANGE in codes(exchange.response):
+        if key == ApiKey.LIST_OFFSETS:
+            if ErrorCode.OFFSET_OUT_OF_RANGE in codes(exchange.response):
                 self.out_of_range.add(exchange)
             return
-        if key != FETCH:
+        if key != ApiKey.FETCH:
             return
         request, response = fields(exchange.request), fields(exchange.response)
         if request is None or response is None or follower(request):
             return
         self.fetches += 1
-        if response.get("ErrorCode") in (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH):
+        if response.get("ErrorCode") in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
             self.sessions.add(exchange)
         client = client_id or f"connection {exchange.connection.id}"
         offsets = {
@@ -183,7 +182,7 @@ class Consumers(Family):
             name = topic_of(topic)
             for partition in each(topic, "Partitions"):
                 index = partition.get("PartitionIndex")
-                if partition.get("ErrorCode") == OFFSET_OUT_OF_RANGE:
+                if partition.get("ErrorCode") == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self.out_of_range.add(exchange, None, name, index)
                 self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
         body = getattr(exchange.response, "body", None)

@@ -11,11 +11,8 @@ from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, made, plural, span
 from kdissect.events import Exchange
-from kdissect.schema import error_name
+from kdissect.schema import ApiKey, ErrorCode, error_name
 
-OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 8, 11, 12, 13, 14, 28, 68
-ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED = 22, 25, 27, 79
-FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, STALE_MEMBER_EPOCH = 82, 110, 111, 113
 MINUTE = 60_000_000_000
 
 REBALANCE_STORM = Rule(
@@ -89,10 +86,17 @@ MEMBER_ID_HANDSHAKE = Rule(
     (Threshold("threshold", 1, "answers", "at least this many MEMBER_ID_REQUIRED answers"),),
 )
 
-REFUSED_COMMIT = {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH}
-GONE = {UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID}
-FENCING = {UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID}
-MEMBER_APIS = (OFFSET_COMMIT, HEARTBEAT, SYNC_GROUP, JOIN_GROUP, TXN_OFFSET_COMMIT)
+REFUSED_COMMIT = {
+    ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.FENCED_INSTANCE_ID,
+    ErrorCode.FENCED_MEMBER_EPOCH,
+    ErrorCode.STALE_MEMBER_EPOCH,
+}
+GONE = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
+FENCING = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.UNRELEASED_INSTANCE_ID}
+MEMBER_APIS = (ApiKey.OFFSET_COMMIT, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP, ApiKey.JOIN_GROUP, ApiKey.TXN_OFFSET_COMMIT)
 
 
 class Groups(Family):
@@ -118,7 +122,7 @@ class Groups(Family):
 
     def exchange(self, exchange: Exchange) -> None:
         key = exchange.api_key
-        if key not in MEMBER_APIS and key != LEAVE_GROUP and key != CONSUMER_GROUP_HEARTBEAT:
+        if key not in MEMBER_APIS and key != ApiKey.LEAVE_GROUP and key != ApiKey.CONSUMER_GROUP_HEARTBEAT:
             return
         request, response = fields(exchange.request), fields(exchange.response)
         if request is None:
@@ -127,15 +131,15 @@ class Groups(Family):
         if not isinstance(group, str):
             return
         answer = codes(exchange.response)
-        if key == CONSUMER_GROUP_HEARTBEAT:
+        if key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
             self._fenced(exchange, group, answer)
             return
         member = request.get("MemberId")
         if key in MEMBER_APIS and isinstance(member, str) and member:
             self._member(exchange, group, member, answer)
-        if key == JOIN_GROUP:
+        if key == ApiKey.JOIN_GROUP:
             self._join(exchange, group, request, response, answer)
-        elif key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT):
+        elif key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
             refused = [c for c in answer if c in REFUSED_COMMIT]
             if refused:
                 for c in refused:
@@ -157,7 +161,7 @@ class Groups(Family):
             self.removed_members.discard(key)
 
     def _join(self, exchange: Exchange, group: str, request, response, answer: list[int]) -> None:
-        if MEMBER_ID_REQUIRED in answer:
+        if ErrorCode.MEMBER_ID_REQUIRED in answer:
             self.handshakes.add(exchange, group)
         timeout = request.get("RebalanceTimeoutMs")
         if not isinstance(timeout, int) or timeout <= 0:

@@ -13,10 +13,9 @@ from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Histogram, Scope, Trail, made, span
 from kdissect.events import Exchange
-from kdissect.schema import API_NAMES
+from kdissect.schema import ApiKey
 
-FETCH, JOIN_GROUP, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT = 1, 11, 14, 68
-HELD = {JOIN_GROUP, SYNC_GROUP}
+HELD = {ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}
 SLOWEST = 10
 """Slowest exchanges kept per API and broker, as evidence."""
 
@@ -49,7 +48,7 @@ class Latency(Family):
         latency, key = exchange.latency, exchange.api_key
         if latency is None or key is None or key in HELD:
             return
-        if key == FETCH:
+        if key == ApiKey.FETCH:
             request = fields(exchange.request)
             wait = request.get("MaxWaitMs") if request is not None else None
             latency -= max(0, wait if isinstance(wait, int) else 0) * 1_000_000
@@ -75,7 +74,7 @@ class Latency(Family):
             trail = Trail(Scope(filtered=False))  # `slowest` holds shown exchanges only
             for _, _, exchange in sorted(self.slowest[(key, where)], key=lambda item: -item[0]):
                 trail.add(exchange)
-            name = API_NAMES.get(key, f"api {key}")
+            name = self.slowest[(key, where)][0][2].api_name or f"api {key}"
             yield OUTLIERS.finding(
                 f"{name} on {where}: p99 {span(p99)} against a median of {span(p50)} over {histogram.n} exchanges", trail.evidence()
             )

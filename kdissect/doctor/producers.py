@@ -12,11 +12,9 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, made, plural, span
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
+from kdissect.schema import ApiKey, ErrorCode
 
-PRODUCE, METADATA, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 0, 3, 24, 25, 26
 SECOND = 1_000_000_000
-UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE = 3, 6, 10, 18
-OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER = 45, 46
 KEEP_SEQUENCES = 100_000
 """Produce batches remembered to spot a second send of the same one; older ones are forgotten."""
 
@@ -167,18 +165,18 @@ class Producers(Family):
                 self.throttled_by[who] = max(self.throttled_by.get(who, 0), throttle)
         key = exchange.api_key
         self.last_ts = max(self.last_ts, exchange.ts)
-        if key in (ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN):
+        if key in (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN):
             for transaction in transactional_ids(exchange):
                 self.open.setdefault(transaction, exchange)
-        if key == METADATA:
+        if key == ApiKey.METADATA:
             if self.unknown.count:
                 self.metadata_after += 1
             for topic in each(response, "Topics"):
-                if topic.get("ErrorCode") == UNKNOWN_TOPIC_OR_PARTITION:
+                if topic.get("ErrorCode") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.unknown.add(exchange, None, topic_of(topic))
-        elif key == PRODUCE:
+        elif key == ApiKey.PRODUCE:
             self._produce(exchange, response)
-        elif key == END_TXN:
+        elif key == ApiKey.END_TXN:
             request = fields(exchange.request)
             if request is not None:
                 opened = self.open.pop(request.get("TransactionalId"), None)
@@ -201,13 +199,13 @@ class Producers(Family):
             name = topic_of(topic)
             for partition in each(topic, "PartitionResponses"):
                 code, index = partition.get("ErrorCode"), partition.get("Index")
-                if code == UNKNOWN_TOPIC_OR_PARTITION:
+                if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.unknown.add(exchange, None, name, index)
-                elif code == NOT_LEADER_OR_FOLLOWER:
+                elif code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     self.not_leader.add(exchange, None, name, index)
-                elif code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE):
+                elif code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
                     self.too_large.add(exchange, None, name, index)
-                elif code in (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER):
+                elif code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
                     repeated.add((name, index))
         body = getattr(exchange.request, "body", None)
         counts = self.batches.setdefault(exchange.client_id or "?", [0, 0])

@@ -11,10 +11,8 @@ from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, made, plural
 from kdissect.events import ConnectionEnd, Exchange
-from kdissect.schema import API_NAMES
+from kdissect.schema import ApiKey, ErrorCode
 
-METADATA, SASL_HANDSHAKE, API_VERSIONS, SASL_AUTHENTICATE = 3, 17, 18, 36
-UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, UNSUPPORTED_VERSION, SASL_AUTHENTICATION_FAILED = 33, 34, 35, 58
 MINUTE = 60_000_000_000
 
 REMOVED_IN_4 = {0: 2, 1: 3, 2: 0, 8: 1, 9: 0, 19: 1, 20: 0, 23: 1, 29: 0, 30: 0, 31: 0, 32: 0, 34: 0, 35: 0, 38: 0, 39: 0, 40: 0, 41: 0}
@@ -132,6 +130,8 @@ class Protocol(Family):
         """Connection id -> its unanswered exchanges, until a later answer shows them skipped."""
         self.unanswered = Trail(self.scope)
         self.sasl = Trail(self.scope)
+        self.names: dict[int, str] = {}
+        """API key -> its name in the run's catalogue, as the headers told it."""
 
     def exchange(self, exchange: Exchange) -> None:
         header, connection = exchange.request_header, exchange.connection.id
@@ -139,7 +139,7 @@ class Protocol(Family):
             return
         key, version, client_id = header.api_key, header.api_version, header.client_id
         request = fields(exchange.request)
-        if key == API_VERSIONS:
+        if key == ApiKey.API_VERSIONS:
             self._api_versions(exchange, request)
         who = client_id or "(none)"
         name = self.software.get(connection) or f"client id {who}"
@@ -147,14 +147,16 @@ class Protocol(Family):
         client["exchanges"] += 1
         client["ids"].add(who)
         client["apis"].setdefault(key, set()).add(version)
+        if header.api_name is not None:
+            self.names[key] = header.api_name
         made(self.client_trails, name, Trail, self.scope).add(exchange)
         if removed(key, version):
             made(self.removed, name, Trail, self.scope).add(exchange)
             self.removed_versions.setdefault(name, set()).add((key, version))
         answer = codes(exchange.response)
-        if UNSUPPORTED_VERSION in answer and key != API_VERSIONS:
+        if ErrorCode.UNSUPPORTED_VERSION in answer and key != ApiKey.API_VERSIONS:
             self.unsupported.add(exchange)
-        if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE) and answer:
+        if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and answer:
             self.sasl.add(exchange)
         bounds = self.advertised.get(connection, {}).get(key)
         if bounds is not None and not bounds[0] <= version <= bounds[1]:
@@ -163,7 +165,7 @@ class Protocol(Family):
             self.started.add(connection)
             if made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
                 made(self.churn_trails, who, Trail, self.scope).add(exchange)
-        if key == METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
+        if key == ApiKey.METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
             made(self.metadata_trails, who, Trail, self.scope).add(exchange)
         self._order(exchange)
 
@@ -197,12 +199,12 @@ class Protocol(Family):
         for name, client in sorted(self.clients.items()):
             trail = self.client_trails[name]
             if trail and client["exchanges"] >= self.threshold(CLIENTS):
-                apis = ", ".join(f"{API_NAMES.get(k, k)} v{_versions(v)}" for k, v in sorted(client["apis"].items()))
+                apis = ", ".join(f"{self.names.get(k, k)} v{_versions(v)}" for k, v in sorted(client["apis"].items()))
                 named = "" if name.startswith("client id ") else f" (client ids {', '.join(sorted(client['ids']))})"
                 yield CLIENTS.finding(f"{name}{named}: {apis}", trail.evidence())
         for name, trail in sorted(self.removed.items()):
             if trail and trail.count >= self.threshold(REMOVED):
-                versions = ", ".join(f"{API_NAMES.get(k, k)} v{v}" for k, v in sorted(self.removed_versions[name]))
+                versions = ", ".join(f"{self.names.get(k, k)} v{v}" for k, v in sorted(self.removed_versions[name]))
                 yield REMOVED.finding(f"{name} will stop working on Kafka 4.0: {versions}", trail.evidence())
         simple = ((UNSUPPORTED, self.unsupported, "request"), (ABOVE, self.above, "request"), (UNANSWERED, self.unanswered, "request"))
         for rule, trail, noun in simple:

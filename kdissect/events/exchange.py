@@ -79,6 +79,13 @@ class Exchange:
         return header.api_key if header else None
 
     @property
+    def api_name(self) -> str | None:
+        """The API's name, as the run's catalogue calls it; None without a request header, or for a key no spec
+        defines."""
+        header = self.request_header
+        return header.api_name if header else None
+
+    @property
     def api_version(self) -> int | None:
         header = self.request_header
         return header.api_version if header else None

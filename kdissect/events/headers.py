@@ -27,6 +27,9 @@ class RequestHeader:
     length: int
     """Bytes the header occupies at the start of the frame; the body follows."""
     tagged: tuple[TaggedField, ...] = ()
+    api_name: str | None = None
+    """The API's name in the catalogue the header was read by (None for a key no spec defines): every view names the
+    API by it, so a user's spec names its APIs in every output."""
 
 
 @dataclass(frozen=True, slots=True)

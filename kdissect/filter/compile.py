@@ -38,7 +38,7 @@ from kdissect.filter.fields import (
 )
 from kdissect.filter.lexer import UNITS, Token
 from kdissect.filter.parser import And, Node, Not, Quantified, Test, Value
-from kdissect.schema import API_NAMES, ERROR_CODES, error_name
+from kdissect.schema import ERROR_CODES, Catalog, error_name
 from kdissect.schema.tree import Struct
 
 Full = Callable[[Exchange], bool]
@@ -65,16 +65,17 @@ _ERROR_CODES = {name.lower(): code for code, name in ERROR_CODES.items()}
 _HEX_BYTES = re.compile(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})+")
 
 
-def compile_node(node: Node) -> tuple[Full, Early | None]:
-    """The closures of a tree: (matches, early); early is None when headers can never decide."""
+def compile_node(node: Node, catalog: Catalog) -> tuple[Full, Early | None]:
+    """The closures of a tree, its fields read in the catalogue's APIs: (matches, early); early is None when headers
+    can never decide."""
     if isinstance(node, Test):
-        return _test(node, None)
+        return _test(node, None, catalog)
     if isinstance(node, Quantified):
-        return _test(node.test, node.quantifier.text)
+        return _test(node.test, node.quantifier.text, catalog)
     if isinstance(node, Not):
-        inner, early = compile_node(node.item)
+        inner, early = compile_node(node.item, catalog)
         return (lambda ex: not inner(ex)), (None if early is None else _early_not(early))
-    parts = [compile_node(item) for item in node.items]  # type: ignore[union-attr]
+    parts = [compile_node(item, catalog) for item in node.items]  # type: ignore[union-attr]
     return conjunction(parts) if isinstance(node, And) else disjunction(parts)
 
 
@@ -135,9 +136,9 @@ def _early_junction(parts: list[tuple[Full, Early | None]], decisive: bool) -> E
 # -- one test ------------------------------------------------------------------------------------------------------
 
 
-def compile_value(value: Value) -> Resolved:
+def compile_value(value: Value, catalog: Catalog) -> Resolved:
     """The field of a value expression, with count() or len() applied: what -e prints and tests compare."""
-    field = resolve(value.field)
+    field = resolve(value.field, catalog)
     function = value.function
     if function is None:
         return field
@@ -154,8 +155,8 @@ def compile_value(value: Value) -> Resolved:
     return Resolved(f"{function.text}({field.name})", frozenset({INT}), lambda ex: measure(inner(ex)), early)
 
 
-def _test(test: Test, quantifier: str | None) -> tuple[Full, Early | None]:
-    field = compile_value(test.value)
+def _test(test: Test, quantifier: str | None, catalog: Catalog) -> tuple[Full, Early | None]:
+    field = compile_value(test.value, catalog)
     over = _over(field, test, quantifier)
     values, early = field.values, field.early
     full: Full = lambda ex: over(values(ex))
@@ -277,7 +278,8 @@ def _textual(field: Resolved, on_text: Callable[[str], bool], on_bytes: Callable
     if BYTES in field.kinds:
         tests[bytes] = on_bytes
     if API in field.kinds:
-        tests[int] = lambda key: on_text(API_NAMES.get(key, f"api {key}"))
+        names = field.names or {}
+        tests[int] = lambda key: on_text(names.get(key, f"api {key}"))
     elif ERROR in field.kinds:
         tests[int] = lambda code: on_text(error_name(code))
     return tests
@@ -350,10 +352,11 @@ def _named_literal(field: Resolved, token: Token, api: bool) -> int | None:
     if token.kind == "number":
         return None
     text = token.value if token.kind == "string" else token.text
-    table = {name.lower(): key for key, name in API_NAMES.items()} if api else _ERROR_CODES  # the tables installed now
+    apis = field.names or {}
+    table = {name.lower(): key for key, name in apis.items()} if api else _ERROR_CODES
     found = table.get(str(text).lower())
     if found is None:
-        names = API_NAMES.values() if api else ERROR_CODES.values()
+        names = apis.values() if api else ERROR_CODES.values()
         what = "an API name" if api else "an error name"
         raise FilterError(f"{token.text} is not {what}{did_you_mean(str(text), names)}", token.column)
     return found

@@ -11,19 +11,17 @@ which says None when the answer needs what is not known yet: the core's hook use
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, get_args
 
 from kdissect.decode.body import Body
-from kdissect.decode.embedded import DESCRIBE_GROUPS, JOIN_GROUP, SYNC_GROUP
 from kdissect.events import ConnectionInfo, Exchange, Message, Status
 from kdissect.events.exchange import MALFORMED
 from kdissect.filter.errors import FilterError, did_you_mean
 from kdissect.filter.lexer import Token
 from kdissect.records.values import Control, LegacyMessage, Record, RecordBatch, RecordSet
-from kdissect.schema import APIS, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Field, MessageSpec, generation
+from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, ApiKey, Catalog, Field, MessageSpec
 from kdissect.schema.tree import Struct
 
 Values = Callable[[Exchange], list]
@@ -58,6 +56,8 @@ class Resolved:
     """None when the field needs decoded bodies."""
     milliseconds: bool = False
     """A duration in ms (latency_ms, a spec field named *Ms): literals may carry ms, s or us."""
+    names: Mapping[int, str] | None = None
+    """For an API field, the names of the run's APIs (its catalogue's): how literals and `contains` read its keys."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,10 +243,10 @@ def _records_tree() -> PathNode:
 
 
 ANNOTATED = {
-    (JOIN_GROUP, "Metadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
-    (SYNC_GROUP, "Assignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
-    (DESCRIBE_GROUPS, "MemberMetadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
-    (DESCRIBE_GROUPS, "MemberAssignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
+    (ApiKey.JOIN_GROUP, "Metadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
+    (ApiKey.SYNC_GROUP, "Assignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
+    (ApiKey.DESCRIBE_GROUPS, "MemberMetadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
+    (ApiKey.DESCRIBE_GROUPS, "MemberAssignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
 }
 """Bytes fields whose consumer-protocol reading a path can go into."""
 INTS = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
@@ -279,17 +279,16 @@ def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | 
                 _merge(node.children, spec.fields, None, records, seen)
 
 
-def body_tree(side: str) -> PathNode:
-    """Every path a request (or response) body can hold, over every API and version the schema knows."""
-    return _body_tree(side, generation())
+def body_tree(side: str, catalog: Catalog) -> PathNode:
+    """Every path a request (or response) body can hold, over every API and version the catalogue knows; made once
+    per catalogue and side."""
+    return catalog.derived((body_tree, side), lambda c: _body_tree(side, c))
 
 
-@cache
-def _body_tree(side: str, generation: int) -> PathNode:
-    """`body_tree` for one state of the schema's live tables (users' specs change them: `schema.installed`)."""
+def _body_tree(side: str, catalog: Catalog) -> PathNode:
     root = _node({STRUCT})
     records = _records_tree()
-    for api in APIS.values():
+    for api in catalog.apis.values():
         specs: tuple[MessageSpec, ...] = api.requests if side == "request" else api.responses
         seen: set[int] = set()
         for spec in specs:
@@ -361,18 +360,20 @@ def _path_values(side: str, names: list[str]) -> Values:
     return values
 
 
-def resolve(token: Token) -> Resolved:
-    """The field a word names; a FilterError at the word (or the part of the path) that names nothing."""
+def resolve(token: Token, catalog: Catalog) -> Resolved:
+    """The field a word names, in the catalogue's APIs; a FilterError at the word (or the part of the path) that names
+    nothing."""
     name = ALIASES.get(token.text, token.text)
     known = EXCHANGE_FIELDS.get(name)
     if known is not None:
-        return Resolved(token.text, frozenset({known.kind}), known.values, known.early, milliseconds=known.kind == FLOAT)
+        names = catalog.names if known.kind == API else None
+        return Resolved(token.text, frozenset({known.kind}), known.values, known.early, known.kind == FLOAT, names)
     side, _, rest = name.partition(".")
     if side not in SIDES:
-        raise FilterError(f"unknown field {token.text!r}{_suggest(token.text)}", token.column)
+        raise FilterError(f"unknown field {token.text!r}{_suggest(token.text, catalog)}", token.column)
     if not rest:
         raise FilterError(f"{side} is a side, not a field: name a field of its body, such as {side}.{_example(side)}", token.column)
-    node = body_tree(side)
+    node = body_tree(side, catalog)
     parts = rest.split(".")
     offset = len(side) + 1
     for i, part in enumerate(parts):
@@ -388,10 +389,10 @@ def resolve(token: Token) -> Resolved:
     return Resolved(token.text, frozenset(node.kinds), _path_values(side, parts), None, milliseconds=node.milliseconds)
 
 
-def _suggest(word: str) -> str:
+def _suggest(word: str, catalog: Catalog) -> str:
     """Near field names; a body field written without its side gets the side."""
     first = word.split(".")[0]
-    sides = [f"{side}.{word}" for side in SIDES if first in body_tree(side).children]
+    sides = [f"{side}.{word}" for side in SIDES if first in body_tree(side, catalog).children]
     if sides:
         return " (did you mean " + " or ".join(repr(s) for s in sides) + "?)"
     return did_you_mean(word, [*EXCHANGE_FIELDS, *ALIASES, *(f"{side}." for side in SIDES)])

@@ -10,10 +10,12 @@ from kdissect.filter.fields import ALIASES, Resolved
 from kdissect.filter.parser import fields_of, parse, parse_value
 from kdissect.filter.verdict import EVERYTHING, Filter
 from kdissect.kafka.shared import Keep
+from kdissect.schema import Catalog
 
 
-def compile_filter(parts: Sequence[tuple[str, str]]) -> Filter:
-    """One filter from (where it came from, expression) pairs, such as ("-Y", "api == Fetch"), joined by `and`.
+def compile_filter(parts: Sequence[tuple[str, str]], catalog: Catalog) -> Filter:
+    """One filter from (where it came from, expression) pairs, such as ("-Y", "api == Fetch"), joined by `and`, its
+    fields read in the catalogue's APIs.
 
     A FilterError names the option and the column of the first mistake.
     """
@@ -22,7 +24,7 @@ def compile_filter(parts: Sequence[tuple[str, str]]) -> Filter:
     for source, text in parts:
         try:
             tree = parse(text)
-            compiled.append(compile_node(tree))
+            compiled.append(compile_node(tree, catalog))
         except FilterError as exc:
             raise exc.located(text, source) from None
         used |= {ALIASES.get(name, name) for name in fields_of(tree)}
@@ -36,12 +38,12 @@ def compile_filter(parts: Sequence[tuple[str, str]]) -> Filter:
     return Filter(text, matches, keep, frozenset(used))
 
 
-def compile_fields(texts: Sequence[str]) -> list[Resolved]:
+def compile_fields(texts: Sequence[str], catalog: Catalog) -> list[Resolved]:
     """The fields -e names, each FIELD, count(FIELD) or len(FIELD); a FilterError at the first mistake."""
     out = []
     for text in texts:
         try:
-            out.append(compile_value(parse_value(text)))
+            out.append(compile_value(parse_value(text), catalog))
         except FilterError as exc:
             raise exc.located(text, "-e") from None
     return out

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from kdissect.filter.errors import FilterError
 from kdissect.filter.lexer import quote
-from kdissect.schema import APIS
+from kdissect.schema import Catalog
 
 
-def parse_apis(text: str) -> list[int]:
-    """ "Produce,Fetch,18" -> API keys; names are matched without regard to case."""
-    by_name = {api.name.lower(): key for key, api in APIS.items()}
+def parse_apis(text: str, catalog: Catalog) -> list[int]:
+    """ "Produce,Fetch,18" -> API keys of the catalogue; names are matched without regard to case."""
+    by_name = {name.lower(): key for key, name in catalog.names.items()}
     keys = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -56,6 +56,7 @@ def _member(field: str, items: list[str]) -> str:
 
 
 def shorthands(
+    catalog: Catalog,
     api: str | None = None,
     version: str | None = None,
     topic: list[str] | None = None,
@@ -68,7 +69,7 @@ def shorthands(
     """(option, expression) for each fixed option given; a FilterError (with the option's own wording) for a bad one."""
     out = []
     if api:
-        out.append(("--api", _member("api_key", [str(k) for k in parse_apis(api)])))
+        out.append(("--api", _member("api_key", [str(k) for k in parse_apis(api, catalog)])))
     if version:
         out.append(("--version", _member("version", parse_versions(version))))
     if topic:

@@ -43,6 +43,7 @@ from kdissect.kafka.pairing import Pairing, expects_response
 from kdissect.kafka.shared import Shared
 from kdissect.net.reassembly import Reassembler
 from kdissect.net.tcp import ACK, SYN
+from kdissect.schema import ApiKey
 from kdissect.tls.detect import kafka_client_hello
 from kdissect.tls.gate import TlsSwitch
 from kdissect.wire import INT32
@@ -57,7 +58,6 @@ UNPAIRED = Pairing(0, 0)
 """The pairing of every connection not oriented yet: nothing is paired before then, so it is never added to."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
-SASL_HANDSHAKE = 17
 _SIZE_PREFIX = struct.Struct(">i").pack
 
 # What state costs in memory beyond the bytes it holds, measured with tracemalloc: the global bound
@@ -202,7 +202,7 @@ class Connection:
         probes: tuple[Probe, Probe] = (self.streams[0].sink, self.streams[1].sink)  # type: ignore[assignment]
         if self.initiator is not None and not probes[self.initiator].mid_stream:
             head = probes[self.initiator].joined()
-            verdict = plausible_request(head, 0, max_size) if head else None
+            verdict = plausible_request(head, 0, max_size, self.shared.catalog) if head else None
             if verdict is False:
                 verdict = kafka_client_hello(head)  # TLS on any port
             if verdict:
@@ -210,7 +210,7 @@ class Connection:
             elif verdict is False or any(probe.size > PROBE_LIMIT for probe in probes):
                 self._ignore()
             return
-        found = [find_request(probe.last_run(), 0, max_size)[0] is not None for probe in probes]
+        found = [find_request(probe.last_run(), 0, max_size, self.shared.catalog)[0] is not None for probe in probes]
         if found[0] != found[1]:
             self._orient(0 if found[0] else 1)
         elif found[0]:
@@ -251,7 +251,7 @@ class Connection:
         self.info = replace(self.info, tls=tls)
 
     def _find_request(self, buf: bytearray, start: int) -> tuple[int | None, int]:
-        return find_request(buf, start, self.shared.limits.max_frame_size)
+        return find_request(buf, start, self.shared.limits.max_frame_size, self.shared.catalog)
 
     def _find_response(self, buf: bytearray, start: int) -> tuple[int | None, int]:
         return find_response(buf, start, self.shared.limits.max_frame_size, self.pairing.correlations())
@@ -270,18 +270,18 @@ class Connection:
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if self.sasl_tokens is not None:
             size = self.shared.limits.max_frame_size
-            if plausible_request(_SIZE_PREFIX(frame.size) + frame.data[: REQUEST_PROBE + 256], 0, size) is not True:
+            if plausible_request(_SIZE_PREFIX(frame.size) + frame.data[: REQUEST_PROBE + 256], 0, size, self.shared.catalog) is not True:
                 token = self.shared.decode_request(new_message(frame, SASL_TOKEN, None, diagnostics), self.session, self.info)
                 self.sasl_tokens.append(token)
                 return
             self._sasl_phase(False)
         try:
-            header = parse_request_header(frame.data)
+            header = parse_request_header(frame.data, self.shared.catalog)
         except HeaderError as exc:
             diagnostic = Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset)
             self._exchange("unreadable", new_message(frame, None, None, diagnostics + (diagnostic,)), None)
             return
-        if header.api_key == SASL_HANDSHAKE and header.api_version == 0:
+        if header.api_key == ApiKey.SASL_HANDSHAKE and header.api_version == 0:
             self._sasl_phase(True)
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
@@ -350,6 +350,7 @@ class Connection:
                 frame.data,
                 request_header.api_key if request_header else None,
                 request_header.api_version if request_header else None,
+                self.shared.catalog,
             )
         except HeaderError as exc:
             diagnostics += (Diagnostic("header.unreadable", str(exc), "error", "frame", exc.offset),)

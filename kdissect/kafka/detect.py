@@ -14,7 +14,7 @@ import re
 import struct
 from typing import Collection, Iterator
 
-from kdissect.schema import MAX_VERSION
+from kdissect.schema import Catalog
 
 _REQUEST = struct.Struct(">ihhih")
 _RESPONSE = struct.Struct(">ii")
@@ -40,14 +40,14 @@ def _request_candidates(keys: int, top_version: int) -> re.Pattern[bytes]:
     return re.compile(rb"(?=[\x00-\x7f]..." + head + rb"[\x00-\x7f]...(?:\xff\xff|[\x00-\x7f].))", re.S)
 
 
-def plausible_request(buf: bytes | bytearray, pos: int, max_size: int) -> bool | None:
-    """Whether a request header starts at `pos`; None when too few bytes are there to tell."""
+def plausible_request(buf: bytes | bytearray, pos: int, max_size: int, catalog: Catalog) -> bool | None:
+    """Whether a request header of an API the catalogue knows starts at `pos`; None when too few bytes are there to tell."""
     if len(buf) - pos < REQUEST_PROBE:
         return None
     size, key, version, correlation, client_len = _REQUEST.unpack_from(buf, pos)
     if size < 10 or size > max_size or correlation < 0:
         return False
-    if not (0 <= key < len(MAX_VERSION) and 0 <= version <= MAX_VERSION[key]):
+    if not catalog.known_request(key, version):
         return False
     if client_len == -1:
         return True
@@ -69,11 +69,11 @@ def _utf8_prefix(data: bytes) -> str:
     return codecs.getincrementaldecoder("utf-8")().decode(data)
 
 
-def find_request(buf: bytes | bytearray, start: int, max_size: int) -> tuple[int | None, int]:
+def find_request(buf: bytes | bytearray, start: int, max_size: int, catalog: Catalog) -> tuple[int | None, int]:
     """(position of the first request header at or after `start`, or None; where a later search should resume)."""
-    for match in _request_candidates(len(MAX_VERSION), MAX_VERSION.top).finditer(buf, start):
+    for match in _request_candidates(len(catalog.max_version), catalog.top_version).finditer(buf, start):
         pos = match.start()
-        verdict = plausible_request(buf, pos, max_size)
+        verdict = plausible_request(buf, pos, max_size, catalog)
         if verdict:
             return pos, pos
         if verdict is None:

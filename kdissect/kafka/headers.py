@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from kdissect.events import RequestHeader, ResponseHeader, TaggedField, new_request_header, new_response_header
-from kdissect.schema import request_header_version, response_header_version
+from kdissect.schema import Catalog
 from kdissect.wire import INT16, INT32, WireError, read_uvarint
 
 _REQUEST = struct.Struct(">hhi").unpack_from
@@ -35,11 +35,12 @@ def _tagged(data: bytes, pos: int) -> tuple[tuple[TaggedField, ...], int]:
     return tuple(fields), pos
 
 
-def parse_request_header(data: bytes) -> RequestHeader:
+def parse_request_header(data: bytes, catalog: Catalog) -> RequestHeader:
+    """The header's version follows from the request's API and version, by the catalogue's flexible versions."""
     if len(data) < 8:
         raise HeaderError(f"a request header needs 8 bytes, the frame holds {len(data)}", len(data))
     api_key, api_version, correlation_id = _REQUEST(data, 0)
-    version = request_header_version(api_key, api_version)
+    version = catalog.request_header_version(api_key, api_version)
     pos = 8
     client_id = None
     if version >= 1:
@@ -57,15 +58,15 @@ def parse_request_header(data: bytes) -> RequestHeader:
     tagged: tuple[TaggedField, ...] = ()
     if version >= 2:
         tagged, pos = _tagged(data, pos)
-    return new_request_header(api_key, api_version, correlation_id, client_id, version, pos, tagged)
+    return new_request_header(api_key, api_version, correlation_id, client_id, version, pos, tagged, catalog.names.get(api_key))
 
 
-def parse_response_header(data: bytes, api_key: int | None, api_version: int | None) -> ResponseHeader:
+def parse_response_header(data: bytes, api_key: int | None, api_version: int | None, catalog: Catalog) -> ResponseHeader:
     """The response header's version follows from its request's; an orphan response is read as version 0."""
     if len(data) < 4:
         raise HeaderError(f"a response header needs 4 bytes, the frame holds {len(data)}", len(data))
     correlation_id = INT32(data, 0)[0]
-    version = 0 if api_key is None else response_header_version(api_key, api_version)
+    version = 0 if api_key is None or api_version is None else catalog.response_header_version(api_key, api_version)
     if version >= 1:
         tagged, pos = _tagged(data, 4)
         return new_response_header(correlation_id, version, pos, tagged)

@@ -12,15 +12,15 @@ import struct
 from collections import deque
 
 from kdissect.events import Message, RequestHeader
+from kdissect.schema import ApiKey
 from kdissect.wire import WireError, read_uvarint
 
-PRODUCE = 0
 _ACKS_AFTER_TRANSACTIONAL_ID = struct.Struct(">h").unpack_from
 
 
 def expects_response(header: RequestHeader, frame_data: bytes) -> bool:
     """False only for a Produce request with acks=0: the one request a broker does not answer."""
-    if header.api_key != PRODUCE:
+    if header.api_key != ApiKey.PRODUCE:
         return True
     pos = header.length
     try:

@@ -1,4 +1,4 @@
-"""What every connection of one dissector shares: settings, the body decoder, the event queue, the totals.
+"""What every connection of one dissector shares: settings, the catalogue, the body decoder, the event queue, the totals.
 
 The dissector makes one `Shared` and hands it to each `Connection`, so the connections never reach back up
 to the dissector that owns them.
@@ -14,6 +14,7 @@ from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Event, Message, RequestHeader
 from kdissect.limits import Limits
 from kdissect.net.reassembly import Patience
+from kdissect.schema import Catalog
 from kdissect.tls.keylog import KeyLog
 
 
@@ -64,8 +65,12 @@ class Counters:
 class Shared:
     """What every connection of one dissector shares: settings, the output queue, counters."""
 
-    def __init__(self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None, keep: Keep | None = None) -> None:
+    def __init__(
+        self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None, catalog: Catalog, keep: Keep | None = None
+    ) -> None:
         self.ports = ports
+        self.catalog = catalog
+        """The APIs headers are read and requests recognised by."""
         self.limits = limits
         self.reorder = reorder
         self.patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)

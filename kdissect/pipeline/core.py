@@ -26,7 +26,7 @@ from kdissect.limits import Limits
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.blobs import unpack
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
-from kdissect.schema import Api, installed
+from kdissect.schema import Catalog, catalog_with
 from kdissect.schema.user_specs import SpecFile, load
 
 BATCH_ROWS = 4096
@@ -51,13 +51,21 @@ class TopicNames(dict):
         return found
 
 
-def specs_of(config: dict[str, Any]) -> tuple[Api, ...]:
-    """The users' APIs the driver sent with the job, read again from the files' text: executors need not see the
-    driver's files."""
+def catalog_of(config: dict[str, Any]) -> Catalog:
+    """The catalogue of the users' specs the driver sent with the job, read again from the files' text (executors
+    need not see the driver's files); made once per worker and set of specs."""
     files = config.get("spec_files")
     if not files:
-        return ()
-    return load([SpecFile(path, text) for path, text in files], config.get("spec_keys") or ()).definitions
+        return catalog_with(())
+    key = json.dumps([files, config.get("spec_keys")])
+    catalog = _catalogs.get(key)
+    if catalog is None:
+        specs = load([SpecFile(path, text) for path, text in files], config.get("spec_keys") or ())
+        catalog = _catalogs[key] = catalog_with(specs.definitions)
+    return catalog
+
+
+_catalogs: dict[str, Catalog] = {}
 
 
 def options_of(config: dict[str, Any]) -> Options:
@@ -67,6 +75,7 @@ def options_of(config: dict[str, Any]) -> Options:
         reorder=config.get("reorder", True),
         show_secrets=config.get("show_secrets", False),
         tls_keylog=config.get("tls_keylog", b""),
+        catalog=catalog_of(config),
     )
 
 
@@ -87,15 +96,15 @@ class CoreStage:
         self.config = config
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        with installed(specs_of(self.config)):  # the task's decoder is made inside, from the tables installed
-            yield from _Task(self.config).run(batches)
+        yield from _Task(self.config).run(batches)
 
 
 class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
-        wanted = compile_filter([("-Y", config["filter"])] if config.get("filter") else [])  # checked by the driver already
-        self.options = options = replace(options_of(config), keep=wanted.keep)
+        options = options_of(config)
+        wanted = compile_filter([("-Y", config["filter"])] if config.get("filter") else [], options.catalog)  # checked by the driver
+        self.options = options = replace(options, keep=wanted.keep)
         self.wanted = wanted.matches
         """Exchanges it rejects are left out with their records and diagnostics; notices stay."""
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}

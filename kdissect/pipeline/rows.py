@@ -14,7 +14,6 @@ from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
 from kdissect.records.values import LegacyMessage, RecordBatch
-from kdissect.schema import API_NAMES
 from kdissect.schema.tree import Struct
 from kdissect.views.json_lines import encode, exchange_tree
 
@@ -178,7 +177,7 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
         "response_ts_ns": response.ts if response else None,
         "latency_ms": None if latency is None else latency / 1e6,
         "api_key": key,
-        "api_name": API_NAMES.get(key, f"api {key}") if key is not None else None,
+        "api_name": exchange.api_name or f"api {key}" if key is not None else None,
         "api_version": exchange.api_version,
         "correlation_id": exchange.correlation_id,
         "client_id": exchange.client_id,
@@ -280,7 +279,7 @@ def _legacy(message: LegacyMessage, codec: str | None) -> Iterator[tuple[str, Le
 def exchange_diagnostic_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterator[dict[str, Any]]:
     base = {"capture": capture, "exchange_id": xid, "connection_id": cid, **_endpoints(exchange.connection)}
     key = exchange.api_key
-    base["api_name"] = API_NAMES.get(key, f"api {key}") if key is not None else None
+    base["api_name"] = exchange.api_name or f"api {key}" if key is not None else None
     for side, message in (("request", exchange.request), ("response", exchange.response)):
         if message is None:
             continue

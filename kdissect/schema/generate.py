@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdissect.schema.model import NEVER, OPEN, Api, Field, Kind, MessageSpec, Versions, all_versions, union
+from kdissect.schema.model import NEVER, OPEN, Api, Field, KafkaError, Kind, MessageSpec, Versions, all_versions, union
 from kdissect.schema.specs import Document, MessageBuilder
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -115,13 +115,21 @@ def snapshot_commits(specs_dir: Path) -> dict[str, str]:
     return commits
 
 
-def read_error_codes(path: Path) -> dict[int, str]:
+def read_error_codes(path: Path) -> dict[int, KafkaError]:
+    """error_codes.tsv: code, name, retriable (yes/no), meaning; by code."""
     codes = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            code, name = line.split("\t")
-            codes[int(code)] = name.strip()
+            code, name, retriable, meaning = line.split("\t")
+            if retriable not in ("yes", "no"):
+                raise ValueError(f"{path.name}: error {code}: retriable is {retriable!r}, not yes or no")
+            codes[int(code)] = KafkaError(int(code), name.strip(), retriable == "yes", meaning.strip())
     return dict(sorted(codes.items()))
+
+
+def constant_name(name: str) -> str:
+    """An API's or a schema's name as a constant: JoinGroup -> JOIN_GROUP."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
 
 
 # ---------------------------------------------------------------------------------------------- building
@@ -284,7 +292,7 @@ class Writer:
         return f"_field({', '.join(args)})"
 
 
-def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -> str:
+def render(tables: Tables, error_codes: dict[int, KafkaError], provenance: list[str]) -> str:
     w = Writer()
 
     def definitions(messages: tuple[MessageSpec, ...]) -> str:
@@ -307,8 +315,9 @@ def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -
         "# and kdissect/schema/error_codes.tsv (org.apache.kafka.common.protocol.Errors).\n",
         "# ruff: noqa: E501\n",
         '"""Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""\n\n',
+        "from enum import IntEnum\n\n",
         "from kdissect.frozen import fast_constructor\n",
-        "from kdissect.schema.model import NEVER, OPEN, Api, Field, MessageSpec, StructSpec, Versions\n\n",
+        "from kdissect.schema.model import NEVER, OPEN, Api, Field, KafkaError, MessageSpec, StructSpec, Versions\n\n",
         "_field = fast_constructor(Field)\n",
         "_message = fast_constructor(MessageSpec)\n",
         '"""Frozen Fields and MessageSpecs built without their per-attribute setattr: thousands are made at each start."""\n\n',
@@ -321,7 +330,6 @@ def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -
     out.append("\nAPIS: dict[int, Api] = {\n")
     out.extend(api_lines)
     out.append("}\n\n")
-    out.append("API_NAMES: dict[int, str] = {key: api.name for key, api in APIS.items()}\n\n")
     out.append(f"REQUEST_HEADER: tuple[MessageSpec, ...] = {request_header}\n")
     out.append(f"RESPONSE_HEADER: tuple[MessageSpec, ...] = {response_header}\n\n")
     for constant, name in DATA_SCHEMAS.items():
@@ -334,9 +342,16 @@ def render(tables: Tables, error_codes: dict[int, str], provenance: list[str]) -
     for code, (kind, schema) in CONTROL_RECORD_TYPES.items():
         out.append(f"    {code}: ({q(kind)}, {q(schema)}),\n")
     out.append("}\n\n")
-    out.append("ERROR_CODES: dict[int, str] = {\n")
-    out.extend(f"    {code}: {q(name)},\n" for code, name in error_codes.items())
+    out.append("\nclass ApiKey(IntEnum):\n")
+    out.append('    """Every API key of the built-in tables, by name: compare a header\'s key with these, never with a number."""\n\n')
+    out.extend(f"    {constant_name(api.name)} = {key}\n" for key, api in tables.apis.items())
+    out.append("\n\nclass ErrorCode(IntEnum):\n")
+    out.append('    """Every error code kdissect knows, by Kafka\'s name."""\n\n')
+    out.extend(f"    {e.name} = {code}\n" for code, e in error_codes.items())
+    out.append("\n\nERRORS: dict[int, KafkaError] = {\n")
+    out.extend(f"    {code}: KafkaError({code}, {q(e.name)}, {e.retriable}, {q(e.meaning)}),\n" for code, e in error_codes.items())
     out.append("}\n")
+    out.append("ERROR_CODES: dict[int, str] = {code: error.name for code, error in ERRORS.items()}\n")
     return "".join(out)
 
 
@@ -352,7 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=None, help="the kafka-message-specs folder")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write (generated.py)")
+    parser.add_argument("--kafka-source", type=Path, default=None, help="an apache/kafka checkout: check error_codes.tsv against it")
     args = parser.parse_args(argv)
+    if args.kafka_source is not None:
+        from kdissect.schema.errors_check import disagreements
+
+        problems = disagreements(read_error_codes(ERROR_CODES_FILE), args.kafka_source)
+        print("\n".join(problems) or f"error_codes.tsv agrees with {args.kafka_source}")
+        return 1 if problems else 0
     specs_dir = args.specs or default_specs()
     if not specs_dir.is_dir():
         print(f"specs folder not found: {specs_dir} (use --specs or KDISSECT_SPECS)", file=sys.stderr)

@@ -8,8 +8,10 @@
 # ruff: noqa: E501
 """Kafka protocol tables: API definitions, headers, data schemas, error names (generated)."""
 
+from enum import IntEnum
+
 from kdissect.frozen import fast_constructor
-from kdissect.schema.model import NEVER, OPEN, Api, Field, MessageSpec, StructSpec, Versions
+from kdissect.schema.model import NEVER, OPEN, Api, Field, KafkaError, MessageSpec, StructSpec, Versions
 
 _field = fast_constructor(Field)
 _message = fast_constructor(MessageSpec)
@@ -3411,8 +3413,6 @@ APIS: dict[int, Api] = {
     94: Api(94, "UnregisterController", (_UnregisterControllerRequest,), (_UnregisterControllerResponse,), (0,)),
 }
 
-API_NAMES: dict[int, str] = {key: api.name for key, api in APIS.items()}
-
 REQUEST_HEADER: tuple[MessageSpec, ...] = (_RequestHeader, _RequestHeader_v39)
 RESPONSE_HEADER: tuple[MessageSpec, ...] = (_ResponseHeader,)
 
@@ -3451,143 +3451,388 @@ CONTROL_RECORD_TYPES: dict[int, tuple[str, str]] = {
     6: ("KRAFT_VOTERS", "VotersRecord"),
 }
 
-ERROR_CODES: dict[int, str] = {
-    -1: "UNKNOWN_SERVER_ERROR",
-    0: "NONE",
-    1: "OFFSET_OUT_OF_RANGE",
-    2: "CORRUPT_MESSAGE",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    4: "INVALID_FETCH_SIZE",
-    5: "LEADER_NOT_AVAILABLE",
-    6: "NOT_LEADER_OR_FOLLOWER",
-    7: "REQUEST_TIMED_OUT",
-    8: "BROKER_NOT_AVAILABLE",
-    9: "REPLICA_NOT_AVAILABLE",
-    10: "MESSAGE_TOO_LARGE",
-    11: "STALE_CONTROLLER_EPOCH",
-    12: "OFFSET_METADATA_TOO_LARGE",
-    13: "NETWORK_EXCEPTION",
-    14: "COORDINATOR_LOAD_IN_PROGRESS",
-    15: "COORDINATOR_NOT_AVAILABLE",
-    16: "NOT_COORDINATOR",
-    17: "INVALID_TOPIC_EXCEPTION",
-    18: "RECORD_LIST_TOO_LARGE",
-    19: "NOT_ENOUGH_REPLICAS",
-    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    21: "INVALID_REQUIRED_ACKS",
-    22: "ILLEGAL_GENERATION",
-    23: "INCONSISTENT_GROUP_PROTOCOL",
-    24: "INVALID_GROUP_ID",
-    25: "UNKNOWN_MEMBER_ID",
-    26: "INVALID_SESSION_TIMEOUT",
-    27: "REBALANCE_IN_PROGRESS",
-    28: "INVALID_COMMIT_OFFSET_SIZE",
-    29: "TOPIC_AUTHORIZATION_FAILED",
-    30: "GROUP_AUTHORIZATION_FAILED",
-    31: "CLUSTER_AUTHORIZATION_FAILED",
-    32: "INVALID_TIMESTAMP",
-    33: "UNSUPPORTED_SASL_MECHANISM",
-    34: "ILLEGAL_SASL_STATE",
-    35: "UNSUPPORTED_VERSION",
-    36: "TOPIC_ALREADY_EXISTS",
-    37: "INVALID_PARTITIONS",
-    38: "INVALID_REPLICATION_FACTOR",
-    39: "INVALID_REPLICA_ASSIGNMENT",
-    40: "INVALID_CONFIG",
-    41: "NOT_CONTROLLER",
-    42: "INVALID_REQUEST",
-    43: "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-    44: "POLICY_VIOLATION",
-    45: "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    46: "DUPLICATE_SEQUENCE_NUMBER",
-    47: "INVALID_PRODUCER_EPOCH",
-    48: "INVALID_TXN_STATE",
-    49: "INVALID_PRODUCER_ID_MAPPING",
-    50: "INVALID_TRANSACTION_TIMEOUT",
-    51: "CONCURRENT_TRANSACTIONS",
-    52: "TRANSACTION_COORDINATOR_FENCED",
-    53: "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-    54: "SECURITY_DISABLED",
-    55: "OPERATION_NOT_ATTEMPTED",
-    56: "KAFKA_STORAGE_ERROR",
-    57: "LOG_DIR_NOT_FOUND",
-    58: "SASL_AUTHENTICATION_FAILED",
-    59: "UNKNOWN_PRODUCER_ID",
-    60: "REASSIGNMENT_IN_PROGRESS",
-    61: "DELEGATION_TOKEN_AUTH_DISABLED",
-    62: "DELEGATION_TOKEN_NOT_FOUND",
-    63: "DELEGATION_TOKEN_OWNER_MISMATCH",
-    64: "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
-    65: "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
-    66: "DELEGATION_TOKEN_EXPIRED",
-    67: "INVALID_PRINCIPAL_TYPE",
-    68: "NON_EMPTY_GROUP",
-    69: "GROUP_ID_NOT_FOUND",
-    70: "FETCH_SESSION_ID_NOT_FOUND",
-    71: "INVALID_FETCH_SESSION_EPOCH",
-    72: "LISTENER_NOT_FOUND",
-    73: "TOPIC_DELETION_DISABLED",
-    74: "FENCED_LEADER_EPOCH",
-    75: "UNKNOWN_LEADER_EPOCH",
-    76: "UNSUPPORTED_COMPRESSION_TYPE",
-    77: "STALE_BROKER_EPOCH",
-    78: "OFFSET_NOT_AVAILABLE",
-    79: "MEMBER_ID_REQUIRED",
-    80: "PREFERRED_LEADER_NOT_AVAILABLE",
-    81: "GROUP_MAX_SIZE_REACHED",
-    82: "FENCED_INSTANCE_ID",
-    83: "ELIGIBLE_LEADERS_NOT_AVAILABLE",
-    84: "ELECTION_NOT_NEEDED",
-    85: "NO_REASSIGNMENT_IN_PROGRESS",
-    86: "GROUP_SUBSCRIBED_TO_TOPIC",
-    87: "INVALID_RECORD",
-    88: "UNSTABLE_OFFSET_COMMIT",
-    89: "THROTTLING_QUOTA_EXCEEDED",
-    90: "PRODUCER_FENCED",
-    91: "RESOURCE_NOT_FOUND",
-    92: "DUPLICATE_RESOURCE",
-    93: "UNACCEPTABLE_CREDENTIAL",
-    94: "INCONSISTENT_VOTER_SET",
-    95: "INVALID_UPDATE_VERSION",
-    96: "FEATURE_UPDATE_FAILED",
-    97: "PRINCIPAL_DESERIALIZATION_FAILURE",
-    98: "SNAPSHOT_NOT_FOUND",
-    99: "POSITION_OUT_OF_RANGE",
-    100: "UNKNOWN_TOPIC_ID",
-    101: "DUPLICATE_BROKER_REGISTRATION",
-    102: "BROKER_ID_NOT_REGISTERED",
-    103: "INCONSISTENT_TOPIC_ID",
-    104: "INCONSISTENT_CLUSTER_ID",
-    105: "TRANSACTIONAL_ID_NOT_FOUND",
-    106: "FETCH_SESSION_TOPIC_ID_ERROR",
-    107: "INELIGIBLE_REPLICA",
-    108: "NEW_LEADER_ELECTED",
-    109: "OFFSET_MOVED_TO_TIERED_STORAGE",
-    110: "FENCED_MEMBER_EPOCH",
-    111: "UNRELEASED_INSTANCE_ID",
-    112: "UNSUPPORTED_ASSIGNOR",
-    113: "STALE_MEMBER_EPOCH",
-    114: "MISMATCHED_ENDPOINT_TYPE",
-    115: "UNSUPPORTED_ENDPOINT_TYPE",
-    116: "UNKNOWN_CONTROLLER_ID",
-    117: "UNKNOWN_SUBSCRIPTION_ID",
-    118: "TELEMETRY_TOO_LARGE",
-    119: "INVALID_REGISTRATION",
-    120: "TRANSACTION_ABORTABLE",
-    121: "INVALID_RECORD_STATE",
-    122: "SHARE_SESSION_NOT_FOUND",
-    123: "INVALID_SHARE_SESSION_EPOCH",
-    124: "FENCED_STATE_EPOCH",
-    125: "INVALID_VOTER_KEY",
-    126: "DUPLICATE_VOTER",
-    127: "VOTER_NOT_FOUND",
-    128: "INVALID_REGULAR_EXPRESSION",
-    129: "REBOOTSTRAP_REQUIRED",
-    130: "STREAMS_INVALID_TOPOLOGY",
-    131: "STREAMS_INVALID_TOPOLOGY_EPOCH",
-    132: "STREAMS_TOPOLOGY_FENCED",
-    133: "SHARE_SESSION_LIMIT_REACHED",
-    134: "GROUP_DELETION_FAILED",
-    135: "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED",
-    136: "CONTROLLER_ID_NOT_REGISTERED",
+
+class ApiKey(IntEnum):
+    """Every API key of the built-in tables, by name: compare a header's key with these, never with a number."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    ALTER_PARTITION = 56
+    UPDATE_FEATURES = 57
+    ENVELOPE = 58
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    CONTROLLER_REGISTRATION = 70
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
+    ASSIGN_REPLICAS_TO_DIRS = 73
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
+
+
+class ErrorCode(IntEnum):
+    """Every error code kdissect knows, by Kafka's name."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
+    OPERATION_NOT_ATTEMPTED = 55
+    KAFKA_STORAGE_ERROR = 56
+    LOG_DIR_NOT_FOUND = 57
+    SASL_AUTHENTICATION_FAILED = 58
+    UNKNOWN_PRODUCER_ID = 59
+    REASSIGNMENT_IN_PROGRESS = 60
+    DELEGATION_TOKEN_AUTH_DISABLED = 61
+    DELEGATION_TOKEN_NOT_FOUND = 62
+    DELEGATION_TOKEN_OWNER_MISMATCH = 63
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED = 64
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+    DELEGATION_TOKEN_EXPIRED = 66
+    INVALID_PRINCIPAL_TYPE = 67
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    LISTENER_NOT_FOUND = 72
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
+    INVALID_RECORD = 87
+    UNSTABLE_OFFSET_COMMIT = 88
+    THROTTLING_QUOTA_EXCEEDED = 89
+    PRODUCER_FENCED = 90
+    RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
+    INCONSISTENT_VOTER_SET = 94
+    INVALID_UPDATE_VERSION = 95
+    FEATURE_UPDATE_FAILED = 96
+    PRINCIPAL_DESERIALIZATION_FAILURE = 97
+    SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
+    UNKNOWN_TOPIC_ID = 100
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INCONSISTENT_TOPIC_ID = 103
+    INCONSISTENT_CLUSTER_ID = 104
+    TRANSACTIONAL_ID_NOT_FOUND = 105
+    FETCH_SESSION_TOPIC_ID_ERROR = 106
+    INELIGIBLE_REPLICA = 107
+    NEW_LEADER_ELECTED = 108
+    OFFSET_MOVED_TO_TIERED_STORAGE = 109
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
+    UNKNOWN_CONTROLLER_ID = 116
+    UNKNOWN_SUBSCRIPTION_ID = 117
+    TELEMETRY_TOO_LARGE = 118
+    INVALID_REGISTRATION = 119
+    TRANSACTION_ABORTABLE = 120
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    FENCED_STATE_EPOCH = 124
+    INVALID_VOTER_KEY = 125
+    DUPLICATE_VOTER = 126
+    VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
+    GROUP_DELETION_FAILED = 134
+    STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
+    CONTROLLER_ID_NOT_REGISTERED = 136
+
+
+ERRORS: dict[int, KafkaError] = {
+    -1: KafkaError(-1, "UNKNOWN_SERVER_ERROR", False, "the broker failed on the request in a way it could not name (a bug, or a fault the protocol has no code for); look at the broker's log at this time"),
+    0: KafkaError(0, "NONE", False, "no error"),
+    1: KafkaError(1, "OFFSET_OUT_OF_RANGE", False, "the fetched or asked offset lies outside the log's range (deleted by retention, or beyond its end); the consumer resets by auto.offset.reset"),
+    2: KafkaError(2, "CORRUPT_MESSAGE", True, "a record batch failed its CRC or could not be parsed: damaged in transit, on disk, or written by a faulty client"),
+    3: KafkaError(3, "UNKNOWN_TOPIC_OR_PARTITION", True, "the broker does not host this topic or partition: it does not exist, has not been created yet, or the client's metadata is stale"),
+    4: KafkaError(4, "INVALID_FETCH_SIZE", False, "a Fetch asked for a maximum size the broker refuses"),
+    5: KafkaError(5, "LEADER_NOT_AVAILABLE", True, "the partition has no leader at the moment (an election is under way); the client refreshes metadata and retries"),
+    6: KafkaError(6, "NOT_LEADER_OR_FOLLOWER", True, "this broker is not the partition's leader (or follower, for a fetch from follower): the client's metadata is stale and it retries elsewhere"),
+    7: KafkaError(7, "REQUEST_TIMED_OUT", True, "the broker gave up waiting (for replicas to acknowledge a produce, or for an admin operation) within the request's timeout"),
+    8: KafkaError(8, "BROKER_NOT_AVAILABLE", False, "the broker named in the request is not available"),
+    9: KafkaError(9, "REPLICA_NOT_AVAILABLE", True, "a replica named in the request is not available on the broker"),
+    10: KafkaError(10, "MESSAGE_TOO_LARGE", False, "a record batch is larger than the topic's or broker's maximum message size; it is never accepted as it is"),
+    11: KafkaError(11, "STALE_CONTROLLER_EPOCH", False, "a controller request carried an epoch older than the current controller's (a controller moved)"),
+    12: KafkaError(12, "OFFSET_METADATA_TOO_LARGE", False, "the metadata string of an offset commit is longer than the broker allows"),
+    13: KafkaError(13, "NETWORK_EXCEPTION", True, "the broker closed or lost the connection while handling the request"),
+    14: KafkaError(14, "COORDINATOR_LOAD_IN_PROGRESS", True, "the group or transaction coordinator is still loading its state after a restart or a move; the client retries"),
+    15: KafkaError(15, "COORDINATOR_NOT_AVAILABLE", True, "the group or transaction coordinator is not available (the internal topic is not ready); the client looks it up again"),
+    16: KafkaError(16, "NOT_COORDINATOR", True, "this broker is not the coordinator of the group or transaction: the client finds the coordinator again"),
+    17: KafkaError(17, "INVALID_TOPIC_EXCEPTION", False, "the topic name is invalid (illegal characters, too long) or the request tried to write to an internal topic"),
+    18: KafkaError(18, "RECORD_LIST_TOO_LARGE", False, "a produce request's record set is larger than the broker accepts in one batch"),
+    19: KafkaError(19, "NOT_ENOUGH_REPLICAS", True, "fewer in-sync replicas than min.insync.replicas: an acks=all produce is refused before it is written"),
+    20: KafkaError(20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True, "the batch was written, but fewer in-sync replicas than min.insync.replicas acknowledged it"),
+    21: KafkaError(21, "INVALID_REQUIRED_ACKS", False, "the produce request asked for an acks value the broker does not accept"),
+    22: KafkaError(22, "ILLEGAL_GENERATION", False, "the member's generation is not the group's current one: a rebalance happened and the member must rejoin"),
+    23: KafkaError(23, "INCONSISTENT_GROUP_PROTOCOL", False, "the member's protocol type or protocols do not match the group's"),
+    24: KafkaError(24, "INVALID_GROUP_ID", False, "the group id is empty or invalid"),
+    25: KafkaError(25, "UNKNOWN_MEMBER_ID", False, "the coordinator does not know this member id (it was removed, for example after missing its session timeout); the member rejoins without it"),
+    26: KafkaError(26, "INVALID_SESSION_TIMEOUT", False, "the session timeout asked for is outside the broker's group.min/max.session.timeout.ms"),
+    27: KafkaError(27, "REBALANCE_IN_PROGRESS", False, "the group is rebalancing: the member must rejoin before it can commit or sync"),
+    28: KafkaError(28, "INVALID_COMMIT_OFFSET_SIZE", False, "an offset commit's metadata is too large for the broker's cache"),
+    29: KafkaError(29, "TOPIC_AUTHORIZATION_FAILED", False, "the client is not authorized to use the topic"),
+    30: KafkaError(30, "GROUP_AUTHORIZATION_FAILED", False, "the client is not authorized to use the group"),
+    31: KafkaError(31, "CLUSTER_AUTHORIZATION_FAILED", False, "the client is not authorized for a cluster-wide operation"),
+    32: KafkaError(32, "INVALID_TIMESTAMP", False, "a record's timestamp is outside the range the topic accepts"),
+    33: KafkaError(33, "UNSUPPORTED_SASL_MECHANISM", False, "the broker does not enable the SASL mechanism the client asked for"),
+    34: KafkaError(34, "ILLEGAL_SASL_STATE", False, "a SASL message came at a time the handshake did not expect it"),
+    35: KafkaError(35, "UNSUPPORTED_VERSION", False, "the broker does not support this API version"),
+    36: KafkaError(36, "TOPIC_ALREADY_EXISTS", False, "a topic of that name exists already"),
+    37: KafkaError(37, "INVALID_PARTITIONS", False, "the number of partitions asked for is invalid"),
+    38: KafkaError(38, "INVALID_REPLICATION_FACTOR", False, "the replication factor asked for is invalid (for example larger than the number of brokers)"),
+    39: KafkaError(39, "INVALID_REPLICA_ASSIGNMENT", False, "the replica assignment asked for is invalid"),
+    40: KafkaError(40, "INVALID_CONFIG", False, "a configuration value is invalid"),
+    41: KafkaError(41, "NOT_CONTROLLER", True, "this broker is not the controller: the request must go to the active controller"),
+    42: KafkaError(42, "INVALID_REQUEST", False, "the request is malformed or asks for something the protocol does not allow; see the broker's log"),
+    43: KafkaError(43, "UNSUPPORTED_FOR_MESSAGE_FORMAT", False, "the operation is not possible with the topic's message format version"),
+    44: KafkaError(44, "POLICY_VIOLATION", False, "the request breaks a policy the broker enforces (create.topic.policy or similar)"),
+    45: KafkaError(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False, "the broker received a batch with a sequence number beyond the next one it expected from this producer: data may have been lost between"),
+    46: KafkaError(46, "DUPLICATE_SEQUENCE_NUMBER", False, "the broker already has a batch with this sequence number from this producer: a resend of something already written, which the broker discards"),
+    47: KafkaError(47, "INVALID_PRODUCER_EPOCH", False, "the producer's epoch is older than the current one for its producer id"),
+    48: KafkaError(48, "INVALID_TXN_STATE", False, "the transactional request is not valid in the transaction's current state"),
+    49: KafkaError(49, "INVALID_PRODUCER_ID_MAPPING", False, "the producer id is not mapped to this transactional id (it expired or was never registered)"),
+    50: KafkaError(50, "INVALID_TRANSACTION_TIMEOUT", False, "the transaction timeout asked for is larger than the broker's transaction.max.timeout.ms"),
+    51: KafkaError(51, "CONCURRENT_TRANSACTIONS", True, "another transaction of this transactional id is still completing; the producer retries"),
+    52: KafkaError(52, "TRANSACTION_COORDINATOR_FENCED", False, "this transaction coordinator is no longer the one in charge (a newer coordinator epoch exists)"),
+    53: KafkaError(53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, "the client is not authorized to use the transactional id"),
+    54: KafkaError(54, "SECURITY_DISABLED", False, "security features are disabled on the broker"),
+    55: KafkaError(55, "OPERATION_NOT_ATTEMPTED", False, "the broker did not attempt the operation because another one in the same request failed"),
+    56: KafkaError(56, "KAFKA_STORAGE_ERROR", True, "a disk error on the broker (a log directory is offline)"),
+    57: KafkaError(57, "LOG_DIR_NOT_FOUND", False, "the log directory named in the request does not exist on the broker"),
+    58: KafkaError(58, "SASL_AUTHENTICATION_FAILED", False, "SASL authentication failed: wrong credentials, or the mechanism refused them"),
+    59: KafkaError(59, "UNKNOWN_PRODUCER_ID", False, "the broker no longer knows this producer id (its state expired with the records it covered)"),
+    60: KafkaError(60, "REASSIGNMENT_IN_PROGRESS", False, "a partition reassignment is in progress for this topic"),
+    61: KafkaError(61, "DELEGATION_TOKEN_AUTH_DISABLED", False, "delegation tokens are not enabled on the broker"),
+    62: KafkaError(62, "DELEGATION_TOKEN_NOT_FOUND", False, "the delegation token does not exist"),
+    63: KafkaError(63, "DELEGATION_TOKEN_OWNER_MISMATCH", False, "the principal is not the owner or renewer of the delegation token"),
+    64: KafkaError(64, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", False, "delegation token requests are not allowed on this kind of connection (for example one authenticated with a token)"),
+    65: KafkaError(65, "DELEGATION_TOKEN_AUTHORIZATION_FAILED", False, "the client is not authorized to use the delegation token"),
+    66: KafkaError(66, "DELEGATION_TOKEN_EXPIRED", False, "the delegation token has expired"),
+    67: KafkaError(67, "INVALID_PRINCIPAL_TYPE", False, "the principal type is not supported"),
+    68: KafkaError(68, "NON_EMPTY_GROUP", False, "the group still has members, so it cannot be deleted"),
+    69: KafkaError(69, "GROUP_ID_NOT_FOUND", False, "the group does not exist"),
+    70: KafkaError(70, "FETCH_SESSION_ID_NOT_FOUND", True, "the fetch session the client referred to no longer exists on the broker (evicted or restarted); the client starts a new one with a full fetch"),
+    71: KafkaError(71, "INVALID_FETCH_SESSION_EPOCH", True, "the fetch session epoch is not the one the broker expected; the client starts a new session"),
+    72: KafkaError(72, "LISTENER_NOT_FOUND", True, "the leader has no listener of the name the client connected through"),
+    73: KafkaError(73, "TOPIC_DELETION_DISABLED", False, "topic deletion is disabled on the broker (delete.topic.enable=false)"),
+    74: KafkaError(74, "FENCED_LEADER_EPOCH", True, "the request's leader epoch is older than the broker's: the client's metadata is stale"),
+    75: KafkaError(75, "UNKNOWN_LEADER_EPOCH", True, "the request's leader epoch is newer than the broker knows: the broker's metadata is behind"),
+    76: KafkaError(76, "UNSUPPORTED_COMPRESSION_TYPE", False, "the broker refuses the compression type asked for (for example zstd with an old fetch version)"),
+    77: KafkaError(77, "STALE_BROKER_EPOCH", False, "a broker's registration or heartbeat carried a stale broker epoch"),
+    78: KafkaError(78, "OFFSET_NOT_AVAILABLE", True, "the leader cannot serve the offset yet (a leader change has not finished)"),
+    79: KafkaError(79, "MEMBER_ID_REQUIRED", False, "the coordinator assigned the member an id and asks it to join again with it (KIP-394): the normal first step of a JoinGroup"),
+    80: KafkaError(80, "PREFERRED_LEADER_NOT_AVAILABLE", True, "the preferred leader is not available for election"),
+    81: KafkaError(81, "GROUP_MAX_SIZE_REACHED", False, "the group has reached group.max.size members"),
+    82: KafkaError(82, "FENCED_INSTANCE_ID", False, "another member with the same group.instance.id has taken over (static membership): this one is fenced"),
+    83: KafkaError(83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", True, "no replica eligible to lead the partition is available"),
+    84: KafkaError(84, "ELECTION_NOT_NEEDED", True, "the partition's leader is already the preferred one: no election was needed"),
+    85: KafkaError(85, "NO_REASSIGNMENT_IN_PROGRESS", False, "no partition reassignment is in progress"),
+    86: KafkaError(86, "GROUP_SUBSCRIBED_TO_TOPIC", False, "the group is subscribed to the topic, so its offsets for it cannot be deleted"),
+    87: KafkaError(87, "INVALID_RECORD", False, "the broker refused a record as invalid (for example a null key on a compacted topic)"),
+    88: KafkaError(88, "UNSTABLE_OFFSET_COMMIT", True, "offsets of the partition are pending a transaction; the consumer retries after it ends"),
+    89: KafkaError(89, "THROTTLING_QUOTA_EXCEEDED", True, "the request would exceed a controller mutation quota (topic or partition creations and deletions)"),
+    90: KafkaError(90, "PRODUCER_FENCED", False, "another producer with the same transactional id has started: this one is fenced"),
+    91: KafkaError(91, "RESOURCE_NOT_FOUND", False, "a resource named in the request does not exist"),
+    92: KafkaError(92, "DUPLICATE_RESOURCE", False, "a resource named in the request is named more than once"),
+    93: KafkaError(93, "UNACCEPTABLE_CREDENTIAL", False, "the credential (for example a SCRAM password) does not meet the broker's requirements"),
+    94: KafkaError(94, "INCONSISTENT_VOTER_SET", False, "the voter set in a KRaft request does not match the receiver's"),
+    95: KafkaError(95, "INVALID_UPDATE_VERSION", False, "the feature version update is invalid"),
+    96: KafkaError(96, "FEATURE_UPDATE_FAILED", False, "the feature update could not be applied"),
+    97: KafkaError(97, "PRINCIPAL_DESERIALIZATION_FAILURE", False, "the request's principal could not be deserialized"),
+    98: KafkaError(98, "SNAPSHOT_NOT_FOUND", False, "the KRaft snapshot asked for does not exist"),
+    99: KafkaError(99, "POSITION_OUT_OF_RANGE", False, "the position asked for in a KRaft snapshot is out of range"),
+    100: KafkaError(100, "UNKNOWN_TOPIC_ID", True, "the broker does not know this topic id: the topic was deleted or the client's metadata is stale"),
+    101: KafkaError(101, "DUPLICATE_BROKER_REGISTRATION", False, "another broker registered with the same id"),
+    102: KafkaError(102, "BROKER_ID_NOT_REGISTERED", False, "the broker id is not registered with the controller"),
+    103: KafkaError(103, "INCONSISTENT_TOPIC_ID", True, "the topic id in the request does not match the broker's for that topic name"),
+    104: KafkaError(104, "INCONSISTENT_CLUSTER_ID", False, "the cluster id in the request does not match the receiver's"),
+    105: KafkaError(105, "TRANSACTIONAL_ID_NOT_FOUND", False, "the transactional id does not exist"),
+    106: KafkaError(106, "FETCH_SESSION_TOPIC_ID_ERROR", True, "a fetch session mixed topic ids and names, or used an unknown topic id; the client starts a new session"),
+    107: KafkaError(107, "INELIGIBLE_REPLICA", False, "the replica is not eligible to join the in-sync set"),
+    108: KafkaError(108, "NEW_LEADER_ELECTED", False, "a new leader was elected while the request was in flight"),
+    109: KafkaError(109, "OFFSET_MOVED_TO_TIERED_STORAGE", False, "the offset has been moved to tiered storage and is fetched from there"),
+    110: KafkaError(110, "FENCED_MEMBER_EPOCH", False, "the member's epoch is older than the coordinator's (KIP-848): the member is fenced and rejoins with epoch 0"),
+    111: KafkaError(111, "UNRELEASED_INSTANCE_ID", False, "a static member id is still in use by a member that has not released it"),
+    112: KafkaError(112, "UNSUPPORTED_ASSIGNOR", False, "the server-side assignor asked for is not supported"),
+    113: KafkaError(113, "STALE_MEMBER_EPOCH", False, "the member's epoch is stale for this commit or fetch (KIP-848)"),
+    114: KafkaError(114, "MISMATCHED_ENDPOINT_TYPE", False, "the request's endpoint type does not match the endpoint it reached (broker versus controller)"),
+    115: KafkaError(115, "UNSUPPORTED_ENDPOINT_TYPE", False, "the endpoint type asked for is not supported"),
+    116: KafkaError(116, "UNKNOWN_CONTROLLER_ID", False, "the controller id is not known"),
+    117: KafkaError(117, "UNKNOWN_SUBSCRIPTION_ID", False, "the client telemetry subscription id is unknown (the subscription changed): the client asks for the subscription again"),
+    118: KafkaError(118, "TELEMETRY_TOO_LARGE", False, "a client telemetry push is larger than the broker accepts"),
+    119: KafkaError(119, "INVALID_REGISTRATION", False, "the broker registration is invalid"),
+    120: KafkaError(120, "TRANSACTION_ABORTABLE", False, "the transaction failed in a way the client can abort and continue from"),
+    121: KafkaError(121, "INVALID_RECORD_STATE", False, "a share group record's state does not allow the acknowledgement"),
+    122: KafkaError(122, "SHARE_SESSION_NOT_FOUND", True, "the share session does not exist on the broker"),
+    123: KafkaError(123, "INVALID_SHARE_SESSION_EPOCH", True, "the share session epoch is not the one the broker expected"),
+    124: KafkaError(124, "FENCED_STATE_EPOCH", False, "the share coordinator's state epoch does not match"),
+    125: KafkaError(125, "INVALID_VOTER_KEY", False, "the KRaft voter key does not match the receiver's"),
+    126: KafkaError(126, "DUPLICATE_VOTER", False, "the KRaft voter is already in the voter set"),
+    127: KafkaError(127, "VOTER_NOT_FOUND", False, "the KRaft voter is not in the voter set"),
+    128: KafkaError(128, "INVALID_REGULAR_EXPRESSION", False, "a regular expression in the request is invalid"),
+    129: KafkaError(129, "REBOOTSTRAP_REQUIRED", False, "the client's metadata is stale and it must bootstrap again"),
+    130: KafkaError(130, "STREAMS_INVALID_TOPOLOGY", False, "a Streams group's topology is invalid"),
+    131: KafkaError(131, "STREAMS_INVALID_TOPOLOGY_EPOCH", False, "a Streams group's topology epoch is invalid"),
+    132: KafkaError(132, "STREAMS_TOPOLOGY_FENCED", False, "a Streams group's topology epoch is outdated: the member is fenced"),
+    133: KafkaError(133, "SHARE_SESSION_LIMIT_REACHED", True, "the broker has reached its limit of share sessions; the client retries"),
+    134: KafkaError(134, "GROUP_DELETION_FAILED", False, "the group could not be deleted"),
+    135: KafkaError(135, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED", False, "a Streams group's topology description could not be updated"),
+    136: KafkaError(136, "CONTROLLER_ID_NOT_REGISTERED", False, "the controller id is not registered"),
 }
+ERROR_CODES: dict[int, str] = {code: error.name for code, error in ERRORS.items()}

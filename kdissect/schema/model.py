@@ -51,6 +51,16 @@ NEVER = Versions(1, 0)
 
 
 @dataclass(frozen=True, slots=True)
+class KafkaError:
+    """One of Kafka's error codes: its name, whether clients retry it by themselves, and what it means."""
+
+    code: int
+    name: str
+    retriable: bool
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True)
 class Field:
     """One field of a message or struct.
 

@@ -3,7 +3,7 @@ built-in tables.
 
 Each file is read by the generator's own reader (specs.py); then the files are checked as a set (an API key for
 every API, one request and one response per key, both with the same versions) and become `Api` values, which
-`schema.installed` lays over the built-in tables. Nothing here raises for bad input: every problem is a
+`schema.Catalog` lays over the built-in tables. Nothing here raises for bad input: every problem is a
 `Problem` with its file, line and field, and specs with problems are never installed.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from kdissect.schema.generated import APIS as BUILTIN
+from kdissect.schema.generated import APIS as BUILTIN_APIS
 from kdissect.schema.model import OPEN, Api, MessageSpec, all_versions
 from kdissect.schema.specs import Document, MessageBuilder, Problem, SpecError
 
@@ -185,7 +185,7 @@ def _pair(halves: list[_Half], given: dict[str, int], broken: set[str], problems
             problems.append(_at(document, "apiKey", f"API key {key} is also the key of {other.message.name} ({where})"))
             continue
         by_key[key][message.kind] = replace(half, message=replace(message, api_key=key))
-    names = {api.name: key for key, api in BUILTIN.items()}
+    names = {api.name: key for key, api in BUILTIN_APIS.items()}
     out = []
     for key, pair in sorted(by_key.items()):
         request, response = pair.get("request"), pair.get("response")
@@ -215,7 +215,7 @@ def _pair(halves: list[_Half], given: dict[str, int], broken: set[str], problems
             continue
         requests, responses = (request.message,), (response.message,)
         api = Api(key, request.base, requests, responses, all_versions(requests))
-        out.append(UserApi(api, request.document.name, response.document.name, BUILTIN.get(key)))
+        out.append(UserApi(api, request.document.name, response.document.name, BUILTIN_APIS.get(key)))
     return out
 
 

@@ -119,9 +119,9 @@ def build(fields: tuple[Field, ...], version: int, values: dict[str, Any]) -> St
 
 def encode_body(api_key: int, version: int, direction: str, values: dict[str, Any], records: RecordsEncoder = bytes) -> bytes:
     """The body of a request or response of this API and version, from `build`'s values."""
-    from kdissect.schema import APIS
+    from kdissect.schema import BUILTIN
 
-    api = APIS[api_key]
+    api = BUILTIN.apis[api_key]
     definition = api.request(version) if direction == "request" else api.response(version)
     if definition is None:
         raise ValueError(f"API key {api_key} has no version {version}")

@@ -25,7 +25,7 @@ from kdissect.capture.linktypes import (
 from kdissect.capture.packet import Packet
 from kdissect.net.linklayer import ETHERTYPE_IPV4, ETHERTYPE_IPV6
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
-from kdissect.schema import request_header_version
+from kdissect.schema import BUILTIN, Catalog
 from kdissect.wire import write_uvarint
 
 TCP = 6
@@ -376,10 +376,11 @@ def request(
     client_id: str | None = "craft",
     header_version: int | None = None,
     tagged: Sequence[tuple[int, bytes]] = (),
+    catalog: Catalog = BUILTIN,
 ) -> bytes:
-    """A request frame, size prefix included. The header version follows the API's unless given."""
+    """A request frame, size prefix included. The header version follows the API's in `catalog` unless given."""
     if header_version is None:
-        header_version = request_header_version(api_key, api_version)
+        header_version = catalog.request_header_version(api_key, api_version)
     header = struct.pack("!hhi", api_key, api_version, correlation_id)
     if header_version >= 1:
         if client_id is None:

@@ -16,7 +16,7 @@ from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted, carries_secrets
 from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
-from kdissect.schema import error_name
+from kdissect.schema import Catalog, error_name
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.json_lines import time_text
 from kdissect.views.summary import api_label
@@ -61,7 +61,11 @@ def scalar(name: str, value: Any) -> Text:
 
 
 class DetailView:
-    def __init__(self, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None, show_secrets: bool = False) -> None:
+    def __init__(
+        self, catalog: Catalog, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None, show_secrets: bool = False
+    ) -> None:
+        self.catalog = catalog
+        """The run's APIs: which of them carry secrets, whose bodies a dump masks when they do not decode whole."""
         self.hexdump = hexdump
         self.show_secrets = show_secrets
         self.marks = marks
@@ -88,7 +92,7 @@ class DetailView:
             self._side = side
             tree.add(self._message(side, message))
             if self.hexdump:
-                dumps.append(self._dump(side, message, body_hidden(exchange.api_key, message, self.show_secrets)))
+                dumps.append(self._dump(side, message, body_hidden(exchange.api_key, message, self.show_secrets, self.catalog)))
         return Group(tree, *dumps)
 
     def _message(self, side: str, message: Message) -> Tree:
@@ -330,7 +334,7 @@ class FrameDump:
         return text + glyphs
 
 
-def body_hidden(api_key: int | None, message: Message, show_secrets: bool) -> bool:
+def body_hidden(api_key: int | None, message: Message, show_secrets: bool, catalog: Catalog) -> bool:
     """Whether a frame's whole body is masked in a hex dump: its API carries secrets and the body was not read
     whole, so where each secret lies is not known."""
     body = message.body
@@ -339,7 +343,7 @@ def body_hidden(api_key: int | None, message: Message, show_secrets: bool) -> bo
         and body.fields is not None
         and not any(d.code in ("body.malformed", "body.trailing-bytes") for d in message.diagnostics)
     )
-    return not show_secrets and carries_secrets(api_key) and not decoded
+    return not show_secrets and carries_secrets(api_key, catalog) and not decoded
 
 
 def _secret_spans(struct: Struct) -> list[tuple[int, int] | None]:

@@ -1,4 +1,5 @@
-"""`read -T fields -e FIELD ...`: one line per exchange, tshark's way (tab-separated, several values joined by ',').
+"""`read -T fields -e FIELD ...`: one line per exchange, tshark's way (tab-separated, several values joined by ','),
+and `-T csv`, the same fields as comma-separated values.
 
 Values are written as the JSON layout writes them (docs/json.md), flattened to text: `api` and `error` by name,
 `time` in ISO-8601 UTC, latencies in milliseconds, bytes as UTF-8 text when they are text and 0x-hex otherwise,
@@ -7,22 +8,17 @@ structs as compact JSON. A field the exchange lacks is empty.
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
 from kdissect.events import Exchange
 from kdissect.filter import TIME, Resolved
-from kdissect.schema import API_NAMES, error_name
+from kdissect.schema import error_name
 from kdissect.views.json_lines import encode_bytes, time_text, value_json
+from kdissect.views.output import Output, Settings, Title
 
-NAMED: dict[str, Callable[[int], str]] = {
-    "api": lambda key: API_NAMES.get(key, f"api {key}"),
-    "api_name": lambda key: API_NAMES.get(key, f"api {key}"),
-    "error": error_name,
-}
-"""Exchange fields written by name, as the terminal view shows them."""
 SEPARATORS = {"/t": "\t", "/s": " "}
 QUOTES = {"n": "", "d": '"', "s": "'"}
 
@@ -58,9 +54,8 @@ def make_layout(settings: list[str]) -> Layout:
 
 
 def _text(value: Any, field: Resolved) -> str:
-    named = NAMED.get(field.name)
-    if named is not None and type(value) is int:
-        return named(value)
+    if type(value) is int and field.name in ("api", "api_name", "error"):  # by name, as the terminal view shows them
+        return error_name(value) if field.name == "error" else (field.names or {}).get(value, f"api {value}")
     if TIME in field.kinds and type(value) is int:
         return time_text(value)
     if type(value) is str:
@@ -77,25 +72,46 @@ def _text(value: Any, field: Resolved) -> str:
     return json.dumps(value_json(value), ensure_ascii=False, separators=(",", ":"))
 
 
-class FieldsWriter:
-    """Writes the chosen fields of each exchange it is given, one line each."""
+class FieldsOutput(Output):
+    """The fields format: the -e fields of each exchange, one line each, laid out as -E says."""
 
-    def __init__(self, stream: IO[str], fields: list[Resolved], layout: Layout) -> None:
-        self.stream = stream
-        self.fields = fields
-        self.layout = layout
-        if layout.header:
-            stream.write(layout.separator.join(self._quoted(f.name) for f in fields) + "\n")
+    def __init__(self, stream: IO[str], settings: Settings) -> None:
+        super().__init__(stream, settings)
+        self.fields: tuple[Resolved, ...] = settings.fields
+        self.layout: Layout = settings.layout or Layout()
+        self._flush_each = settings.live is not None
+
+    def begin(self, title: Title) -> None:
+        if self.layout.header:
+            self.stream.write(self.layout.separator.join(self._quoted(f.name) for f in self.fields) + "\n")
 
     def _quoted(self, text: str) -> str:
         quote = self.layout.quote
         return f"{quote}{text}{quote}" if quote else text
 
-    def exchange(self, exchange: Exchange) -> None:
+    def values(self, exchange: Exchange) -> list[str]:
+        """Each field's values as text, joined by the aggregator."""
         join = self.layout.aggregator.join
-        cells = (self._quoted(join(_text(v, f) for v in f.values(exchange))) for f in self.fields)
-        self.stream.write(self.layout.separator.join(cells) + "\n")
+        return [join(_text(v, f) for v in f.values(exchange)) for f in self.fields]
 
-    def raw(self, text: str) -> None:
-        """The lines a worker's writer wrote for one exchange (`read --jobs`)."""
-        self.stream.write(text)
+    def exchange(self, exchange: Exchange) -> None:
+        self.stream.write(self.layout.separator.join(map(self._quoted, self.values(exchange))) + "\n")
+        if self._flush_each:
+            self.stream.flush()
+
+
+class CsvOutput(FieldsOutput):
+    """The csv format: the -e fields as comma-separated values (RFC 4180, quoted where a value needs it), a header
+    line of their names first."""
+
+    def __init__(self, stream: IO[str], settings: Settings) -> None:
+        super().__init__(stream, settings)
+        self._csv = csv.writer(stream, lineterminator="\n")
+
+    def begin(self, title: Title) -> None:
+        self._csv.writerow([f.name for f in self.fields])
+
+    def exchange(self, exchange: Exchange) -> None:
+        self._csv.writerow(self.values(exchange))
+        if self._flush_each:
+            self.stream.flush()

@@ -33,7 +33,7 @@ from kdissect.events import (
     TaggedField,
 )
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
-from kdissect.schema import API_NAMES, error_name
+from kdissect.schema import error_name
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.summary import SASL_TOKEN_LABEL
 
@@ -371,7 +371,7 @@ def exchange_tree(exchange: Exchange) -> dict[str, Any]:
         "status": exchange.status,
         "connection": _connection(exchange.connection),
         "api_key": key,
-        "api_name": API_NAMES.get(key, f"api {key}") if key is not None else SASL_TOKEN_LABEL if exchange.sasl_token else None,
+        "api_name": (exchange.api_name or f"api {key}") if key is not None else SASL_TOKEN_LABEL if exchange.sasl_token else None,
         "api_version": exchange.api_version,
         "correlation_id": exchange.correlation_id,
         "client_id": exchange.client_id,

@@ -20,6 +20,7 @@ from typing import IO, Any
 from kdissect.decode.body import Body
 from kdissect.events import Exchange
 from kdissect.records.values import LegacyMessage, Record, format_timestamp
+from kdissect.views.output import FormatError as OutputFormatError
 
 DIRECTIONS = ("produce", "fetch")
 
@@ -80,7 +81,7 @@ def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
     return paths
 
 
-class FormatError(ValueError):
+class FormatError(OutputFormatError):
     """A format string with an unknown %-token; the message is one line for the user."""
 
 

@@ -7,7 +7,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from kdissect.schema import APIS
+from kdissect.schema import Catalog
 from kdissect.schema.user_specs import UserSpecs
 from kdissect.views.json_lines import LAYOUT
 
@@ -21,9 +21,9 @@ def ranges(versions: tuple[int, ...]) -> str:
     return ",".join(out)
 
 
-def rows() -> list[dict]:
+def rows(catalog: Catalog) -> list[dict]:
     out = []
-    for key, api in sorted(APIS.items()):
+    for key, api in catalog.apis.items():
         flexible = [v for v in api.versions if api.flexible(v)]
         older = [v for v in api.versions if api.requests[0].source != "trunk" or v not in api.requests[0].valid]
         out.append(
@@ -43,13 +43,13 @@ def rows() -> list[dict]:
     return out
 
 
-def print_schema(as_json: bool) -> None:
-    data = rows()
+def print_schema(catalog: Catalog, as_json: bool) -> None:
+    data = rows(catalog)
     if as_json:
         for row in data:
             print(json.dumps(row))
         return
-    table = Table(title=f"{len(data)} API keys, {sum(len(a.versions) for a in APIS.values())} versions", title_justify="left")
+    table = Table(title=f"{len(data)} API keys, {sum(len(a.versions) for a in catalog.apis.values())} versions", title_justify="left")
     for name, justify in (
         ("key", "right"),
         ("name", "left"),
@@ -130,8 +130,8 @@ def _what(builtin: dict | None) -> str:
     return f"built-in {builtin['name']} {builtin['versions']}: {', '.join(done)}"
 
 
-def print_source(api_key: int, version: int, direction: str) -> None:
+def print_source(catalog: Catalog, api_key: int, version: int, direction: str) -> None:
     """The generated Python that decodes one body."""
     from kdissect.decode.decoder import Decoder
 
-    print(Decoder().bodies.source(api_key, version, direction))  # type: ignore[arg-type]
+    print(Decoder(catalog).bodies.source(api_key, version, direction))  # type: ignore[arg-type]

@@ -22,13 +22,10 @@ from rich.text import Text
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionEnd, Exchange
-from kdissect.schema import API_NAMES, error_name
+from kdissect.schema import ApiKey, ErrorCode, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
 from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp, why_hidden
-
-PRODUCE, FETCH, OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, TXN_OFFSET_COMMIT = 0, 1, 8, 11, 12, 13, 14, 28
-REBALANCE_IN_PROGRESS = 27
 
 
 def _fields(message: Any) -> Struct | None:
@@ -141,7 +138,8 @@ class Stats:
         header, latency = exchange.request_header, exchange.latency
         api_key = header.api_key if header else None
         api = self.apis.setdefault(
-            (api_key, header.api_version if header else None), {"count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()}
+            (api_key, header.api_version if header else None),
+            {"name": exchange.api_name, "count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()},
         )
         api["count"] += 1
         api["statuses"][exchange.status] += 1
@@ -154,10 +152,10 @@ class Stats:
         client["exchanges"] += 1
         client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
         client["errors"] += len(errors)
-        client["apis"][API_NAMES.get(api_key, "?") if api_key is not None else "?"] += 1
+        client["apis"][exchange.api_name or "?"] += 1
         if latency is not None:
             client["latencies"].append(latency)
-        if api_key in (PRODUCE, FETCH):
+        if api_key in (ApiKey.PRODUCE, ApiKey.FETCH):
             self._records(exchange)
         self._group(exchange, api_key)
 
@@ -174,7 +172,14 @@ class Stats:
                 counts[f"{kind}_bytes"] += placed.records.size
 
     def _group(self, exchange: Exchange, key: int | None) -> None:
-        if key not in (OFFSET_COMMIT, TXN_OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP):
+        if key not in (
+            ApiKey.OFFSET_COMMIT,
+            ApiKey.TXN_OFFSET_COMMIT,
+            ApiKey.JOIN_GROUP,
+            ApiKey.HEARTBEAT,
+            ApiKey.LEAVE_GROUP,
+            ApiKey.SYNC_GROUP,
+        ):
             return
         request, response = _fields(exchange.request), _fields(exchange.response)
         if request is None:
@@ -186,22 +191,22 @@ class Stats:
         member = request.get("MemberId")
         if isinstance(member, str) and member:
             group.members.add(member)
-        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT):
+        if key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
             group.commits += 1
             for topic in request.get("Topics") or ():
                 for partition in topic.get("Partitions") or ():
                     group.committed[(topic.get("Name"), partition.get("PartitionIndex"))] = partition.get("CommittedOffset")
-        elif key == JOIN_GROUP:
+        elif key == ApiKey.JOIN_GROUP:
             self._join(name, group, exchange, request, response)
-        elif key == SYNC_GROUP and response is not None:
+        elif key == ApiKey.SYNC_GROUP and response is not None:
             generation = request.get("GenerationId")
             current = group.rounds.get(generation) if isinstance(generation, int) else None
             if current is not None and response.get("ErrorCode") == 0:  # the last member's sync ends it
                 current.synced = True
                 current.end = exchange.response.ts  # type: ignore[union-attr]
-        elif key == HEARTBEAT and response is not None and response.get("ErrorCode") == REBALANCE_IN_PROGRESS:
+        elif key == ApiKey.HEARTBEAT and response is not None and response.get("ErrorCode") == ErrorCode.REBALANCE_IN_PROGRESS:
             group.event(exchange.ts, "heartbeat told REBALANCE_IN_PROGRESS", False)
-        elif key == LEAVE_GROUP:
+        elif key == ApiKey.LEAVE_GROUP:
             reasons = [m.get("Reason") for m in request.get("Members") or () if isinstance(m, Struct)]
             label = next((r for r in reasons if r), None) or "a member left"
             group.event(exchange.ts, f"LeaveGroup: {label}", False)
@@ -230,7 +235,7 @@ class Stats:
             [
                 {
                     "api_key": k,
-                    "api_name": API_NAMES.get(k, "?") if k is not None else None,
+                    "api_name": a["name"] or "?" if k is not None else None,
                     "api_version": v,
                     "count": a["count"],
                     "statuses": dict(a["statuses"]),

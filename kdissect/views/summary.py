@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from kdissect.decode.body import Body
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
-from kdissect.schema import API_NAMES, error_name
+from kdissect.schema import error_name
 
 SASL_TOKEN_LABEL = "SASL token"
 """What views call the raw token exchanges after SaslHandshake v0, which have no API key."""
@@ -43,7 +43,7 @@ def api_label(exchange: Exchange) -> str:
     key = exchange.api_key
     if key is None:
         return SASL_TOKEN_LABEL if exchange.sasl_token else "?"
-    return f"{API_NAMES.get(key, f'api {key}')} v{exchange.api_version}"
+    return f"{exchange.api_name or f'api {key}'} v{exchange.api_version}"
 
 
 UNDECODED = "not decoded"
