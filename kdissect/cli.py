@@ -28,6 +28,7 @@ from kdissect.commands.schema import schema
 from kdissect.commands.show import show
 from kdissect.commands.spark import spark
 from kdissect.commands.stats import stats
+from kdissect.printable import printable
 
 app = typer.Typer(
     name="kdissect",
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc), getattr(exc, "exit_code", EXIT_USAGE))
     except ExitStatus as exc:
         if exc.message:
-            print(f"kdissect: {exc.message}", file=sys.stderr)
+            print(f"kdissect: {printable(exc.message)}", file=sys.stderr)
         _exit(exc.code)
     except KeyboardInterrupt:
         _exit(130)
@@ -130,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
             if os.environ.get("KDISSECT_DEBUG"):
                 raise
             print(
-                f"kdissect: internal error: {type(exc).__name__}: {exc} (please report it; KDISSECT_DEBUG=1 shows the traceback)",
+                f"kdissect: internal error: {type(exc).__name__}: {printable(str(exc))} (please report it; KDISSECT_DEBUG=1 shows "
+                "the traceback)",
                 file=sys.stderr,
             )
             _exit(EXIT_INTERNAL)
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    print(f"kdissect: error: {message}", file=sys.stderr)
+    print(f"kdissect: error: {printable(message)}", file=sys.stderr)
     _exit(code)
 
 

@@ -54,11 +54,12 @@ def schema(
 
 def _check(folders: list[Path], keys: tuple[str, ...]) -> None:
     """Every problem of the folders' spec files, one per line on stdout, then a UserError counting them (exit 2)."""
+    from kdissect.printable import printable
     from kdissect.schema.user_specs import from_folders
 
     specs = from_folders(folders, keys)
     for problem in specs.problems:
-        print(problem)
+        print(printable(str(problem)))  # a spec's names are the writer's: shown, never acted on
     files = f"{len(specs.files)} spec file{'s' if len(specs.files) != 1 else ''}"
     if specs.problems:
         count = len(specs.problems)

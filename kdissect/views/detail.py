@@ -15,6 +15,7 @@ from rich.tree import Tree
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted, carries_secrets
 from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
+from kdissect.printable import printable
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import Catalog, error_name
 from kdissect.schema.tree import Struct, UnknownTag
@@ -76,7 +77,7 @@ class DetailView:
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
         corr = "" if exchange.correlation_id is None else f"  corr {exchange.correlation_id}"
-        title.append(f"  {api_label(exchange)}{corr}  {exchange.connection}")
+        title.append(f"  {printable(api_label(exchange))}{corr}  {exchange.connection}")
         if exchange.client_id:
             title.append(f"  client {exchange.client_id!r}")
         if exchange.latency is not None:
@@ -111,12 +112,12 @@ class DetailView:
             if isinstance(header, RequestHeader):
                 pairs = [("api_key", header.api_key), ("api_version", header.api_version)] + pairs + [("client_id", header.client_id)]
             for name, value in pairs:
-                hnode.add(Text(f"{name}: ") + scalar(name, value))
+                hnode.add(Text(f"{printable(name)}: ") + scalar(name, value))
             for tagged in header.tagged:
                 hnode.add(Text(f"tag {tagged.tag}: ") + preview(tagged.data))
         body = message.body if isinstance(message.body, Body) else None
         if body is not None:
-            label = Text(f"Body {body.schema} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
+            label = Text(f"Body {printable(body.schema)} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
             bnode = self._mark(node.add(label), (header.length if header else 0, len(message.frame.data)))
@@ -125,7 +126,7 @@ class DetailView:
             elif body.raw is not None:
                 bnode.add(preview(body.raw))
         for d in message.diagnostics:
-            node.add(Text(f"⚠ {d.code}: {d.message}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
+            node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
         return node
 
     def _span(self, struct: Struct, name: str, data: bytes) -> Text:
@@ -147,35 +148,35 @@ class DetailView:
             annotation = struct.annotations.get(name) if struct.annotations else None
             span = struct.span(name)
             if isinstance(value, UnknownTag):
-                node.add(Text(f"{name}: ", style="yellow") + preview(value.data))
+                node.add(Text(f"{printable(name)}: ", style="yellow") + preview(value.data))
             elif isinstance(value, Struct):
                 self._struct(self._mark(node.add(Text(name, style="bold") + self._span(struct, name, data)), span), value, data)
             elif isinstance(value, list) and value and isinstance(value[0], Struct):
-                child = self._mark(node.add(Text(f"{name} [{len(value)}]", style="bold") + self._span(struct, name, data)), span)
+                child = self._mark(node.add(Text(f"{printable(name)} [{len(value)}]", style="bold") + self._span(struct, name, data)), span)
                 for i, item in enumerate(value):
                     self._struct(child.add(Text(f"[{i}]", style="dim")), item, data)
             elif isinstance(value, RecordSet):
                 start = span[1] - value.size if span else None  # the blob starts after its length prefix
-                label = Text(f"{name}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)
+                label = Text(f"{printable(name)}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)
                 self._records(self._mark(node.add(label), span), value, start)
             else:
-                text = Text(f"{name}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
+                text = Text(f"{printable(name)}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
                 self._mark(node.add(text + self._span(struct, name, data)), span)
             if annotation is not None:
                 self._annotation(node, name, annotation)
 
     def _annotation(self, node: Tree, name: str, annotation: Any) -> None:
         if isinstance(annotation, Struct):
-            self._struct(node.add(Text(f"{name} (read by kdissect)", style="italic")), annotation, b"")
+            self._struct(node.add(Text(f"{printable(name)} (read by kdissect)", style="italic")), annotation, b"")
         elif isinstance(annotation, dict):
-            child = node.add(Text(f"{name} (read by kdissect)", style="italic"))
+            child = node.add(Text(f"{printable(name)} (read by kdissect)", style="italic"))
             for key, value in annotation.items():
                 if isinstance(value, dict):
                     self._annotation(child, key, value)
                 else:
-                    child.add(Text(f"{key}: ") + scalar(key, value))
+                    child.add(Text(f"{printable(key)}: ") + scalar(key, value))
         else:
-            node.add(Text(f"{name} (read by kdissect): ", style="italic") + scalar(name, annotation))
+            node.add(Text(f"{printable(name)} (read by kdissect): ", style="italic") + scalar(name, annotation))
 
     @staticmethod
     def _records_label(records: RecordSet) -> Text:
@@ -193,7 +194,7 @@ class DetailView:
             else:
                 self._legacy(node, batch, start)
         for d in records.diagnostics:
-            node.add(Text(f"⚠ {d.code}: {d.message}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
+            node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
 
     def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None) -> None:
         ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
@@ -236,13 +237,13 @@ class DetailView:
         """A struct decoded from inside a value (control records): names and values, no spans."""
         for name, value in struct.items():
             if isinstance(value, list) and value and isinstance(value[0], Struct):
-                child = node.add(Text(f"{name} [{len(value)}]", style="bold"))
+                child = node.add(Text(f"{printable(name)} [{len(value)}]", style="bold"))
                 for i, item in enumerate(value):
                     DetailView._values(child.add(Text(f"[{i}]", style="dim")), item)
             elif isinstance(value, Struct):
                 DetailView._values(node.add(Text(name, style="bold")), value)
             else:
-                node.add(Text(f"{name}: ") + scalar(name, value))
+                node.add(Text(f"{printable(name)}: ") + scalar(name, value))
 
     def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
         text = Text(f"Message v{m.magic}", style="bold")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from kdissect.doctor.finding import SEVERITIES, Finding
 from kdissect.doctor.rule import Rule
 from kdissect.doctor.trail import where
+from kdissect.printable import printable
 from kdissect.views.terminal import stamp
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -37,9 +37,8 @@ def evidence_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def _hanging(console: Console, markup: str, first: int, rest: int, style: str = "") -> None:
+def _hanging(console: Console, text: Text, first: int, rest: int) -> None:
     """Long explanations wrap under their own start, not at the left edge, at any width."""
-    text = Text.from_markup(markup, style=style)
     for n, line in enumerate(text.wrap(console, max(20, console.width - rest))):
         line.rstrip()
         console.print(Text(" " * (rest if n else first)) + line, soft_wrap=True)
@@ -49,33 +48,33 @@ def print_findings(findings: Iterable[Finding], console: Console, capture: str =
     """Worst first. `brief` leaves out the explanations and advice (the section of `stats`)."""
     findings = list(findings)
     if not findings:
-        console.print("No findings.", soft_wrap=False)
+        console.print(Text("No findings."), soft_wrap=False)
         return
     for severity in reversed(SEVERITIES):
         these = [f for f in findings if f.severity == severity]
         if not these:
             continue
-        console.print(f"[{STYLES[severity]}]{severity.upper()}[/] ({len(these)})", soft_wrap=False)
+        console.print(Text(severity.upper(), style=STYLES[severity]) + Text(f" ({len(these)})"), soft_wrap=False)
         for finding in these:
-            _hanging(console, f"[{STYLES[severity]}]{finding.id}[/]  {escape(finding.title)}", 2, 4)
+            _hanging(console, Text(finding.id, style=STYLES[severity]) + Text(f"  {printable(finding.title)}"), 2, 4)
             if not brief:
-                _hanging(console, escape(finding.explanation), 4, 4, style="dim")
-                _hanging(console, f"[bold]advice[/] {escape(finding.advice)}", 4, 4)
+                _hanging(console, Text(printable(finding.explanation), style="dim"), 4, 4)
+                _hanging(console, Text("advice", style="bold") + Text(f" {printable(finding.advice)}"), 4, 4)
             for line in evidence_lines(finding):
-                _hanging(console, escape(line), 4, 4)
+                _hanging(console, Text(printable(line)), 4, 4)
             if finding.evidence.exchanges and not brief:
-                opener = f"kdissect show {escape(capture)} --exchange {finding.evidence.exchanges[0]}"
-                _hanging(console, f"[dim]open one: {opener}[/]", 4, 4)
+                opener = f"kdissect show {printable(capture)} --exchange {finding.evidence.exchanges[0]}"
+                _hanging(console, Text(f"open one: {opener}", style="dim"), 4, 4)
         console.print()
 
 
 def print_rule(rule: Rule, console: Console) -> None:
-    console.print(f"[bold]{rule.id}[/] ({rule.severity}): {escape(rule.summary)}", soft_wrap=False)
-    console.print(escape(rule.explanation), soft_wrap=False)
-    console.print(f"[bold]advice[/] {escape(rule.advice)}", soft_wrap=False)
+    console.print(Text(rule.id, style="bold") + Text(f" ({rule.severity}): {rule.summary}"), soft_wrap=False)
+    console.print(Text(rule.explanation), soft_wrap=False)
+    console.print(Text("advice", style="bold") + Text(f" {rule.advice}"), soft_wrap=False)
     for t in rule.thresholds:
-        setting = f"[bold]--set {rule.id}.{t.name}=N[/] ({escape(t.unit)}, default {t.default:g})"
-        console.print(f"{setting}: {escape(t.meaning)}", soft_wrap=False)
+        setting = Text(f"--set {rule.id}.{t.name}=N", style="bold") + Text(f" ({t.unit}, default {t.default:g})")
+        console.print(setting + Text(f": {t.meaning}"), soft_wrap=False)
 
 
 def print_rules(rules: Iterable[Rule], console: Console) -> None:
@@ -83,5 +82,5 @@ def print_rules(rules: Iterable[Rule], console: Console) -> None:
     for name in ("id", "severity", "what it looks for"):
         table.add_column(name)
     for rule in rules:
-        table.add_row(rule.id, rule.severity, rule.summary)
+        table.add_row(Text(rule.id), Text(rule.severity), Text(rule.summary))
     console.print(table)

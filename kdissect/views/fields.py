@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from kdissect.events import Exchange
 from kdissect.filter import TIME, Resolved
+from kdissect.printable import one_line, printable
 from kdissect.schema import error_name
 from kdissect.views.json_lines import encode_bytes, time_text, value_json
 from kdissect.views.output import Output, Settings, Title
@@ -79,6 +80,8 @@ class FieldsOutput(Output):
         super().__init__(stream, settings)
         self.fields: tuple[Resolved, ...] = settings.fields
         self.layout: Layout = settings.layout or Layout()
+        self._separator = "".join(c for c in self.layout.separator if c.isprintable())
+        """The separator's characters a value could hold as they are (a tab or a line break is escaped anyway)."""
         self._flush_each = settings.live is not None
 
     def begin(self, title: Title) -> None:
@@ -86,13 +89,17 @@ class FieldsOutput(Output):
             self.stream.write(self.layout.separator.join(self._quoted(f.name) for f in self.fields) + "\n")
 
     def _quoted(self, text: str) -> str:
+        """A cell as the layout writes it: in its quotes (a quote inside escaped with a backslash, as tshark does), or
+        with every separator character escaped, so no value can start a column or a line of its own."""
         quote = self.layout.quote
-        return f"{quote}{text}{quote}" if quote else text
+        if quote:
+            return quote + text.replace(quote, "\\" + quote) + quote
+        return one_line(text, self._separator)
 
     def values(self, exchange: Exchange) -> list[str]:
-        """Each field's values as text, joined by the aggregator."""
+        """Each field's values as text, control characters escaped, joined by the aggregator."""
         join = self.layout.aggregator.join
-        return [join(_text(v, f) for v in f.values(exchange)) for f in self.fields]
+        return [join(printable(_text(v, f)) for v in f.values(exchange)) for f in self.fields]
 
     def exchange(self, exchange: Exchange) -> None:
         self.stream.write(self.layout.separator.join(map(self._quoted, self.values(exchange))) + "\n")

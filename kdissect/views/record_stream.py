@@ -3,9 +3,10 @@
 A line is made from a format string in kcat's spirit (`-f`): %t topic, %p partition, %o offset, %k key, %K key
 length, %s value, %S value length, %T timestamp (ms since the epoch), %h headers (k=v,k=v), plus kdissect's own
 %Z the timestamp in ISO-8601 UTC, %d direction (produce or fetch) and %e the exchange number `read` lists; %%
-is a percent sign; \\n, \\t, \\r and \\\\ are escapes. Keys and values are written as sent, byte for byte (-1
-lengths and empty text for nulls, as kcat). Without -f, a line for people: times in UTC, text in quotes,
-binary in hex, nulls as null.
+is a percent sign; \\n, \\t, \\r and \\\\ are escapes. With -f, keys, values, topics and header keys are written as
+sent, byte for byte (-1 lengths and empty text for nulls, as kcat): that is raw data on request, for a pipe, and
+shown on a terminal it acts as the writer of the record chose. Without -f, a line for people: times in UTC, text
+in quotes with every control character escaped (`kdissect.printable`), binary in hex, nulls as null.
 
 Control records (transaction markers) carry no data: they are left out, as a consumer never sees them.
 """
@@ -19,6 +20,7 @@ from typing import IO, Any
 
 from kdissect.decode.body import Body
 from kdissect.events import Exchange
+from kdissect.printable import printable
 from kdissect.records.values import LegacyMessage, Record, format_timestamp
 from kdissect.views.output import FormatError as OutputFormatError
 
@@ -90,11 +92,11 @@ def _raw(data: bytes | None) -> bytes:
 
 
 def _shown(data: bytes | None) -> bytes:
-    """For people: null, "text" (JSON-quoted), or 0x… for bytes that are not text."""
+    """For people: null, "text" (JSON-quoted, every control character escaped), or 0x… for bytes that are not text."""
     if data is None:
         return b"null"
     try:
-        return json.dumps(data.decode("utf-8"), ensure_ascii=False).encode()
+        return printable(json.dumps(data.decode("utf-8"), ensure_ascii=False)).encode()
     except UnicodeDecodeError:
         return b"0x" + data.hex().encode()
 
@@ -111,16 +113,21 @@ def _text(value: Any) -> bytes:
     return str(value).encode("utf-8", "backslashreplace")
 
 
+def _safe(value: Any) -> bytes:
+    """A name from the wire (a topic, a header key) in a line for people: its control characters escaped."""
+    return printable(str(value)).encode("utf-8", "backslashreplace")
+
+
 def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], bytes]:
     """The format string as a function from a record to its line's bytes; `human` quotes keys and values."""
-    value = _shown if human else _raw
+    value, name = (_shown, _safe) if human else (_raw, _text)
     headers = (
-        (lambda r: b"".join(b"  " + _text(k) + b"=" + _shown(v) for k, v in r.record.headers))
+        (lambda r: b"".join(b"  " + _safe(k) + b"=" + _shown(v) for k, v in r.record.headers))
         if human
         else (lambda r: b",".join(_text(k) + b"=" + _raw(v) for k, v in r.record.headers))
     )
     tokens: dict[str, Callable[[StreamedRecord], bytes]] = {
-        "t": lambda r: _text(r.topic if r.topic is not None else "?"),
+        "t": lambda r: name(r.topic if r.topic is not None else "?"),
         "p": lambda r: _text(r.partition if r.partition is not None else "?"),
         "o": lambda r: _text(r.record.offset),
         "k": lambda r: value(r.record.key),

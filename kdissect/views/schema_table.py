@@ -6,7 +6,9 @@ import json
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from kdissect.printable import printable
 from kdissect.schema import Catalog
 from kdissect.schema.user_specs import UserSpecs
 from kdissect.views.json_lines import LAYOUT
@@ -61,7 +63,7 @@ def print_schema(catalog: Catalog, as_json: bool) -> None:
     for row in data:
         table.add_row(
             str(row["api_key"]),
-            row["name"],
+            Text(printable(row["name"])),
             row["versions"] + (" (latest unstable)" if row["unstable"] else ""),
             "-" if row["flexible_from"] is None else f"v{row['flexible_from']}",
             row["removed_in_kafka_4"] or "",
@@ -110,17 +112,17 @@ def print_loaded(specs: UserSpecs, as_json: bool) -> None:
     for row in data:
         table.add_row(
             str(row["api_key"]),
-            row["name"],
+            Text(printable(row["name"])),
             row["versions"],
             "-" if row["flexible_from"] is None else f"v{row['flexible_from']}",
-            _what(row["builtin"]),
+            Text(printable(_what(row["builtin"]))),
         )
     console = Console()
     console.print(table)
     lines = [f"{row[f'{half}_file']}: {row['name']} {half} (key {row['api_key']})" for row in data for half in ("request", "response")]
     lines += [f"{path}: not loaded ({why})" for path, why in specs.ignored]
     for line in lines:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(Text(printable(line)), highlight=False, soft_wrap=True)
 
 
 def _what(builtin: dict | None) -> str:

@@ -22,6 +22,7 @@ from rich.text import Text
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionEnd, Exchange
+from kdissect.printable import printable
 from kdissect.schema import ApiKey, ErrorCode, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
@@ -474,4 +475,4 @@ def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) ->
         if tables.get(name) or name in ALWAYS:
             console.print(fitted_table(title, columns, [cells(row, width) for row in tables[name]], width))
     for note in notes:
-        console.print(f"{note.code}: {note.message}", style="magenta", highlight=False)
+        console.print(Text(printable(f"{note.code}: {note.message}"), style="magenta"), highlight=False)

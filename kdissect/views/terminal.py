@@ -13,7 +13,6 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.console import COLOR_SYSTEMS, Console
-from rich.control import strip_control_codes
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +22,7 @@ from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionEnd, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
+from kdissect.printable import printable
 from kdissect.schema import error_name
 from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
 
@@ -86,8 +86,10 @@ def fitted_table(
     left out, least needed first, until it fits, and the caption names them. `compact` cuts long text with an
     ellipsis instead of wrapping it, so each row is one line."""
 
+    rows = [tuple(_text(cell) for cell in row) for row in rows]
+
     def cells(i: int) -> list[str]:
-        return [cell.plain if isinstance(cell, Text) else cell for cell in (r[i] for r in rows)]
+        return [r[i].plain for r in rows]
 
     def least(i: int, whole_words: bool = True) -> int:
         """The narrowest column `i` may be: its header and its longest whole value, or when it wraps at least 12
@@ -125,9 +127,14 @@ def fitted_table(
     return table
 
 
-def _one_line(cell: Any) -> Text:
+def _text(cell: str | Text) -> Text:
+    """A table cell as rich `Text`: a string (names from the wire among them) is data, escaped, never markup."""
+    return cell if isinstance(cell, Text) else Text(printable(cell))
+
+
+def _one_line(cell: Text) -> Text:
     """A cell of a wrapping column kept to one line, cut with an ellipsis."""
-    text = cell.copy() if isinstance(cell, Text) else Text(cell)
+    text = cell.copy()
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
 
@@ -276,9 +283,9 @@ def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None 
     cells = {
         "id": str(exchange.id),
         "conn": str(exchange.connection.id),
-        "api": api_label(exchange),
+        "api": printable(api_label(exchange)),
         "corr": "" if exchange.correlation_id is None else str(exchange.correlation_id),
-        "client": exchange.client_id or "",
+        "client": printable(exchange.client_id or ""),
         "latency": duration(latency) if latency is not None else "",
     }
     # the time's precision follows its column: microseconds in 15 characters, milliseconds in 12
@@ -324,7 +331,9 @@ class ReadView:
         """False: the rows' header line is printed before the first row (a `read --jobs` worker's rows have none)."""
 
     def title(self, name: str, fmt: str, compression: str | None) -> None:
-        self.console.print(Text(f"{name}", style="bold") + Text(f"  {fmt}" + (f" ({compression})" if compression else ""), style="dim"))
+        self.console.print(
+            Text(printable(name), style="bold") + Text(f"  {fmt}" + (f" ({compression})" if compression else ""), style="dim")
+        )
 
     def exchange(self, exchange: Exchange) -> None:
         console = self.console
@@ -335,16 +344,11 @@ class ReadView:
             return
         self._header()
         if self._direct:
-            cells = row_cells(exchange, self.columns)
-            if not cells.isprintable():  # a client id's control codes go as rich drops them
-                cells = strip_control_codes(cells)
-            if "\t" not in cells:  # rich expands tabs by cell width
-                pending = self._pending
-                pending.append(cells + self._status(exchange) + "\n")
-                if self._flush_each or len(pending) >= BATCH:
-                    self.flush()
-                return
-            self.flush()
+            pending = self._pending
+            pending.append(row_cells(exchange, self.columns) + self._status(exchange) + "\n")
+            if self._flush_each or len(pending) >= BATCH:
+                self.flush()
+            return
         console.print(exchange_row(exchange, self.columns), highlight=False, **self.fit)
 
     def _status(self, exchange: Exchange) -> str:
@@ -356,7 +360,7 @@ class ReadView:
             if len(self._statuses) >= STATUSES:
                 self._statuses.clear()
             parts = status_parts(errors, status, assumed, diagnostics)
-            text = self._statuses[key] = "".join(self._styled(strip_control_codes(t), s) for t, s in parts)
+            text = self._statuses[key] = "".join(self._styled(t, s) for t, s in parts)
         return text
 
     def _header(self) -> None:
@@ -515,7 +519,7 @@ class ReadView:
             table.add_row(
                 Text(summary.error_label(code), style="red"),
                 str(tally.count),
-                ", ".join(f"{api}×{n}" for api, n in tally.apis.most_common(3)),
+                Text(printable(", ".join(f"{api}×{n}" for api, n in tally.apis.most_common(3)))),
                 ", ".join(map(str, tally.exchanges)) + (" …" if tally.count > len(tally.exchanges) else ""),
             )
         return table
@@ -534,7 +538,7 @@ class ReadView:
         table.add_column("count", justify="right")
         table.add_column("about")
         for note in notes:
-            table.add_row(note.code, "", note.message + (f" (file offset {note.offset})" if note.offset else ""))
+            table.add_row(note.code, "", Text(printable(note.message + (f" (file offset {note.offset})" if note.offset else ""))))
         for code, n in rows.most_common():
             table.add_row(code, str(n), DESCRIPTIONS.get(code, ""))
         return table
