@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
+from kdissect.net.cutter import Cutter, RecordFormat
+
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 HEADER = 5
 MAX_LENGTH = (1 << 14) + 2048
@@ -38,23 +40,15 @@ def plausible_header(data: bytes | bytearray, pos: int, version: int | None = No
     return length
 
 
-class RecordReader:
+TLS_RECORD = RecordFormat(header=HEADER, window=SEARCH_WINDOW)
+
+
+class RecordReader(Cutter):
     """Cuts records from one direction and hands each to `on_record`; what gaps lose goes to `on_lost`."""
 
-    __slots__ = (
-        "on_record",
-        "on_lost",
-        "on_skipped",
-        "confirm",
-        "buf",
-        "offset",
-        "synced",
-        "skip",
-        "scan_from",
-        "version",
-        "last_ts",
-        "last_index",
-    )
+    __slots__ = ("on_record", "on_lost", "on_skipped", "confirm", "skip", "version")
+
+    FORMAT = TLS_RECORD
 
     def __init__(
         self,
@@ -63,26 +57,17 @@ class RecordReader:
         on_skipped: Callable[[int, int], None],
         confirm: Callable[[int, int, bytes], bool] | None = None,
     ) -> None:
+        super().__init__(True)
         self.on_record = on_record
         self.on_lost = on_lost
         self.on_skipped = on_skipped
         """(bytes, stream offset) given up while searching for a record boundary."""
         self.confirm = confirm
         """Whether (type, version, fragment) is a true record (it authenticates): a search accepts it alone."""
-        self.buf = bytearray()
-        self.offset = 0
-        """Stream offset of buf[0]."""
-        self.synced = True
         self.skip = 0
         """Bytes of a record already lost to a gap that are still to arrive and be dropped."""
-        self.scan_from = 0
-        """Where the search for a boundary resumes: the positions before it cannot start a chain."""
         self.version: int | None = None
         """The record version once the hellos told it: a search then accepts only headers of that version."""
-        self.last_ts = self.last_index = 0
-
-    def start(self, mid_stream: bool) -> None:
-        self.synced = not mid_stream
 
     def past_skip(self, chunk: bytes) -> bytes:
         """What of `chunk` is left once the bytes still to skip are dropped (empty when it held no more)."""
@@ -111,41 +96,15 @@ class RecordReader:
         self.buf += chunk
         self._cut()
 
-    def _cut(self) -> None:
-        buf = self.buf
-        pos = 0
-        while True:
-            if not self.synced:
-                found = self._search(pos)
-                if found is None:
-                    pos = self._bound_search(pos)
-                    break
-                if found > pos:
-                    self.on_skipped(found - pos, self.offset + pos)
-                pos = found
-                self.synced = True
-            if len(buf) - pos < HEADER:
-                break
-            length = plausible_header(buf, pos)
-            if length is None:  # a header TLS cannot have: the records from here on are unknown
-                self.synced = False
-                self.on_lost(None, 0, self.offset + pos, self.last_ts)
-                continue
-            end = pos + HEADER + length
-            if end > len(buf):
-                break
-            ctype, version, _ = _HEADER(buf, pos)
-            self.on_record(ctype, version, bytes(buf[pos + HEADER : end]), self.offset + pos, self.last_ts, self.last_index)
-            pos = end
-        if pos:
-            del buf[:pos]
-            self.offset += pos
-            self.scan_from = max(0, self.scan_from - pos)
+    # the cutter's hooks
 
-    def _search(self, pos: int) -> int | None:
-        """The first position from `pos` where two record headers chain; None until the bytes tell."""
-        buf, version = self.buf, self.version
-        for at in range(max(pos, self.scan_from), len(buf) - HEADER + 1):
+    def _length(self, buf: bytearray, pos: int) -> int | None:
+        return plausible_header(buf, pos)
+
+    def _find(self, buf: bytearray, start: int) -> tuple[int | None, int]:
+        """The first position from `start` where a record authenticates, or two record headers chain."""
+        version = self.version
+        for at in range(start, len(buf) - HEADER + 1):
             length = plausible_header(buf, at, version)
             if length is None:
                 continue
@@ -155,23 +114,29 @@ class RecordReader:
                 and self.confirm is not None
                 and self.confirm(buf[at], _HEADER(buf, at)[1], bytes(buf[at + HEADER : following]))
             ):
-                self.scan_from = 0
-                return at
+                return at, at
             if following + HEADER > len(buf):
-                self.scan_from = at  # a candidate whose successor has not arrived yet
-                return None
+                return None, at  # a candidate whose successor has not arrived yet
             if plausible_header(buf, following, version) is not None:
-                self.scan_from = 0
-                return at
-        self.scan_from = max(pos, len(buf) - HEADER + 1)
-        return None
+                return at, at
+        return None, max(start, len(buf) - HEADER + 1)
 
-    def _bound_search(self, pos: int) -> int:
-        excess = len(self.buf) - pos - SEARCH_WINDOW
-        if excess <= 0:
-            return pos
-        self.on_skipped(excess, self.offset + pos)
-        return pos + excess
+    def _record(self, pos: int, end: int) -> None:
+        buf = self.buf
+        ctype, version, _ = _HEADER(buf, pos)
+        self.on_record(ctype, version, bytes(buf[pos + HEADER : end]), self.offset + pos, self.last_ts, self.last_index)
+
+    def _bad_header(self, pos: int) -> None:
+        """A header TLS cannot have: the records from here on are unknown."""
+        self.on_lost(None, 0, self.offset + pos, self.last_ts)
+
+    def _skipped(self, length: int, at: int) -> None:
+        self.on_skipped(length, at)
+
+    def _cut_short(self) -> None:
+        self.on_lost(1, len(self.buf), self.offset, self.last_ts)
+
+    # gaps and the end
 
     def gap(self, length: int, ts: int) -> None:
         """`length` bytes the capture does not hold come next."""
@@ -183,8 +148,7 @@ class RecordReader:
         elif self.synced and len(buf) >= HEADER:
             rest = HEADER + _HEADER(buf, 0)[2] - len(buf)
             self.on_lost(1, len(buf) + min(length, rest), self.offset, ts)
-            self.offset += len(buf)
-            buf.clear()
+            self._drop_buffered()
             if length < rest:
                 self.skip = rest - length
                 self.offset += length
@@ -195,12 +159,9 @@ class RecordReader:
                 return
         elif buf:
             self.on_skipped(len(buf), self.offset)
-            self.offset += len(buf)
-            buf.clear()
+            self._drop_buffered()
         self.on_lost(None, length, self.offset, ts)  # where no header says how many records the bytes held
-        self.offset += length
-        self.synced = False
-        self.scan_from = 0
+        self._lose_sync(length)
 
     def finish(self) -> None:
         """The stream ended: a record that ends exactly where the bytes do is taken even without a second
@@ -217,10 +178,4 @@ class RecordReader:
                     self.synced = True
                     self._cut()
                     break
-        if buf:
-            if self.synced and len(buf) >= HEADER:
-                self.on_lost(1, len(buf), self.offset, self.last_ts)
-            else:
-                self.on_skipped(len(buf), self.offset)
-            self.offset += len(buf)
-            buf.clear()
+        self._finish_buffered()
