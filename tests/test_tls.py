@@ -101,9 +101,10 @@ def test_tls13_traffic_keys_are_those_of_rfc_8448():
 class Sink:
     """Where a direction's plaintext goes: kept as data and gaps."""
 
+    held = 0
+
     def __init__(self) -> None:
         self.got: list = []
-        self.buf = b""
 
     def start(self, mid_stream: bool) -> None:
         self.got.append(("start", mid_stream))
@@ -113,6 +114,10 @@ class Sink:
 
     def gap(self, length: int, ts: int) -> None:
         self.got.append(("gap", length))
+
+    @staticmethod
+    def fill(offset: int, data: bytes) -> int:
+        return 0
 
     def finish(self) -> None:
         pass
