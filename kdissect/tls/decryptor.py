@@ -272,23 +272,23 @@ class Direction:
         self._failed(ctype, fragment, offset, ts, index)
 
     def _failed(self, ctype: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
-        """No candidate opens the record: damaged in the capture, or a key that is not this session's."""
+        """No candidate opens the record: damaged in the capture, too short to be one, or a key that is not this
+        session's."""
         candidates = self.candidates
         assert candidates is not None
         self.failures += 1
-        if candidates[0].started:
+        shortest = candidates[0].cipher.shortest
+        if candidates[0].started or len(fragment) < shortest:
             for candidate in candidates:
                 candidate.lo += candidate.started
                 candidate.hi += 1
             self.seen -= 1
             self._hide(ctype, fragment)
-            self.session.problem(
-                "tls.bad-record",
-                "a record failed authentication: its bytes were damaged in the capture, or the sequence is lost",
-                offset,
-                ts,
-                index,
-            )
+            if len(fragment) < shortest:
+                message = f"a record of {len(fragment)} bytes is shorter than its cipher's nonce and tag ({shortest} bytes)"
+            else:
+                message = "a record failed authentication: its bytes were damaged in the capture, or the sequence is lost"
+            self.session.problem("tls.bad-record", message, offset, ts, index)
         elif self.session.expects_handshake_failures(self.side):
             self.seen -= 1
             return  # a TLS 1.3 handshake record whose key the key log lacks: no Kafka bytes in it

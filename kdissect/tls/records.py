@@ -4,7 +4,9 @@ A record is a 5-byte header (content type, version, length) and up to 2^14 + 204
 sync when it knows where the next record starts: from the first byte of a connection, and after every whole
 record. A gap inside a record whose header was seen costs that record only (its length says where the next
 starts); a gap across a boundary, or a capture that starts mid-stream, loses sync, and the reader searches for
-a record its owner can authenticate (`confirm`), or else two records in a row whose headers chain.
+a record its owner can authenticate (`confirm`), or else two records in a row whose headers chain. The search
+costs work in proportion to the bytes: it resumes where it stopped, and `confirm`, which costs AEAD openings, is
+asked about a few records per loss of sync, and about each of them once.
 """
 
 from __future__ import annotations
@@ -41,12 +43,16 @@ def plausible_header(data: bytes | bytearray, pos: int, version: int | None = No
 
 
 TLS_RECORD = RecordFormat(header=HEADER, window=SEARCH_WINDOW)
+CONFIRMS = 4
+"""Records one search after a loss of sync asks its owner to authenticate. Each try costs up to a few hundred
+AEAD openings (the sequence numbers a loss leaves possible), and in bytes made to look like records every position
+can be a candidate: past these, only headers that chain are trusted."""
 
 
 class RecordReader(Cutter):
     """Cuts records from one direction and hands each to `on_record`; what gaps lose goes to `on_lost`."""
 
-    __slots__ = ("on_record", "on_lost", "on_skipped", "confirm", "skip", "version")
+    __slots__ = ("on_record", "on_lost", "on_skipped", "confirm", "skip", "version", "confirms", "tried")
 
     FORMAT = TLS_RECORD
 
@@ -68,6 +74,10 @@ class RecordReader(Cutter):
         """Bytes of a record already lost to a gap that are still to arrive and be dropped."""
         self.version: int | None = None
         """The record version once the hellos told it: a search then accepts only headers of that version."""
+        self.confirms = CONFIRMS
+        """What the search under way may still ask `confirm`."""
+        self.tried = -1
+        """Stream offset of the last record the search asked `confirm` about: not asked again as more bytes come."""
 
     def past_skip(self, chunk: bytes) -> bytes:
         """What of `chunk` is left once the bytes still to skip are dropped (empty when it held no more)."""
@@ -109,17 +119,23 @@ class RecordReader(Cutter):
             if length is None:
                 continue
             following = at + HEADER + length
-            if (
-                following <= len(buf)
-                and self.confirm is not None
-                and self.confirm(buf[at], _HEADER(buf, at)[1], bytes(buf[at + HEADER : following]))
-            ):
+            if following <= len(buf) and self._authenticates(at, following):
                 return at, at
             if following + HEADER > len(buf):
                 return None, at  # a candidate whose successor has not arrived yet
             if plausible_header(buf, following, version) is not None:
                 return at, at
         return None, max(start, len(buf) - HEADER + 1)
+
+    def _authenticates(self, at: int, following: int) -> bool:
+        """Whether the owner opens the record buf[at:following]: asked once per record and `CONFIRMS` times per search,
+        so a search costs a bounded number of openings however many candidates the bytes hold."""
+        if self.confirm is None or not self.confirms or self.offset + at <= self.tried:
+            return False
+        self.confirms -= 1
+        self.tried = self.offset + at
+        buf = self.buf
+        return self.confirm(buf[at], _HEADER(buf, at)[1], bytes(buf[at + HEADER : following]))
 
     def _record(self, pos: int, end: int) -> None:
         buf = self.buf
@@ -129,6 +145,7 @@ class RecordReader(Cutter):
     def _bad_header(self, pos: int) -> None:
         """A header TLS cannot have: the records from here on are unknown."""
         self.on_lost(None, 0, self.offset + pos, self.last_ts)
+        self.confirms = CONFIRMS
 
     def _skipped(self, length: int, at: int) -> None:
         self.on_skipped(length, at)
@@ -162,6 +179,7 @@ class RecordReader(Cutter):
             self._drop_buffered()
         self.on_lost(None, length, self.offset, ts)  # where no header says how many records the bytes held
         self._lose_sync(length)
+        self.confirms = CONFIRMS
 
     def finish(self) -> None:
         """The stream ended: a record that ends exactly where the bytes do is taken even without a second
