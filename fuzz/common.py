@@ -7,6 +7,7 @@ kdissect is imported, or atheris sees no coverage in it.
 from __future__ import annotations
 
 import contextlib
+import struct
 import sys
 from typing import Any, Callable, Iterable
 
@@ -57,6 +58,37 @@ def check_diagnostics(diagnostics: Iterable[Any], where: str) -> None:
             raise Broken(f"{where}: {d.code}: {d.message}")
         if not d.code or "." not in d.code:
             raise Broken(f"{where}: unnamed diagnostic {d!r}")
+
+
+OP = struct.Struct(">BH")
+"""The TLS harnesses' operation: kind (odd: a gap), length."""
+
+
+def operations(data: bytes) -> tuple[int, list[tuple[int, int]], bytes]:
+    """A TLS harness's input: (its flag byte, its operations, the stream they cut)."""
+    flags = data[0]
+    count = data[1]
+    ops = [OP.unpack_from(data, 2 + 3 * i) for i in range(min(count, (len(data) - 2) // 3))]
+    return flags, ops, data[2 + 3 * len(ops) :]
+
+
+def feed(sink: Any, ops: list[tuple[int, int]], stream: bytes, bounded: Callable[[], bool]) -> None:
+    """Chunks and gaps of `stream` to a stream sink as the operations say, then the rest in one chunk; `bounded` is
+    checked after each."""
+    pos = 0
+    for kind, length in ops:
+        piece = stream[pos : pos + length]
+        if not piece:
+            break
+        if kind & 1:
+            sink.gap(len(piece), 0)
+        else:
+            sink.data(piece, 0, 0)
+        pos += len(piece)
+        if not bounded():
+            raise Broken("bytes held past the bounds")
+    if pos < len(stream):
+        sink.data(stream[pos:], 0, 0)
 
 
 def main(one_input: Callable[[bytes], None]) -> None:

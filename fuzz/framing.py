@@ -15,8 +15,9 @@ with instrumented():
     from fuzz.packets import packets
     from kdissect.dissector import Dissector
     from kdissect.events import Exchange, Notice
-    from kdissect.kafka.connection import PROBE_LIMIT, Probe
+    from kdissect.kafka.connection import PROBE_LIMIT
     from kdissect.kafka.framing import RESYNC_WINDOW, Framer
+    from kdissect.kafka.phase import PROBING
 
 LIMITS = fuzz_limits()
 MAX_SEGMENT = 4096
@@ -25,7 +26,7 @@ MAX_SEGMENT = 4096
 def check_bounds(dissector: Dissector) -> None:
     held = 0
     for connection, direction in dissector._flows.values():
-        if direction or connection.closed:
+        if direction or connection.phase.over:
             continue
         held += connection.buffered()
         for stream in connection.streams:
@@ -34,10 +35,13 @@ def check_bounds(dissector: Dissector) -> None:
             sink = stream.sink
             if isinstance(sink, Framer) and len(sink.buf) > LIMITS.max_frame_size + 4 + RESYNC_WINDOW + MAX_SEGMENT:
                 raise Broken(f"the framer holds {len(sink.buf)} bytes")
-            if isinstance(sink, Probe) and sink.size > PROBE_LIMIT + MAX_SEGMENT:
-                raise Broken(f"the probe holds {sink.size} bytes")
+        for probe in connection.probes:
+            if probe.held > PROBE_LIMIT + MAX_SEGMENT:
+                raise Broken(f"the probe holds {probe.held} bytes")
+        if connection.phase is PROBING:
+            continue
         pairing = connection.pairing
-        if len(pairing.outstanding) > LIMITS.max_outstanding_requests or pairing.silent > LIMITS.max_outstanding_acks_zero:
+        if len(pairing.outstanding or ()) > LIMITS.max_outstanding_requests or pairing.silent > LIMITS.max_outstanding_acks_zero:
             raise Broken("outstanding requests past their bound")
     if held > LIMITS.max_buffered_bytes + dissector._held_check_every + 2 * MAX_SEGMENT:
         raise Broken(f"{held} bytes held in all, past the global bound")

@@ -35,7 +35,7 @@ from kdissect.testing.record_encoder import Draft, compress, encode_batch, encod
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(p for p in (ROOT.parent / "shared" / "captures-public").glob("*.pcap*"))
-HARNESSES = ("pcap_reader", "reassembly", "framing", "tls_records", "message_decoder", "records", "dissect")
+HARNESSES = ("pcap_reader", "reassembly", "framing", "tls_records", "tls_keyed", "message_decoder", "records", "dissect")
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 MAX_SEED = 32 << 10
 """Larger seeds slow every execution that mutates them; a few KiB reach the same code."""
@@ -175,6 +175,18 @@ def tls_seeds() -> Iterator[bytes]:
                 yield b"\x00\x02" + op(0, 300) + op(1, 200) + bytes(stream[:MAX_SEED])
 
 
+def tls_keyed_seeds() -> Iterator[bytes]:
+    """Each side of each keyed connection from its ChangeCipherSpec on, whole and cut into chunks with a gap."""
+    from fuzz.tls_keyed import connections
+
+    op = struct.Struct(">BH").pack
+    for number, connection in enumerate(connections()):
+        for side, rest in enumerate(connection.rests):
+            flags = bytes([number | side << 4])
+            yield flags + b"\x00" + rest[:MAX_SEED]
+            yield flags + b"\x03" + op(0, 100) + op(1, 40) + op(0, 7) + rest[:MAX_SEED]
+
+
 def _exchanges(path: Path, decoder: Decoder | None = None) -> list[Exchange]:
     with open_capture(path) as capture:
         dissector = make_dissector(Options())
@@ -239,6 +251,7 @@ SOURCES = {
     "reassembly": reassembly_seeds,
     "framing": framing_seeds,
     "tls_records": tls_seeds,
+    "tls_keyed": tls_keyed_seeds,
     "message_decoder": message_seeds,
     "records": records_seeds,
 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from fuzz.common import Broken, check_diagnostics, instrumented, main
+from fuzz.common import Broken, check_diagnostics, feed, instrumented, main, operations
 
 with instrumented():
     from kdissect.testing import rfc8448 as rfc
@@ -21,14 +21,13 @@ with instrumented():
     from kdissect.tls.keylog import KeyLog
     from kdissect.tls.records import HEADER, MAX_LENGTH, SEARCH_WINDOW, RecordReader
 
-OP = struct.Struct(">BH")
 MID_STREAM, SESSION = 1, 2
 
 
 class Sink:
     """Plaintext out of the session: counted, never kept."""
 
-    buf = b""
+    held = 0
 
     def start(self, mid_stream: bool) -> None:
         pass
@@ -40,15 +39,12 @@ class Sink:
         if length < 0:
             raise Broken(f"a plaintext gap of {length} bytes")
 
+    @staticmethod
+    def fill(offset: int, data: bytes) -> int:
+        return 0
+
     def finish(self) -> None:
         pass
-
-
-def _operations(data: bytes) -> tuple[int, list[tuple[int, int]], bytes]:
-    flags = data[0]
-    count = data[1]
-    ops = [OP.unpack_from(data, 2 + 3 * i) for i in range(min(count, (len(data) - 2) // 3))]
-    return flags, ops, data[2 + 3 * len(ops) :]
 
 
 def _bare(mid_stream: bool, ops: list[tuple[int, int]], stream: bytes) -> None:
@@ -61,7 +57,7 @@ def _bare(mid_stream: bool, ops: list[tuple[int, int]], stream: bytes) -> None:
         lambda length, offset: None,
     )
     reader.start(mid_stream)
-    _feed(reader, ops, stream, lambda: len(reader.buf) <= SEARCH_WINDOW + 2 * (HEADER + MAX_LENGTH) + 0xFFFF)
+    feed(reader, ops, stream, lambda: len(reader.buf) <= SEARCH_WINDOW + 2 * (HEADER + MAX_LENGTH) + 0xFFFF)
     reader.finish()
     last = -1
     for offset, record in delivered:
@@ -84,34 +80,16 @@ def _session(mid_stream: bool, ops: list[tuple[int, int]], stream: bytes) -> Non
     if not mid_stream:
         server.data(rfc.SERVER_HELLO, 0, 0)
     bound = HOLD_BYTES + SEARCH_WINDOW + 2 * (HEADER + MAX_LENGTH) + 0xFFFF
-    _feed(server, ops, stream, lambda: server.size <= bound)
+    feed(server, ops, stream, lambda: server.held <= bound)
     server.finish()
     client.finish()
     check_diagnostics(diagnostics, "tls")
 
 
-def _feed(sink, ops: list[tuple[int, int]], stream: bytes, bounded) -> None:
-    """Chunks and gaps as the operations say, then the rest of the stream in one chunk."""
-    pos = 0
-    for kind, length in ops:
-        piece = stream[pos : pos + length]
-        if not piece:
-            break
-        if kind & 1:
-            sink.gap(len(piece), 0)
-        else:
-            sink.data(piece, 0, 0)
-        pos += len(piece)
-        if not bounded():
-            raise Broken("bytes held past the bounds")
-    if pos < len(stream):
-        sink.data(stream[pos:], 0, 0)
-
-
 def one_input(data: bytes) -> None:
     if len(data) < 2:
         return
-    flags, ops, stream = _operations(data)
+    flags, ops, stream = operations(data)
     if flags & SESSION:
         _session(bool(flags & MID_STREAM), ops, stream)
     else:

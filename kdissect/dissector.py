@@ -15,6 +15,7 @@ from kdissect.capture.packet import Packet
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Event, Notice
 from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
+from kdissect.kafka.phase import EMPTY, IGNORED
 from kdissect.kafka.shared import BodyDecoder, Keep, Shared
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
@@ -75,11 +76,11 @@ class Dissector:
         entry = self._flows.get((src, sport, dst, dport))
         if entry is not None and not flags & 0x07:  # the common case: data or a bare ACK on a live connection
             connection, direction = entry
-            if not connection.closed:
+            if not connection.phase.over:
                 connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
-                if connection.ending or connection.ignored:
+                if connection.ending or connection.phase is IGNORED:
                     self._end(connection, ts)
-            elif payload and not connection.ignored:
+            elif payload and connection.phase is not IGNORED:
                 self._after_close(connection, len(payload), ts, index)
             events = self._shared.events
             if events:
@@ -92,16 +93,16 @@ class Dissector:
         else:
             connection, direction = entry
             # a SYN that is not a retransmission of this direction's own opens a new connection on the 4-tuple
-            if flags & SYN and not flags & ACK and (connection.closed or connection.streams[direction].isn != seq):
-                if not connection.closed:
+            if flags & SYN and not flags & ACK and (connection.phase.over or connection.streams[direction].isn != seq):
+                if not connection.phase.over:
                     self._close(connection, "reused", ts)
                 connection, direction = self._open((src, sport), (dst, dport), ts), 0
-            elif connection.closed:
-                if payload and not connection.ignored:
+            elif connection.phase.over:
+                if payload and connection.phase is not IGNORED:
                     self._after_close(connection, len(payload), ts, index)
                 return self._take()
         connection.segment(direction, seq, ack, flags, payload, missing, ts, index)
-        if connection.ending or connection.ignored:
+        if connection.ending or connection.phase is IGNORED:
             self._end(connection, ts)
         return self._take()
 
@@ -115,7 +116,7 @@ class Dissector:
 
     def _end(self, connection: Connection, ts: int) -> None:
         """Close a connection its own packets have ended; an ignored one is over for us too (its packets dropped)."""
-        if connection.finished or connection.ignored:
+        if connection.finished or connection.phase is IGNORED:
             self._close(connection, "reset" if any(s.reset for s in connection.streams) else "fin", ts)
 
     def _after_close(self, connection: Connection, length: int, ts: int, index: int) -> None:
@@ -145,7 +146,7 @@ class Dissector:
         connections = {id(c): c for c, _ in self._flows.values()}
         by_age = sorted(connections.values(), key=lambda c: c.last_ts)
         for connection in by_age[: max(1, len(by_age) // EVICT_FRACTION)]:
-            if not connection.closed:
+            if not connection.phase.over:
                 self.counters.evicted_connections += 1
                 self._close(connection, "evicted", ts)
             self._forget(connection)
@@ -192,9 +193,9 @@ class Dissector:
     def _close(self, connection: Connection, ended: str, ts: int) -> None:
         connection.close(ended, ts)  # type: ignore[arg-type]
         self._live.pop(connection, None)
-        if connection.ignored:
+        if connection.phase is IGNORED:
             self.counters.ignored_connections += 1
-        elif connection.empty:
+        elif connection.phase is EMPTY:
             self.counters.empty_connections += 1
         else:
             self.counters.kafka_connections += 1

@@ -21,6 +21,7 @@ from kdissect.kafka.headers import (
     parse_request_header,
     parse_response_header,
 )
+from kdissect.kafka.phase import IGNORED
 from kdissect.limits import Limits
 from kdissect.schema import BUILTIN
 from kdissect.testing import craft
@@ -419,7 +420,7 @@ def test_server_speaking_first_on_another_port_is_ignored_within_the_probe_bound
     for p in conv.send(SERVER, b"x" * 200_000, sizes=1460):
         assert dissector.feed(p) == []
     connection = next(iter(dissector._flows.values()))[0]
-    assert connection.ignored and connection.closed
+    assert connection.phase is IGNORED and connection.phase.over
     assert all(len(s.sink.items) == 0 and not s.recent for s in connection.streams)
     assert dissector.counters.ignored_connections == 1
 
@@ -431,7 +432,7 @@ def test_one_sided_bulk_transfer_without_syn_is_ignored_within_the_probe_bound()
     for p in conv.send(SERVER, b"\x17\x03\x03" * 100_000, sizes=1460):
         assert dissector.feed(p) == []
     connection = next(iter(dissector._flows.values()))[0]
-    assert connection.ignored
+    assert connection.phase is IGNORED
 
 
 def test_mid_stream_detection_on_an_unknown_port() -> None:

@@ -30,8 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "net": GROUND | {"capture"},
     "records": GROUND | {"schema"},
     "events": GROUND,
-    # between the TCP streams and Kafka framing: TLS records in, plaintext out
-    "tls": GROUND | {"events"},
+    # between the TCP streams and Kafka framing: TLS records in (cut as net/ cuts any stream), plaintext out
+    "tls": GROUND | {"events", "net"},
     # floor 4: the two halves of the core, which never import each other
     "kafka": GROUND | {"schema", "capture", "net", "events", "tls"},
     "decode": GROUND | {"schema", "records", "events"},

@@ -10,6 +10,8 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -101,9 +103,10 @@ def test_tls13_traffic_keys_are_those_of_rfc_8448():
 class Sink:
     """Where a direction's plaintext goes: kept as data and gaps."""
 
+    held = 0
+
     def __init__(self) -> None:
         self.got: list = []
-        self.buf = b""
 
     def start(self, mid_stream: bool) -> None:
         self.got.append(("start", mid_stream))
@@ -113,6 +116,10 @@ class Sink:
 
     def gap(self, length: int, ts: int) -> None:
         self.got.append(("gap", length))
+
+    @staticmethod
+    def fill(offset: int, data: bytes) -> int:
+        return 0
 
     def finish(self) -> None:
         pass
@@ -451,6 +458,69 @@ def test_a_lost_key_update_is_recovered():
     exchanges, notices, _ = dissect(path, packets=[p for p in packets_of(path) if p.index != victim.index])
     assert "tls.record-lost" in codes(notices)
     assert fingerprints(exchanges) == fingerprints(good)  # the KeyUpdate held no Kafka byte: nothing else is lost
+
+
+@pytest.mark.parametrize("name", ["tls12-aes128gcm-aiokafka.pcap", "tls12-aes256gcm-kafka-python.pcap", "tls12-chacha20-aiokafka.pcap"])
+def test_a_tls12_record_shorter_than_its_nonce_and_tag_is_a_damaged_record(name):
+    """The record after the client's ChangeCipherSpec (its encrypted Finished) claims 10 bytes, fewer than the
+    cipher's explicit nonce and tag: a named damaged record, not an exception; the reader finds the records after
+    it, which open at their sequence numbers, so every exchange decodes as before."""
+    path = CAPTURES / name
+    good = dissect(path)[0]
+    change_cipher_spec = b"\x14\x03\x03\x00\x01\x01\x16\x03\x03"
+    victim = next(p for p in packets_of(path) if change_cipher_spec in payload_of(p))
+    at = payload_of(victim).index(change_cipher_spec) + len(change_cipher_spec)
+    payload = payload_of(victim)[:at] + b"\x00\x0a" + payload_of(victim)[at + 2 :]
+    exchanges, notices, _ = dissect(path, packets=[with_payload(p, payload) if p.index == victim.index else p for p in packets_of(path)])
+    shortest = 16 if "chacha20" in name else 24
+    assert [n.diagnostic.message for n in notices if n.diagnostic.code == "tls.bad-record"] == [
+        f"a record of 10 bytes is shorter than its cipher's nonce and tag ({shortest} bytes)"
+    ]
+    assert fingerprints(exchanges) == fingerprints(good)
+
+
+def test_bytes_made_to_look_like_records_cost_a_bounded_search():
+    """After a loss, thousands of plausible record headers that never chain (each claims one byte more than its
+    unit holds), then RFC 8448's last server record: the search asks the keys about a few candidates only, so the
+    AEAD openings are the same for 1x, 2x and 4x as many, and the headers judged grow with the bytes, not faster;
+    the real record after them still opens. Work is counted (calls), not timed."""
+    from kdissect.tls.aead import RecordCipher
+    from kdissect.tls.records import plausible_header
+
+    unit = b"\x17\x03\x03\x00\x11" + b"\0" * 16
+    counted = {RecordCipher.open.__code__: "openings", plausible_header.__code__: "judged"}
+
+    def work(units: int) -> tuple[int, int, int]:
+        keys = KeyLog()
+        keys.add(rfc.KEYLOG)
+        sinks = (Sink(), Sink())
+        session = TlsSession(keys, lambda d, ts, i: None, sinks, lambda info: None, set())
+        client, server = session.directions
+        client.start(False)
+        server.start(False)
+        client.data(rfc.CLIENT_HELLO, 0, 0)
+        server.data(rfc.SERVER_HELLO + rfc.SERVER_FLIGHT + rfc.TICKET, 0, 0)
+        server.gap(100, 0)
+        stream = unit * units + rfc.SERVER_DATA
+        calls = Counter()
+
+        def count(frame, event, arg):
+            if event == "call" and frame.f_code in counted:
+                calls[counted[frame.f_code]] += 1
+
+        sys.setprofile(count)
+        try:
+            for at in range(0, len(stream), 100):
+                server.data(stream[at : at + 100], 0, 0)
+            server.finish()
+        finally:
+            sys.setprofile(None)
+        assert sinks[1].plaintext() == rfc.PAYLOAD
+        return calls["openings"], calls["judged"], len(stream)
+
+    figures = [work(units) for units in (1000, 2000, 4000)]
+    assert len({openings for openings, _, _ in figures}) == 1, figures
+    assert all(judged < 3 * length for _, judged, length in figures), figures
 
 
 def test_a_capture_that_starts_after_the_handshake():

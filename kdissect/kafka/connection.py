@@ -11,13 +11,18 @@ frame that does not read as a request is a token and the broker's next frame its
 On a Kafka port the broker side is known from the start. On any other port both directions are held briefly
 (`Probe`) until one of them shows a request header: the side that sent the SYN must open with one, and
 without a SYN the side whose bytes hold a plausible request is the client.
+
+Where a connection is in its life is its `phase` (phase.py, which holds every move and the table of those
+allowed): probing, Kafka, in the raw SASL tokens, or ended one of three ways.
 """
 
 from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import (
@@ -40,8 +45,9 @@ from kdissect.kafka.detect import REQUEST_PROBE, find_request, find_response, pl
 from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
+from kdissect.kafka.phase import CLOSED, EMPTY, IGNORED, KAFKA, PROBING, SASL, Phase, moved
 from kdissect.kafka.shared import Shared
-from kdissect.net.reassembly import Reassembler
+from kdissect.net.reassembly import Reassembler, StreamSink
 from kdissect.net.tcp import ACK, SYN
 from kdissect.schema import ApiKey
 from kdissect.tls.detect import kafka_client_hello
@@ -52,10 +58,6 @@ PROBE_LIMIT = 64 << 10
 """Bytes per direction held on an unknown port before deciding the connection is not Kafka."""
 HELD_NOTICES = 64
 """Stream notices held while the connection's nature is unknown; told once it is Kafka, dropped if not."""
-NO_FRAMES: deque = deque(maxlen=0)
-"""Shared by every connection that has deferred no response yet; never appended to."""
-UNPAIRED = Pairing(0, 0)
-"""The pairing of every connection not oriented yet: nothing is paired before then, so it is never added to."""
 MIN_REQUEST = 8
 MIN_RESPONSE = 4
 _SIZE_PREFIX = struct.Struct(">i").pack
@@ -79,20 +81,20 @@ BODY_FACTOR = 8
 class Probe:
     """Holds a direction's bytes while nobody knows yet whether it carries requests or responses."""
 
-    __slots__ = ("items", "size", "mid_stream")
-
-    def start(self, mid_stream: bool) -> None:
-        self.mid_stream = mid_stream
+    __slots__ = ("items", "held", "mid_stream")
 
     def __init__(self) -> None:
         self.items: list[tuple[bytes | None, int, int, int]] = []
         """(chunk or None for a gap, gap length, ts, packet index)."""
-        self.size = 0
+        self.held = 0
         self.mid_stream = False
+
+    def start(self, mid_stream: bool) -> None:
+        self.mid_stream = mid_stream
 
     def data(self, chunk: bytes, ts: int, index: int) -> None:
         self.items.append((chunk, 0, ts, index))
-        self.size += len(chunk)
+        self.held += len(chunk)
 
     @staticmethod
     def fill(offset: int, data: bytes) -> int:
@@ -103,6 +105,11 @@ class Probe:
         if not self.items:
             self.mid_stream = True  # the first bytes are lost: what comes is judged as if the capture began here
         self.items.append((None, length, ts, 0))
+
+    def finish(self) -> None:
+        """Nobody will judge these bytes: the connection ended, or is not Kafka."""
+        self.items.clear()
+        self.held = 0
 
     def joined(self) -> bytes:
         """The bytes before the first gap: what the first bytes of a SYN sender are judged by."""
@@ -122,17 +129,57 @@ class Probe:
             out.append(chunk)
         return b"".join(reversed(out))
 
-    def replay(self, framer: Framer) -> None:
+    def replay(self, sink: StreamSink) -> None:
         for chunk, length, ts, index in self.items:
             if chunk is None:
-                framer.gap(length, ts)
+                sink.gap(length, ts)
             else:
-                framer.data(chunk, ts, index)
+                sink.data(chunk, ts, index)
         self.items.clear()
 
 
 class Connection:
-    """Both directions of one connection. Direction 0 runs from `a`, the sender of its first packet, to `b`."""
+    """Both directions of one connection. Direction 0 runs from `a`, the sender of its first packet, to `b`.
+
+    `client_dir`, `pairing` and `session` are made when the connection is oriented, and read only after: a SYN
+    flood's connections never have them. `sasl_tokens` is made when a SASL phase begins.
+    """
+
+    __slots__ = (
+        "shared",
+        "id",
+        "ends",
+        "first_ts",
+        "last_ts",
+        "packets",
+        "phase",
+        "ending",
+        "closing",
+        "initiator",
+        "port_side",
+        "streams",
+        "probes",
+        "held_notices",
+        "info",
+        "client_dir",
+        "pairing",
+        "session",
+        "tls",
+        "sasl_tokens",
+        "deferred",
+        "deferred_bytes",
+        "requests",
+        "responses",
+        "unanswered",
+    )
+
+    client_dir: int
+    """Which direction is the client's."""
+    pairing: Pairing
+    session: Any
+    """The body decoder's own state for this connection."""
+    sasl_tokens: deque[Message]
+    """In the SASL phase: the client's tokens waiting for the broker's replies."""
 
     def __init__(self, shared: Shared, cid: int, a: tuple[bytes, int], b: tuple[bytes, int], ts: int) -> None:
         self.shared = shared
@@ -140,38 +187,38 @@ class Connection:
         self.ends = (a, b)
         self.first_ts = self.last_ts = ts
         self.packets = [0, 0]
-        self.client_dir: int | None = None
-        self.info: ConnectionInfo | None = None
-        self.closed = False
-        self.ignored = False
-        self.empty = False
-        """Closed without a byte of data either way."""
+        self.phase = PROBING
         self.ending = False
-        """A FIN or RST was seen: from then on the dissector checks after each packet whether it is over."""
+        """A FIN or RST was seen, in any phase: from then on the dissector checks after each packet whether it is over."""
+        self.closing = False
+        """`close` is running: the frames it hands on are settled at once, so what they register is not priced."""
         self.initiator: int | None = None
         """The direction that sent the SYN, when the capture saw it."""
-        self.held: list[Notice] = []
-        self.deferred: deque[tuple[Frame, int, int, int]] = NO_FRAMES
-        """Made at the first deferred response (a deque costs 760 bytes; a SYN flood defers none)."""
-        """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts)."""
-        self.deferred_bytes = 0
-        self.sasl_tokens: deque[Message] | None = None
-        """In the raw SASL phase after SaslHandshake v0: the client's tokens waiting for the broker's replies."""
-        self.tls: TlsSwitch | None = None
-        self.requests = self.responses = self.unanswered = 0
-        self.pairing = UNPAIRED
-        self.session = None
-        """Both made when the connection is oriented."""
-        limits = shared.limits
-        report = self._report
-        self.streams = (
-            Reassembler(Probe(), report, limits.max_stream_buffer, shared.reorder, shared.patience),
-            Reassembler(Probe(), report, limits.max_stream_buffer, shared.reorder, shared.patience),
-        )
         ports = shared.ports
         self.port_side = 0 if b[1] in ports else 1 if a[1] in ports else None
         """The client's direction, when a Kafka port says which it is: the connection is oriented at its first byte,
         so one that never carries any (a SYN flood, a port scan) builds no framers, gates or addresses."""
+        limits = shared.limits
+        report = self._report
+        self.probes: tuple[Probe, ...] = (Probe(), Probe())
+        """Each stream's sink while probing; none once oriented."""
+        self.streams: tuple[Reassembler, ...] = (
+            Reassembler(self.probes[0], report, limits.max_stream_buffer, shared.reorder, shared.patience),
+            Reassembler(self.probes[1], report, limits.max_stream_buffer, shared.reorder, shared.patience),
+        )
+        self.held_notices: list[Notice] = []
+        self.info: ConnectionInfo | None = None
+        """The connection as events name it, once oriented."""
+        self.tls: TlsSwitch[Framer] | None = None
+        """Made when the connection is oriented: it puts the framers, or TLS decryptors feeding them, in the streams."""
+        self.deferred: deque[tuple[Frame, int, int, int]] | None = None
+        """Responses waiting for the request bytes their packets acknowledged: (frame, ack, packet index, ts). Made at
+        the first (a deque costs 760 bytes; a SYN flood defers none)."""
+        self.deferred_bytes = 0
+        self.requests = self.responses = self.unanswered = 0
+
+    def _move(self, to: Phase) -> None:
+        self.phase = moved(self.phase, to)
 
     def segment(self, direction: int, seq: int, ack: int, flags: int, payload: bytes, missing: int, ts: int, index: int) -> None:
         self.last_ts = ts
@@ -190,8 +237,10 @@ class Connection:
         stream.segment(seq, payload, missing, flags, ts, index)
         if self.deferred:
             self._release_deferred(index, ts, False)
-        if self.client_dir is None and not self.ignored and (payload or stream.finished):
+        if self.phase is PROBING and (payload or stream.finished):
             self._detect()
+
+    # probing
 
     def _detect(self) -> None:
         """Decide which side is the client on an unknown port, or that this is not Kafka."""
@@ -199,7 +248,7 @@ class Connection:
             self._orient(self.port_side)
             return
         max_size = self.shared.limits.max_frame_size
-        probes: tuple[Probe, Probe] = (self.streams[0].sink, self.streams[1].sink)  # type: ignore[assignment]
+        probes = self.probes
         if self.initiator is not None and not probes[self.initiator].mid_stream:
             head = probes[self.initiator].joined()
             verdict = plausible_request(head, 0, max_size, self.shared.catalog) if head else None
@@ -207,7 +256,7 @@ class Connection:
                 verdict = kafka_client_hello(head)  # TLS on any port
             if verdict:
                 self._orient(self.initiator)
-            elif verdict is False or any(probe.size > PROBE_LIMIT for probe in probes):
+            elif verdict is False or any(probe.held > PROBE_LIMIT for probe in probes):
                 self._ignore()
             return
         found = [find_request(probe.last_run(), 0, max_size, self.shared.catalog)[0] is not None for probe in probes]
@@ -216,11 +265,11 @@ class Connection:
         elif found[0]:
             ports = (self.ends[0][1], self.ends[1][1])
             self._orient(0 if ports[1] < ports[0] else 1)
-        elif any(probe.size > PROBE_LIMIT for probe in probes) or all(stream.finished for stream in self.streams):
+        elif any(probe.held > PROBE_LIMIT for probe in probes) or all(stream.finished for stream in self.streams):
             self._ignore()
 
     def _ignore(self) -> None:
-        self.ignored = True
+        self._move(IGNORED)
         self._release()
 
     def _orient(self, client_dir: int) -> None:
@@ -228,23 +277,23 @@ class Connection:
         self.shared.grown += KAFKA_COST
         client, broker = self.ends[client_dir], self.ends[1 - client_dir]
         self.info = ConnectionInfo(self.id, Endpoint.from_packed(*client), Endpoint.from_packed(*broker))
-        for notice in self.held:
+        self._move(KAFKA)
+        for notice in self.held_notices:
             self.shared.emit(Notice(notice.diagnostic, self.info, notice.ts, notice.packet))
-        self.held.clear()
+        self.held_notices.clear()
         limits = self.shared.limits
         self.pairing = Pairing(limits.max_outstanding_requests, limits.max_outstanding_acks_zero)
         self.session = self.shared.new_session()
         requests = Framer(self._on_request, self._report, self._find_request, MIN_REQUEST, limits.max_frame_size, True)
         responses = Framer(self._on_response, self._report, self._find_response, MIN_RESPONSE, limits.max_frame_size, True)
-        probes = [stream.sink for stream in self.streams]
         framers = (requests, responses) if client_dir == 0 else (responses, requests)
         shared = self.shared
         self.tls = TlsSwitch(self.streams, framers, client_dir, shared.tls_keys, self._report, self._tls_info, shared.tls_waiting)
+        probes, self.probes = self.probes, ()
         for stream, probe in zip(self.streams, probes):  # each stream's sink is now a gate: TLS or not, its first bytes say
             if stream.started:
                 stream.sink.start(stream.mid_stream)
-            if isinstance(probe, Probe):
-                probe.replay(stream.sink)  # type: ignore[arg-type]
+            probe.replay(stream.sink)
 
     def _tls_info(self, tls: TlsInfo) -> None:
         assert self.info is not None
@@ -257,18 +306,20 @@ class Connection:
         return find_response(buf, start, self.shared.limits.max_frame_size, self.pairing.correlations())
 
     def _report(self, diagnostic: Diagnostic, ts: int, index: int) -> None:
-        if self.ignored:
+        if self.phase is IGNORED:
             return
-        if self.info is None:
-            if len(self.held) < HELD_NOTICES:
-                self.held.append(Notice(diagnostic, None, ts, index))
+        if self.phase is PROBING:
+            if len(self.held_notices) < HELD_NOTICES:
+                self.held_notices.append(Notice(diagnostic, None, ts, index))
             return
         self.shared.emit(Notice(diagnostic, self.info, ts, index))
+
+    # frames
 
     def _on_request(self, frame: Frame) -> None:
         self.requests += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
-        if self.sasl_tokens is not None:
+        if self.phase is SASL:
             size = self.shared.limits.max_frame_size
             if plausible_request(_SIZE_PREFIX(frame.size) + frame.data[: REQUEST_PROBE + 256], 0, size, self.shared.catalog) is not True:
                 token = self.shared.decode_request(new_message(frame, SASL_TOKEN, None, diagnostics), self.session, self.info)
@@ -285,21 +336,21 @@ class Connection:
             self._sasl_phase(True)
         request = self.shared.decode_request(new_message(frame, header, None, diagnostics), self.session, self.info)
         pushed = self.pairing.add(request, header.correlation_id, expects_response(header, frame.data))
-        if not self.closed:  # a closing connection's last frames are settled at once: they hold nothing
+        if not self.closing:
             self.shared.grown += REQUEST_COST + BODY_FACTOR * frame.size
         if pushed:
             self._settle(*pushed)
 
     def _on_response(self, frame: Frame) -> None:
-        assert self.client_dir is not None
         requests = self.streams[self.client_dir]
         ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
-        if self.deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
-            if self.deferred is NO_FRAMES:
-                self.deferred = deque()
-            self.deferred.append((frame, ack, frame.last_packet, frame.ts))
+        deferred = self.deferred
+        if deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
+            if deferred is None:
+                deferred = self.deferred = deque()
+            deferred.append((frame, ack, frame.last_packet, frame.ts))
             self.deferred_bytes += frame.size + 4 - frame.lost
-            if len(self.deferred) > self.shared.limits.max_outstanding_requests:
+            if len(deferred) > self.shared.limits.max_outstanding_requests:
                 self._release_deferred(0, 0, True, 1)
             return
         self._response(frame)
@@ -307,32 +358,39 @@ class Connection:
     def _release_deferred(self, index: int, ts: int, force: bool, count: int | None = None) -> None:
         """Pair the responses whose request bytes have been handed on, or that waited long enough, in order."""
         limits = self.shared.limits
-        requests = self.streams[self.client_dir] if self.client_dir is not None else None
-        while self.deferred and count != 0:
-            frame, ack, since, at = self.deferred[0]
+        deferred = self.deferred
+        while deferred and count != 0:
+            frame, ack, since, at = deferred[0]
             waited = index - since > limits.max_late_packets or ts - at > limits.max_late_ms * 1_000_000
-            if not (force or waited or requests is None or not requests.behind(ack)):
+            if not (force or waited or not self.streams[self.client_dir].behind(ack)):
                 return
-            self.deferred.popleft()
+            deferred.popleft()
             self.deferred_bytes -= frame.size + 4 - frame.lost
             self._response(frame)
             count = None if count is None else count - 1
 
     def _sasl_phase(self, on: bool) -> None:
         """Enter or leave the raw SASL phase: tokens may be as short as the empty reply to PLAIN."""
-        if not on and self.sasl_tokens:
-            for token in self.sasl_tokens:
-                self._settle(token, True)
-        self.sasl_tokens = deque() if on else None
-        assert self.client_dir is not None
+        if on:
+            self._move(SASL)
+            self.sasl_tokens = deque()
+        else:
+            self._move(KAFKA)
+            self._settle_tokens()
         assert self.tls is not None  # the framers sit behind the TLS gate, whether the stream turned out TLS or not
         requests, responses = self.tls.framers[self.client_dir], self.tls.framers[self.client_dir ^ 1]
         requests.min_size, responses.min_size = (0, 0) if on else (MIN_REQUEST, MIN_RESPONSE)
 
+    def _settle_tokens(self) -> None:
+        """The tokens of a SASL phase that ended with no reply for them."""
+        tokens = self.sasl_tokens
+        while tokens:
+            self._settle(tokens.popleft(), True)
+
     def _response(self, frame: Frame) -> None:
         self.responses += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
-        if self.sasl_tokens:
+        if self.phase is SASL and self.sasl_tokens:
             token = self.sasl_tokens.popleft()
             reply = self.shared.decode_response(new_message(frame, SASL_TOKEN, None, diagnostics), token, self.session, self.info)
             self._exchange(answered(token, reply), token, reply)
@@ -370,41 +428,46 @@ class Connection:
         shared.counters.exchanges += 1
         shared.events.append(new_exchange(shared.counters.exchanges, self.info, status, request, response))
 
+    # what it holds
+
     def _release(self) -> None:
-        """A closed connection stays in the flow table until evicted: let go of its buffered bytes."""
-        self.held.clear()
+        """An ended connection stays in the flow table until evicted: let go of what it holds."""
+        self.held_notices.clear()
         for stream in self.streams:
             stream.release()
-            if isinstance(stream.sink, Probe):
-                stream.sink.items.clear()
+        for probe in self.probes:
+            probe.finish()
 
     def buffered(self) -> int:
         """Bytes this connection holds in its buffers (the fuzzers check them against the global bound)."""
         total = 0
         for stream in self.streams:
-            total += stream.pending_bytes + _held(stream.sink)
+            total += stream.pending_bytes + stream.sink.held
         return total + self.deferred_bytes
 
     def detach(self) -> None:
-        """The dissector forgets this closed connection: break the cycles through its streams' callbacks, so its
+        """The dissector forgets this ended connection: break the cycles through its streams' callbacks, so its
         memory comes back at once rather than at the next full garbage collection (a SYN flood makes thousands)."""
-        self.streams = ()  # type: ignore[assignment]
-        if self.tls is not None:  # the gates and their switch point at each other through the streams
-            self.tls.streams = ()
+        self.streams = ()
+        if self.tls is not None:
+            self.tls.detach()
             self.tls = None
 
     def priced(self) -> int:
         """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
         request waiting for its response with its decoded body, every response waiting for its request's bytes."""
-        total = CONNECTION_COST if self.client_dir is None else CONNECTION_COST + KAFKA_COST
-        total += self.deferred_bytes + SEGMENT_COST * len(self.deferred)
+        total = CONNECTION_COST + self.deferred_bytes + SEGMENT_COST * len(self.deferred or ())
+        if self.phase is not PROBING:
+            total += KAFKA_COST
+            for request, _ in self.pairing.outstanding or ():
+                total += REQUEST_COST + BODY_FACTOR * request.frame.size
         for stream in self.streams:
-            sink = stream.sink
-            total += stream.pending_bytes + SEGMENT_COST * len(stream.pending)
-            total += _held(sink) + (SEGMENT_COST * len(sink.items) if isinstance(sink, Probe) else 0)
-        for request, _ in self.pairing.outstanding:
-            total += REQUEST_COST + BODY_FACTOR * request.frame.size
+            total += stream.pending_bytes + SEGMENT_COST * len(stream.pending or ()) + stream.sink.held
+        for probe in self.probes:
+            total += SEGMENT_COST * len(probe.items)
         return total
+
+    # the end
 
     @property
     def finished(self) -> bool:
@@ -414,34 +477,43 @@ class Connection:
         return over and not (self.deferred or _waiting(a) or _waiting(b))
 
     def close(self, ended: Ending, ts: int) -> None:
-        """End both directions: flush what waits behind holes, then settle every request still waiting."""
-        if self.closed:
-            return
-        self.closed = True
-        if self.client_dir is None and not self.ignored:
-            for stream in self.streams:
-                stream.flush(ts)
-            if any(stream.sink.items for stream in self.streams) or (self.held and self.port_side is not None):  # type: ignore[union-attr]
-                self._detect()
-        if self.client_dir is None:
-            self.empty = self.port_side is not None and not self.ignored  # on a Kafka port: a SYN flood, a port scan
-            self.ignored = not self.empty
-            self._release()
-            return
+        """End the connection as its phase says (`CLOSERS`); an ended one stays as it is."""
+        closer = CLOSERS.get(self.phase)
+        if closer is not None:
+            self.closing = True
+            closer(self, ended, ts)
+
+    def _close_probing(self, ended: Ending, ts: int) -> None:
+        """Its last bytes may still tell what it is: then it ends as that; otherwise it is counted, not told: EMPTY
+        on a Kafka port (a SYN flood, a port scan), IGNORED elsewhere."""
         for stream in self.streams:
             stream.flush(ts)
-            stream.sink.finish()  # type: ignore[union-attr]
+        if any(probe.items for probe in self.probes) or (self.held_notices and self.port_side is not None):
+            self._detect()
+        if self.phase is PROBING:
+            self._move(EMPTY if self.port_side is not None else IGNORED)
+            self._release()
+        elif not self.phase.over:  # Kafka, perhaps already in its SASL tokens: the bytes replayed may have said so
+            self._close_kafka(ended, ts)
+
+    def _close_kafka(self, ended: Ending, ts: int) -> None:
+        """Flush what waits behind holes and hand on the last frames, settle every request still waiting, and tell the
+        connection's end: CLOSED, or EMPTY when not a byte went either way."""
+        for stream in self.streams:
+            stream.flush(ts)
+            stream.sink.finish()
         self._release_deferred(0, 0, True)
-        for token in self.sasl_tokens or ():
-            self._settle(token, True)
+        if self.phase is SASL:
+            self._settle_tokens()
         for entry in self.pairing.drain():
             self._settle(*entry)
         self._release()
         c, b = self.client_dir, 1 - self.client_dir
         client, broker = self.streams[c], self.streams[b]
         if not (client.bytes or broker.bytes or client.gaps or broker.gaps):
-            self.empty = True  # a SYN flood or a port scan: counted, not told one by one
+            self._move(EMPTY)  # a SYN flood or a port scan: counted, not told one by one
             return
+        self._move(CLOSED)
         assert self.info is not None
         self.shared.emit(
             ConnectionEnd(
@@ -462,6 +534,14 @@ class Connection:
                 self.tls.session.totals() if self.tls and self.tls.session else None,
             )
         )
+
+
+CLOSERS: dict[Phase, Callable[[Connection, Ending, int], None]] = {
+    PROBING: Connection._close_probing,
+    KAFKA: Connection._close_kafka,
+    SASL: Connection._close_kafka,
+}
+"""How a connection in each phase is closed; an ended one is not."""
 
 
 SHOWN_HOLES = 4
@@ -486,9 +566,3 @@ def _frame_diagnostics(frame: Frame) -> tuple[Diagnostic, ...]:
             len(frame.data),
         ),
     )
-
-
-def _held(sink: object) -> int:
-    """Bytes a stream's sink holds: a framer's frame in the making; a Probe still judging the stream, the TLS gate
-    or a TLS direction each know their size."""
-    return sink.held if isinstance(sink, Framer) else sink.size  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from typing import Callable
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, new_frame
+from kdissect.net.cutter import Cutter, RecordFormat
 
 _SIZE = struct.Struct(">i").unpack_from
 RESYNC_WINDOW = 1 << 20
@@ -77,25 +78,16 @@ class Holed:
         return new_frame(head, self.size, self.offset, self.first_ts, last_ts, self.first_index, last_index, rest)
 
 
-class Framer:
+KAFKA_FRAME = RecordFormat(header=4, window=RESYNC_WINDOW)
+"""A Kafka frame: a 4-byte size prefix, then that many bytes."""
+
+
+class Framer(Cutter):
     """Cuts frames from one direction and hands each to `on_frame`; reports trouble to `report`."""
 
-    __slots__ = (
-        "on_frame",
-        "report",
-        "find",
-        "min_size",
-        "max_size",
-        "buf",
-        "offset",
-        "synced",
-        "holed",
-        "scan_from",
-        "first_ts",
-        "first_index",
-        "last_ts",
-        "last_index",
-    )
+    __slots__ = ("on_frame", "report", "find", "min_size", "max_size", "holed", "first_ts", "first_index")
+
+    FORMAT = KAFKA_FRAME
 
     def __init__(
         self,
@@ -106,24 +98,15 @@ class Framer:
         max_size: int,
         synced: bool,
     ) -> None:
+        super().__init__(synced)
         self.on_frame = on_frame
         self.report = report
         self.find = find
         self.min_size = min_size
         self.max_size = max_size
-        self.buf = bytearray()
-        self.offset = 0
-        """Stream offset of buf[0]."""
-        self.synced = synced
         self.holed: Holed | None = None
         """The frame a hole fell into, held open until the stream passes its end."""
-        self.scan_from = 0
-        self.first_ts = self.last_ts = 0
-        self.first_index = self.last_index = 0
-
-    def start(self, mid_stream: bool) -> None:
-        """The stream's first byte is a frame's first byte, unless the capture began mid-stream."""
-        self.synced = not mid_stream
+        self.first_ts = self.first_index = 0
 
     def data(self, chunk: bytes, ts: int, index: int) -> None:
         self.last_ts, self.last_index = ts, index
@@ -165,59 +148,33 @@ class Framer:
             self.buf += chunk[pos:] if pos else chunk
             self._cut()
 
-    def _cut(self) -> None:
-        buf = self.buf
-        pos = 0
-        while True:
-            if not self.synced:
-                found, self.scan_from = self.find(buf, max(pos, self.scan_from))
-                if found is None:
-                    pos = self._bound_search(pos)
-                    break
-                if found > pos:
-                    self._skipped(found - pos, self.offset + pos)
-                pos = found
-                self.synced = True
-            if len(buf) - pos < 4:
-                break
-            size = _SIZE(buf, pos)[0]
-            if not self.min_size <= size <= self.max_size:
-                self.report(
-                    Diagnostic(
-                        "frame.bad-size",
-                        f"a size prefix claims {size} bytes (allowed: {self.min_size} to {self.max_size}); searching for the next frame",
-                        "error",
-                        "stream",
-                        self.offset + pos,
-                    ),
-                    self.last_ts,
-                    self.last_index,
-                )
-                self.synced = False
-                self.scan_from = pos + 1
-                continue
-            end = pos + 4 + size
-            if end > len(buf):
-                break
-            self.on_frame(
-                new_frame(
-                    bytes(buf[pos + 4 : end]), size, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index, ()
-                )
-            )
-            self.first_ts, self.first_index = self.last_ts, self.last_index
-            pos = end
-        if pos:
-            del buf[:pos]
-            self.offset += pos
-            self.scan_from = max(0, self.scan_from - pos)
+    # the cutter's hooks
 
-    def _bound_search(self, pos: int) -> int:
-        """Out of sync with more than a window of unrecognisable bytes: give up on the oldest."""
-        excess = len(self.buf) - pos - RESYNC_WINDOW
-        if excess <= 0:
-            return pos
-        self._skipped(excess, self.offset + pos)
-        return pos + excess
+    def _length(self, buf: bytearray, pos: int) -> int | None:
+        size = _SIZE(buf, pos)[0]
+        return size if self.min_size <= size <= self.max_size else None
+
+    def _find(self, buf: bytearray, start: int) -> tuple[int | None, int]:
+        return self.find(buf, start)
+
+    def _record(self, pos: int, end: int) -> None:
+        data = bytes(self.buf[pos + 4 : end])
+        self.on_frame(new_frame(data, end - pos - 4, self.offset + pos, self.first_ts, self.last_ts, self.first_index, self.last_index, ()))
+        self.first_ts, self.first_index = self.last_ts, self.last_index
+
+    def _bad_header(self, pos: int) -> None:
+        size = _SIZE(self.buf, pos)[0]
+        self.report(
+            Diagnostic(
+                "frame.bad-size",
+                f"a size prefix claims {size} bytes (allowed: {self.min_size} to {self.max_size}); searching for the next frame",
+                "error",
+                "stream",
+                self.offset + pos,
+            ),
+            self.last_ts,
+            self.last_index,
+        )
 
     def _skipped(self, length: int, at: int) -> None:
         self.report(
@@ -226,24 +183,31 @@ class Framer:
             self.last_index,
         )
 
+    def _cut_short(self) -> None:
+        """The frame buf starts with is handed on as far as the capture holds it: its size says what it lacks."""
+        buf = self.buf
+        self.on_frame(
+            new_frame(bytes(buf[4:]), _SIZE(buf, 0)[0], self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index, ())
+        )
+
+    # gaps and the end
+
     def gap(self, length: int, ts: int) -> None:
         """`length` bytes the capture does not hold come next in the stream."""
         holed = self.holed
-        if holed is None and self.synced and len(self.buf) >= 4:
-            size = _SIZE(self.buf, 0)[0]
-            if 4 + size - len(self.buf) > length:  # the frame goes on after the hole: hold it open
-                self.holed = holed = Holed(size, self.offset, self.first_ts, self.first_index, bytes(self.buf[4:]))
-                self.offset += len(self.buf)
-                self.buf.clear()
+        buf = self.buf
+        if holed is None and self.synced and len(buf) >= 4:
+            size = _SIZE(buf, 0)[0]
+            if 4 + size - len(buf) > length:  # the frame goes on after the hole: hold it open
+                self.holed = holed = Holed(size, self.offset, self.first_ts, self.first_index, bytes(buf[4:]))
+                self._drop_buffered()
             else:
-                self.on_frame(
-                    new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index, ())
-                )
-                length -= 4 + size - len(self.buf)
+                self._cut_short()
+                length -= 4 + size - len(buf)
                 self.offset += 4 + size
-                self.buf.clear()
+                buf.clear()
                 if length:
-                    self._lost_sync(length)
+                    self._lose_sync(length)
                 return
         if holed is not None:
             inside = min(length, holed.size - holed.at)
@@ -252,19 +216,12 @@ class Framer:
             if holed.at == holed.size:
                 self._hand_on_holed()
                 if length > inside:
-                    self._lost_sync(length - inside)
+                    self._lose_sync(length - inside)
             return
-        if self.buf:
-            if not self.synced:
-                self._skipped(len(self.buf), self.offset)
-            self.offset += len(self.buf)
-            self.buf.clear()
-        self._lost_sync(length)
-
-    def _lost_sync(self, length: int) -> None:
-        self.synced = False
-        self.offset += length
-        self.scan_from = 0
+        if buf and not self.synced:
+            self._skipped(len(buf), self.offset)
+        self._drop_buffered()
+        self._lose_sync(length)
 
     def _hand_on_holed(self) -> None:
         """The stream has passed the end of the frame with a hole: hand it on with all it holds."""
@@ -296,12 +253,5 @@ class Framer:
         """The stream ended: a frame still short of bytes is handed on as incomplete."""
         if self.holed is not None:
             self._hand_on_holed()
-        elif self.synced and len(self.buf) >= 4:
-            size = _SIZE(self.buf, 0)[0]
-            self.on_frame(
-                new_frame(bytes(self.buf[4:]), size, self.offset, self.first_ts, self.last_ts, self.first_index, self.last_index, ())
-            )
-        elif self.buf:
-            self._skipped(len(self.buf), self.offset)
-        self.offset += len(self.buf)
-        self.buf.clear()
+        else:
+            self._finish_buffered()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from collections.abc import Sequence
 
 from kdissect.events import Message, RequestHeader
 from kdissect.schema import ApiKey
@@ -36,23 +37,15 @@ def expects_response(header: RequestHeader, frame_data: bytes) -> bool:
         return True
 
 
-NOTHING: list = []
-"""The usual list of requests a response settles besides its own; shared, never appended to."""
-
-
-NO_REQUESTS: deque = deque(maxlen=0)
-"""Shared by every connection that has sent no request yet; never appended to."""
-
-
 class Pairing:
     """Requests of one connection waiting for their responses, oldest first."""
 
     __slots__ = ("outstanding", "_ids", "max_outstanding", "max_silent", "silent")
 
     def __init__(self, max_outstanding: int, max_silent: int) -> None:
-        self.outstanding: deque[tuple[Message, bool]] = NO_REQUESTS
-        """Made at the first request: a deque costs 760 bytes, and a SYN flood's connections never send one."""
-        """(request, whether it expects a response)."""
+        self.outstanding: deque[tuple[Message, bool]] | None = None
+        """(request, whether it expects a response). Made at the first request: a deque costs 760 bytes, and a port
+        scan's connections never send one."""
         self._ids: dict[int, int] = {}
         """Correlation id -> how many outstanding requests carry it (clients reuse ids after a wrap)."""
         self.max_outstanding = max_outstanding
@@ -62,17 +55,18 @@ class Pairing:
 
     def add(self, request: Message, correlation_id: int, expects: bool) -> tuple[Message, bool] | None:
         """Register a request; returns the oldest one, pushed out, when a bound is reached."""
-        if self.outstanding is NO_REQUESTS:
-            self.outstanding = deque()
-        self.outstanding.append((request, expects))
+        outstanding = self.outstanding
+        if outstanding is None:
+            outstanding = self.outstanding = deque()
+        outstanding.append((request, expects))
         ids = self._ids
         ids[correlation_id] = ids.get(correlation_id, 0) + 1
         if not expects:
             self.silent += 1
             if self.silent > self.max_silent:
-                return self._pop_silent()
-        if len(self.outstanding) > self.max_outstanding:
-            return self._pop()
+                return self._pop_silent(outstanding)
+        if len(outstanding) > self.max_outstanding:
+            return self._forget(outstanding.popleft())
         return None
 
     def _forget(self, entry: tuple[Message, bool]) -> tuple[Message, bool]:
@@ -85,25 +79,23 @@ class Pairing:
         self.silent -= not entry[1]
         return entry
 
-    def _pop(self) -> tuple[Message, bool]:
-        return self._forget(self.outstanding.popleft())
-
-    def _pop_silent(self) -> tuple[Message, bool]:
+    def _pop_silent(self, outstanding: deque[tuple[Message, bool]]) -> tuple[Message, bool]:
         """The oldest request that expects no response, wherever it waits (usually first)."""
-        i = next(i for i, (_, expects) in enumerate(self.outstanding) if not expects)
-        entry = self.outstanding[i]
-        del self.outstanding[i]
+        i = next(i for i, (_, expects) in enumerate(outstanding) if not expects)
+        entry = outstanding[i]
+        del outstanding[i]
         return self._forget(entry)
 
-    def match(self, correlation_id: int) -> tuple[Message | None, list[tuple[Message, bool]]]:
+    def match(self, correlation_id: int) -> tuple[Message | None, Sequence[tuple[Message, bool]]]:
         """(the request this response answers, or None for an orphan; the older requests it settles)."""
-        if correlation_id not in self._ids:
-            return None, NOTHING
-        settled = []
+        outstanding = self.outstanding
+        if outstanding is None or correlation_id not in self._ids:
+            return None, ()
+        settled: list[tuple[Message, bool]] = []
         while True:
-            entry = self._pop()
+            entry = self._forget(outstanding.popleft())
             if entry[0].header.correlation_id == correlation_id:  # type: ignore[union-attr]
-                return entry[0], settled or NOTHING
+                return entry[0], settled or ()
             settled.append(entry)
 
     def correlations(self) -> list[int]:
@@ -111,8 +103,8 @@ class Pairing:
 
     def drain(self) -> list[tuple[Message, bool]]:
         """Every request still waiting, oldest first: the connection is over."""
-        out = list(self.outstanding)
-        self.outstanding.clear()
+        out = list(self.outstanding or ())
+        self.outstanding = None
         self._ids.clear()
         self.silent = 0
         return out

@@ -22,23 +22,30 @@ MOD = 0xFFFFFFFF
 HALF = 1 << 31
 RECENT_SEGMENTS = 32
 """Delivered segments remembered to check retransmissions against: a bounded deque costs one append each."""
-NO_SEGMENTS: deque = deque(maxlen=0)
-"""Shared by every stream that has delivered nothing yet; never appended to."""
-NO_PENDING: dict = {}
-NO_HEAP: list = []
-"""Shared by every stream that has held no segment out of order (most never do); `_early` makes its own."""
 
 
 class StreamSink(Protocol):
-    """Where a direction's bytes go: the Kafka framer of that direction."""
+    """Where a direction's bytes go, in stream order: a probe while nobody knows what the connection carries, then the
+    TLS gate, a Kafka framer or a TLS direction. Each takes every call below; what it holds is priced by `held`."""
 
-    def start(self, mid_stream: bool) -> None: ...
+    def start(self, mid_stream: bool) -> None:
+        """The stream began: at its first byte, or (`mid_stream`) somewhere the capture joined it."""
 
-    def data(self, chunk: bytes, ts: int, index: int) -> None: ...
+    def data(self, chunk: bytes, ts: int, index: int) -> None:
+        """The stream's next bytes."""
 
-    def gap(self, length: int, ts: int) -> None: ...
+    def gap(self, length: int, ts: int) -> None:
+        """`length` bytes the capture does not hold come next."""
 
-    def fill(self, offset: int, data: bytes) -> int: ...
+    def fill(self, offset: int, data: bytes) -> int:
+        """Bytes at stream `offset`, inside a gap already told, that came late; returns how many it could use."""
+
+    def finish(self) -> None:
+        """The stream is over: settle what is held."""
+
+    @property
+    def held(self) -> int:
+        """Bytes held, waiting for more."""
 
 
 class Patience(NamedTuple):
@@ -94,19 +101,21 @@ class Reassembler:
         self.patience = patience
         self.acked_since: tuple[int, int, int] | None = None
         """(stream offset of the hole, packet index, ts) when the peer was first seen acknowledging past it."""
-        self.lost: deque[tuple[int, int]] = NO_SEGMENTS
-        """Made at the first gap, like `recent`."""
-        """Stream spans recently declared gaps: bytes that come for them later are late, not retransmitted."""
+        self.lost: deque[tuple[int, int]] | None = None
+        """Stream spans recently declared gaps: bytes that come for them later are late, not retransmitted. Made at
+        the first gap, like `recent`."""
         self.started = False
         self.mid_stream = False
         """No SYN was seen: the first byte captured may sit in the middle of a frame."""
         self.isn: int | None = None
         self.next_seq = 0
         self.offset = 0
-        self.pending: dict[int, tuple[bytes, int, int, int]] = NO_PENDING
-        self.pending_heap: list[int] = NO_HEAP
+        self.pending: dict[int, tuple[bytes, int, int, int]] | None = None
+        """Segments held beyond a hole, by stream offset: (payload, bytes missing after it, ts, packet index). Made,
+        with `pending_heap` (their offsets), at the first one: most streams never hold one."""
+        self.pending_heap: list[int] | None = None
         self.pending_bytes = 0
-        self.recent: deque[tuple[int, bytes]] = NO_SEGMENTS
+        self.recent: deque[tuple[int, bytes]] | None = None
         """Made at the first byte: a deque costs 760 bytes, and most connections of a SYN flood never carry one."""
         self.fin_offset: int | None = None
         self.reset = False
@@ -168,9 +177,10 @@ class Reassembler:
 
     def _deliver(self, payload: bytes, ts: int, index: int) -> None:
         n = len(payload)
-        if self.recent is NO_SEGMENTS:
-            self.recent = deque(maxlen=RECENT_SEGMENTS)
-        self.recent.append((self.offset, payload))
+        recent = self.recent
+        if recent is None:
+            recent = self.recent = deque(maxlen=RECENT_SEGMENTS)
+        recent.append((self.offset, payload))
         self.offset += n
         self.next_seq = (self.next_seq + n) & MOD
         self.bytes += n
@@ -190,31 +200,34 @@ class Reassembler:
         )
         self.gaps += 1
         self.gap_bytes += length
-        if self.lost is NO_SEGMENTS:
-            self.lost = deque(maxlen=RECENT_SEGMENTS)
-        self.lost.append((self.offset, self.offset + length))
+        lost = self.lost
+        if lost is None:
+            lost = self.lost = deque(maxlen=RECENT_SEGMENTS)
+        lost.append((self.offset, self.offset + length))
         self.offset += length
         self.next_seq = (self.next_seq + length) & MOD
-        self.recent.clear()
+        if self.recent is not None:
+            self.recent.clear()
         self.sink.gap(length, ts)
 
     def _early(self, at: int, payload: bytes, missing: int, ts: int, index: int) -> None:
         """A segment beyond the next expected byte: hold it until the hole fills, or call the hole a gap."""
         self.out_of_order += 1
-        if at in self.pending:
-            self._compare_pending(at, payload, ts, index)  # may grow what is held: the bound below still applies
+        pending, heap = self.pending, self.pending_heap
+        if pending is None or heap is None:
+            pending, heap = self.pending, self.pending_heap = {}, []
+        if at in pending:
+            self._compare_pending(pending, at, payload, ts, index)  # may grow what is held: the bound below still applies
         else:
-            if self.pending is NO_PENDING:
-                self.pending, self.pending_heap = {}, []
-            self.pending[at] = (payload, missing, ts, index)
-            heapq.heappush(self.pending_heap, at)
+            pending[at] = (payload, missing, ts, index)
+            heapq.heappush(heap, at)
             self.pending_bytes += len(payload)
         if not self.reorder:
             self._gap(at - self.offset, ts, index, "not captured (reordering is off)")
             self._drain(ts)
             return
         while self.pending_bytes > self.max_buffer:
-            self._gap(self.pending_heap[0] - self.offset, ts, index, "never captured (buffer limit reached)")
+            self._gap(heap[0] - self.offset, ts, index, "never captured (buffer limit reached)")
             self._drain(ts)
         self._acked_holes(ts, index)
 
@@ -228,14 +241,15 @@ class Reassembler:
         if delta >= HALF:
             return
         acked = self.offset + delta
-        while self.pending and acked > self.pending_heap[0]:
+        heap = self.pending_heap
+        while heap and acked > heap[0]:
             since = self.acked_since
             if since is None or since[0] != self.offset:
                 self.acked_since = since = (self.offset, index, ts)
             patience = self.patience
             if index - since[1] <= patience.packets and ts - since[2] <= patience.ns and self.pending_bytes <= patience.bytes:
                 return
-            self._gap(self.pending_heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
+            self._gap(heap[0] - self.offset, ts, index, "acknowledged by the peer but never captured")
             self._drain(ts)
             self.acked_since = (self.offset, since[1], since[2])  # the holes after it were acknowledged as long ago
 
@@ -245,7 +259,8 @@ class Reassembler:
             return  # a keep-alive probe: one byte of no meaning just before the next expected
         start = self.offset - behind
         old = min(behind, len(payload))
-        late = self._late(start, payload[:old], ts, index) if self.lost else 0
+        lost = self.lost
+        late = self._late(lost, start, payload[:old], ts, index) if lost else 0
         self.retransmitted += old - late
         self._compare_recent(start, payload[:old], ts, index)
         if behind < len(payload) + missing:
@@ -256,16 +271,16 @@ class Reassembler:
             if self.pending:
                 self._drain(ts)
 
-    def _late(self, start: int, data: bytes, ts: int, index: int) -> int:
+    def _late(self, lost: deque[tuple[int, int]], start: int, data: bytes, ts: int, index: int) -> int:
         """Bytes of spans already declared lost: offered to the sink, told, and no longer lost. Returns how many."""
         end = start + len(data)
         late = 0
-        for lo, hi in list(self.lost):
+        for lo, hi in list(lost):
             a, b = max(lo, start), min(hi, end)
             if a >= b:
                 continue
-            self.lost.remove((lo, hi))
-            self.lost.extend(span for span in ((lo, a), (b, hi)) if span[0] < span[1])
+            lost.remove((lo, hi))
+            lost.extend(span for span in ((lo, a), (b, hi)) if span[0] < span[1])
             used = self.sink.fill(a, data[a - start : b - start])
             self.gap_bytes -= used
             late += b - a
@@ -281,7 +296,7 @@ class Reassembler:
     def _compare_recent(self, start: int, data: bytes, ts: int, index: int) -> None:
         end = start + len(data)
         first = None
-        for at, chunk in reversed(self.recent):  # newest first; the earliest difference is the one told
+        for at, chunk in reversed(self.recent or ()):  # newest first; the earliest difference is the one told
             if at + len(chunk) <= start:
                 break
             lo, hi = max(at, start), min(at + len(chunk), end)
@@ -290,14 +305,14 @@ class Reassembler:
         if first is not None:
             self._differs(first, ts, index)
 
-    def _compare_pending(self, at: int, payload: bytes, ts: int, index: int) -> None:
-        held = self.pending[at][0]
+    def _compare_pending(self, pending: dict[int, tuple[bytes, int, int, int]], at: int, payload: bytes, ts: int, index: int) -> None:
+        held, missing, first_ts, first_index = pending[at]
         n = min(len(held), len(payload))
         if held[:n] != payload[:n]:
             self._differs(at + _first_difference(held[:n], payload[:n]), ts, index)
         if len(payload) > len(held):
             self.pending_bytes += len(payload) - len(held)
-            self.pending[at] = (held + payload[len(held) :], *self.pending[at][1:])
+            pending[at] = (held + payload[len(held) :], missing, first_ts, first_index)
 
     def _differs(self, offset: int, ts: int, index: int) -> None:
         self.report(
@@ -315,6 +330,8 @@ class Reassembler:
     def _drain(self, ts: int) -> None:
         """Deliver held segments that the stream has now reached."""
         pending, heap = self.pending, self.pending_heap
+        if pending is None or heap is None:
+            return
         while heap:
             at = heap[0]
             if at > self.offset:
@@ -351,16 +368,15 @@ class Reassembler:
 
     def release(self) -> None:
         """The stream is over: drop the bytes kept for comparisons and anything still held."""
-        self.recent.clear()
-        self.lost.clear()
-        self.pending.clear()
-        self.pending_heap.clear()
+        self.recent = self.lost = None
+        self.pending = self.pending_heap = None
         self.pending_bytes = 0
 
     def flush(self, ts: int) -> None:
         """The stream ends here: whatever still waits behind a hole is delivered after a gap."""
-        while self.pending:
-            hole = self.pending_heap[0] - self.offset
+        heap = self.pending_heap
+        while heap:
+            hole = heap[0] - self.offset
             if hole > 0:
                 since = self.acked_since
                 if since is not None and since[0] == self.offset:  # told where the peer first acknowledged past it

@@ -22,25 +22,31 @@ _AAD12 = struct.Struct(">QBHH").pack
 class RecordCipher:
     """Opens the records one direction sends under one key."""
 
-    __slots__ = ("aead", "iv", "tls13", "gcm12")
+    __slots__ = ("aead", "iv", "salt", "tls13", "gcm12", "shortest")
 
     def __init__(self, cipher: str, key: bytes, iv: bytes, tls13: bool) -> None:
         self.aead = ChaCha20Poly1305(key) if cipher == "CHACHA20-POLY1305" else AESGCM(key)
-        self.iv = int.from_bytes(iv, "big") if len(iv) == 12 else iv
         self.tls13 = tls13
         self.gcm12 = not tls13 and len(iv) == 4
-        """TLS 1.2 AES-GCM: its 4-byte IV is the implicit half of the nonce."""
+        """TLS 1.2 AES-GCM: its 4-byte IV is the implicit half of the nonce (`salt`)."""
+        self.salt = iv if self.gcm12 else b""
+        self.iv = 0 if self.gcm12 else int.from_bytes(iv, "big")
+        """The 12-byte IV the sequence number is xored with, for the other ciphers."""
+        self.shortest = TAG + (EXPLICIT_NONCE if self.gcm12 else 0)
+        """The fewest bytes a record can carry under this cipher: its explicit nonce (TLS 1.2 AES-GCM) and its tag."""
 
     def open(self, seq: int, ctype: int, version: int, fragment: bytes) -> bytes | None:
         """The plaintext (TLS 1.3: the inner plaintext, type and padding included), or None: it does not
-        authenticate under this key at this sequence number."""
+        authenticate under this key at this sequence number (a record shorter than `shortest` never does)."""
+        if len(fragment) < self.shortest:
+            return None
         try:
             if self.tls13:
                 nonce = (self.iv ^ seq).to_bytes(12, "big")
                 return self.aead.decrypt(nonce, fragment, _HEADER(ctype, version, len(fragment)))
             if self.gcm12:
                 body = fragment[EXPLICIT_NONCE:]
-                return self.aead.decrypt(self.iv + fragment[:EXPLICIT_NONCE], body, _AAD12(seq, ctype, version, len(body) - TAG))
+                return self.aead.decrypt(self.salt + fragment[:EXPLICIT_NONCE], body, _AAD12(seq, ctype, version, len(body) - TAG))
             return self.aead.decrypt((self.iv ^ seq).to_bytes(12, "big"), fragment, _AAD12(seq, ctype, version, len(fragment) - TAG))
         except (InvalidTag, ValueError):
             return None

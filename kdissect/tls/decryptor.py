@@ -21,6 +21,7 @@ from typing import Callable
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import TlsInfo, TlsTotals
+from kdissect.net.reassembly import StreamSink
 from kdissect.tls import keylog, tls12, tls13
 from kdissect.tls.aead import RecordCipher
 from kdissect.tls.handshake import (
@@ -110,8 +111,8 @@ class Direction:
         "encrypted",
         "candidates",
         "partial",
-        "held",
-        "held_bytes",
+        "waiting",
+        "waiting_bytes",
         "seen",
         "opened",
         "hidden",
@@ -124,11 +125,11 @@ class Direction:
         "continued",
     )
 
-    def __init__(self, session: TlsSession, side: int, out) -> None:
+    def __init__(self, session: TlsSession, side: int, out: StreamSink) -> None:
         self.session = session
         self.side = side
         self.out = out
-        """The Kafka framer (or anything with start/data/gap/finish) that takes the plaintext."""
+        """The Kafka framer that takes the plaintext."""
         self.records = RecordReader(self._record, self._lost, self._skipped, self._authenticates)
         self.handshake = HandshakeReader(self._message)
         self.encrypted = False
@@ -136,8 +137,9 @@ class Direction:
         self.partial = False
         """TLS 1.3 candidates formed before the key log had this side's application secret: a live session's
         client writes its handshake secrets first, and the application one may come a moment later."""
-        self.held: deque[tuple[int, int, bytes, int, int, int]] = deque()
-        self.held_bytes = 0
+        self.waiting: deque[tuple[int, int, bytes, int, int, int]] = deque()
+        """Records that cannot be opened yet, in order: (type, version, fragment, offset, ts, packet index)."""
+        self.waiting_bytes = 0
         self.seen = self.opened = self.hidden = self.plaintext = 0
         self.missing = 0
         """Plaintext bytes lost since the last ones handed on: told to `out` as a gap before the next."""
@@ -154,8 +156,6 @@ class Direction:
     def start(self, mid_stream: bool) -> None:
         self.records.start(mid_stream)
         self.out.start(mid_stream)
-        if mid_stream:
-            self.session.mid_stream = True
 
     def data(self, chunk: bytes, ts: int, index: int) -> None:
         self.records.data(chunk, ts, index)
@@ -170,33 +170,32 @@ class Direction:
 
     def finish(self) -> None:
         self.records.finish()
-        if self.held:
-            ts, index = self.held[0][4:6]
-            self.session.explain(self.held[0][3], ts, index)
-            self._give_up_held()
+        if self.waiting:
+            ts, index = self.waiting[0][4:6]
+            self.session.explain(self.waiting[0][3], ts, index)
+            self._give_up_waiting()
         self.session.waiting_set.discard(self.session)
         self.out.finish()
 
     @property
-    def size(self) -> int:
-        """Bytes held: records being cut, records waiting for keys, and the framer's own buffer."""
-        out = self.out
-        return len(self.records.buf) + self.held_bytes + len(getattr(out, "buf", b""))
+    def held(self) -> int:
+        """Bytes held: records being cut, records waiting for keys, and what the framer holds."""
+        return self.records.held + self.waiting_bytes + self.out.held
 
     # records
 
     def _record(self, ctype: int, version: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
         session = self.session
-        if self.held:  # records wait in order behind the first that had to
+        if self.waiting:  # records wait in order behind the first that had to
             self._hold(ctype, version, fragment, offset, ts, index)
             return
         if not self.encrypted:
             if self.side == CLIENT and session.client_hello is not None and session.version is None and not session.retried:
-                if self.held_bytes + len(fragment) <= HOLD_BYTES:
+                if self.waiting_bytes + len(fragment) <= HOLD_BYTES:
                     self._hold(ctype, version, fragment, offset, ts, index)  # what it is depends on the ServerHello
                     return
                 session.explain(offset, ts, index)  # the ServerHello is lost: nothing of this direction will open
-                self._give_up_held()
+                self._give_up_waiting()
                 self.gave_up = self.encrypted = True
                 self._hide(ctype, fragment)
                 return
@@ -218,11 +217,11 @@ class Direction:
         if self.partial:
             self._complete()
         if self.candidates is None and not self._form():
-            if session.may_open_later() and self.held_bytes + len(fragment) <= HOLD_BYTES:
+            if session.may_open_later() and self.waiting_bytes + len(fragment) <= HOLD_BYTES:
                 self._hold(ctype, version, fragment, offset, ts, index)
                 return
             session.explain(offset, ts, index)
-            self._give_up_held()
+            self._give_up_waiting()
             self._hide_unformed(ctype, fragment)
             return
         self._open(ctype, version, fragment, offset, ts, index)
@@ -247,7 +246,8 @@ class Direction:
 
     def _authenticates(self, ctype: int, version: int, fragment: bytes) -> bool:
         """Whether a candidate opens these bytes: how a search after a loss knows a record when it sees one."""
-        return bool(self.candidates) and any(_open_at(candidate, ctype, version, fragment) is not None for candidate in self.candidates)
+        candidates = self.candidates
+        return candidates is not None and any(_open_at(candidate, ctype, version, fragment) is not None for candidate in candidates)
 
     def _open(self, ctype: int, version: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
         candidates = self.candidates
@@ -265,30 +265,30 @@ class Direction:
             self.opened += 1
             self._plaintext(candidate, ctype, plain, offset, ts, index)
             return
-        if self.partial and self.session.keys.in_use and self.held_bytes + len(fragment) <= HOLD_BYTES:
+        if self.partial and self.session.keys.in_use and self.waiting_bytes + len(fragment) <= HOLD_BYTES:
             self.seen -= 1
             self._hold(ctype, version, fragment, offset, ts, index)  # it may be the first under the secret to come
             return
         self._failed(ctype, fragment, offset, ts, index)
 
     def _failed(self, ctype: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
-        """No candidate opens the record: damaged in the capture, or a key that is not this session's."""
+        """No candidate opens the record: damaged in the capture, too short to be one, or a key that is not this
+        session's."""
         candidates = self.candidates
         assert candidates is not None
         self.failures += 1
-        if candidates[0].started:
+        shortest = candidates[0].cipher.shortest
+        if candidates[0].started or len(fragment) < shortest:
             for candidate in candidates:
                 candidate.lo += candidate.started
                 candidate.hi += 1
             self.seen -= 1
             self._hide(ctype, fragment)
-            self.session.problem(
-                "tls.bad-record",
-                "a record failed authentication: its bytes were damaged in the capture, or the sequence is lost",
-                offset,
-                ts,
-                index,
-            )
+            if len(fragment) < shortest:
+                message = f"a record of {len(fragment)} bytes is shorter than its cipher's nonce and tag ({shortest} bytes)"
+            else:
+                message = "a record failed authentication: its bytes were damaged in the capture, or the sequence is lost"
+            self.session.problem("tls.bad-record", message, offset, ts, index)
         elif self.session.expects_handshake_failures(self.side):
             self.seen -= 1
             return  # a TLS 1.3 handshake record whose key the key log lacks: no Kafka bytes in it
@@ -357,23 +357,23 @@ class Direction:
             lo, hi = self.unformed
             self.unformed = (lo + 1, hi + 1)
 
-    def _hold(self, *record) -> None:
-        self.held.append(record)
-        self.held_bytes += len(record[2])
+    def _hold(self, ctype: int, version: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
+        self.waiting.append((ctype, version, fragment, offset, ts, index))
+        self.waiting_bytes += len(fragment)
         self.session.wait()
 
     def retry(self) -> None:
-        """What the held records waited for may have come: run them again, in order."""
-        held, self.held = self.held, deque()
-        self.held_bytes = 0
-        while held:
-            self._record(*held.popleft())
+        """What the waiting records waited for may have come: run them again, in order."""
+        waiting, self.waiting = self.waiting, deque()
+        self.waiting_bytes = 0
+        while waiting:
+            self._record(*waiting.popleft())
 
-    def _give_up_held(self) -> None:
-        """Held records whose keys never came stay encrypted, in their order."""
-        held, self.held = self.held, deque()
-        self.held_bytes = 0
-        for ctype, _, fragment, _, _, _ in held:
+    def _give_up_waiting(self) -> None:
+        """Waiting records whose keys never came stay encrypted, in their order."""
+        waiting, self.waiting = self.waiting, deque()
+        self.waiting_bytes = 0
+        for ctype, _, fragment, _, _, _ in waiting:
             self._hide_unformed(ctype, fragment)
 
     def _lost(self, records: int | None, length: int, offset: int, ts: int) -> None:
@@ -468,7 +468,7 @@ class TlsSession:
         self,
         keys: KeyLog,
         report: Report,
-        outputs: tuple[object, object],
+        outputs: tuple[StreamSink, StreamSink],
         on_info: Callable[[TlsInfo], None],
         waiting: set[TlsSession],
     ) -> None:
@@ -547,7 +547,7 @@ class TlsSession:
         """New key log lines arrived (a pcapng secrets block): held records may open now."""
         self.waiting_set.discard(self)
         for direction in self.directions:
-            if direction.held:
+            if direction.waiting:
                 direction.retry()
 
     def explain(self, offset: int | None, ts: int, index: int) -> None:

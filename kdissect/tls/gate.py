@@ -8,10 +8,11 @@ connections pay nothing after their first chunk. Gaps and the start before that 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import TlsInfo
+from kdissect.net.reassembly import Reassembler, StreamSink
 from kdissect.tls.detect import starts_tls
 from kdissect.tls.keylog import KeyLog
 
@@ -25,7 +26,7 @@ class Gate:
     __slots__ = ("switch", "direction", "mid_stream", "started", "gaps")
     # a Probe replays into the gate it was given, so after the switch decided the gate passes bytes on
 
-    size = 0
+    held = 0
     """Bytes held: none (what comes before the first data is a gap, kept as its length)."""
 
     def __init__(self, switch: TlsSwitch, direction: int) -> None:
@@ -60,19 +61,22 @@ class Gate:
         self.switch.streams[self.direction].sink.finish()
 
 
-class TlsSwitch:
+Plaintext = TypeVar("Plaintext", bound=StreamSink)
+
+
+class TlsSwitch(Generic[Plaintext]):
     """Judges one connection once and installs the sinks its streams keep.
 
-    `streams` are the two reassemblers (each with a `sink`), `framers` the Kafka framers of the same
-    directions, `client_dir` which direction is the client's.
+    `streams` are the two reassemblers (each with a `sink`), `framers` the sinks of the same directions that take
+    Kafka's bytes (plaintext, or what TLS decrypts), `client_dir` which direction is the client's.
     """
 
-    __slots__ = ("streams", "framers", "client_dir", "keys", "report", "on_info", "waiting", "session", "decided")
+    __slots__ = ("streams", "framers", "client_dir", "keys", "report", "on_info", "waiting", "session", "decided", "gates")
 
     def __init__(
         self,
-        streams: tuple[Any, Any],
-        framers: tuple[Any, Any],
+        streams: tuple[Reassembler, ...],
+        framers: tuple[Plaintext, Plaintext],
         client_dir: int,
         keys: KeyLog,
         report: Callable[[Diagnostic, int, int], None],
@@ -83,12 +87,14 @@ class TlsSwitch:
         self.keys, self.report, self.on_info, self.waiting = keys, report, on_info, waiting
         self.session: TlsSession | None = None
         self.decided = False
-        for direction, stream in enumerate(streams):
-            stream.sink = Gate(self, direction)
+        self.gates = tuple(Gate(self, direction) for direction in range(len(streams)))
+        """The streams' sinks until the decision; none after."""
+        for stream, gate in zip(streams, self.gates):
+            stream.sink = gate
 
     def decide(self, tls: bool) -> None:
         self.decided = True
-        gates = [stream.sink for stream in self.streams]
+        gates, self.gates = self.gates, ()
         if tls:
             from kdissect.tls.decryptor import TlsSession  # the ciphers' libraries load with the first TLS connection
 
@@ -96,7 +102,7 @@ class TlsSwitch:
             self.session = TlsSession(self.keys, self.report, (self.framers[c], self.framers[1 - c]), self.on_info, self.waiting)
             self.on_info(self.session.info())  # TLS from its first bytes, even when its hellos were not captured
             client, server = self.session.directions
-            sinks = (client, server) if c == 0 else (server, client)
+            sinks: tuple[StreamSink, StreamSink] = (client, server) if c == 0 else (server, client)
         else:
             sinks = self.framers
         for stream, gate, sink in zip(self.streams, gates, sinks):
@@ -105,3 +111,7 @@ class TlsSwitch:
                 sink.start(gate.mid_stream)
             for length, ts in gate.gaps:
                 sink.gap(length, ts)
+
+    def detach(self) -> None:
+        """The connection is forgotten: break the cycles between the switch, its gates and the streams."""
+        self.streams = self.gates = ()

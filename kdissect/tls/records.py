@@ -4,13 +4,17 @@ A record is a 5-byte header (content type, version, length) and up to 2^14 + 204
 sync when it knows where the next record starts: from the first byte of a connection, and after every whole
 record. A gap inside a record whose header was seen costs that record only (its length says where the next
 starts); a gap across a boundary, or a capture that starts mid-stream, loses sync, and the reader searches for
-a record its owner can authenticate (`confirm`), or else two records in a row whose headers chain.
+a record its owner can authenticate (`confirm`), or else two records in a row whose headers chain. The search
+costs work in proportion to the bytes: it resumes where it stopped, and `confirm`, which costs AEAD openings, is
+asked about a few records per loss of sync, and about each of them once.
 """
 
 from __future__ import annotations
 
 import struct
 from typing import Callable
+
+from kdissect.net.cutter import Cutter, RecordFormat
 
 CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT = 20, 21, 22, 23, 24
 HEADER = 5
@@ -38,23 +42,19 @@ def plausible_header(data: bytes | bytearray, pos: int, version: int | None = No
     return length
 
 
-class RecordReader:
+TLS_RECORD = RecordFormat(header=HEADER, window=SEARCH_WINDOW)
+CONFIRMS = 4
+"""Records one search after a loss of sync asks its owner to authenticate. Each try costs up to a few hundred
+AEAD openings (the sequence numbers a loss leaves possible), and in bytes made to look like records every position
+can be a candidate: past these, only headers that chain are trusted."""
+
+
+class RecordReader(Cutter):
     """Cuts records from one direction and hands each to `on_record`; what gaps lose goes to `on_lost`."""
 
-    __slots__ = (
-        "on_record",
-        "on_lost",
-        "on_skipped",
-        "confirm",
-        "buf",
-        "offset",
-        "synced",
-        "skip",
-        "scan_from",
-        "version",
-        "last_ts",
-        "last_index",
-    )
+    __slots__ = ("on_record", "on_lost", "on_skipped", "confirm", "skip", "version", "confirms", "tried")
+
+    FORMAT = TLS_RECORD
 
     def __init__(
         self,
@@ -63,26 +63,21 @@ class RecordReader:
         on_skipped: Callable[[int, int], None],
         confirm: Callable[[int, int, bytes], bool] | None = None,
     ) -> None:
+        super().__init__(True)
         self.on_record = on_record
         self.on_lost = on_lost
         self.on_skipped = on_skipped
         """(bytes, stream offset) given up while searching for a record boundary."""
         self.confirm = confirm
         """Whether (type, version, fragment) is a true record (it authenticates): a search accepts it alone."""
-        self.buf = bytearray()
-        self.offset = 0
-        """Stream offset of buf[0]."""
-        self.synced = True
         self.skip = 0
         """Bytes of a record already lost to a gap that are still to arrive and be dropped."""
-        self.scan_from = 0
-        """Where the search for a boundary resumes: the positions before it cannot start a chain."""
         self.version: int | None = None
         """The record version once the hellos told it: a search then accepts only headers of that version."""
-        self.last_ts = self.last_index = 0
-
-    def start(self, mid_stream: bool) -> None:
-        self.synced = not mid_stream
+        self.confirms = CONFIRMS
+        """What the search under way may still ask `confirm`."""
+        self.tried = -1
+        """Stream offset of the last record the search asked `confirm` about: not asked again as more bytes come."""
 
     def past_skip(self, chunk: bytes) -> bytes:
         """What of `chunk` is left once the bytes still to skip are dropped (empty when it held no more)."""
@@ -111,67 +106,54 @@ class RecordReader:
         self.buf += chunk
         self._cut()
 
-    def _cut(self) -> None:
-        buf = self.buf
-        pos = 0
-        while True:
-            if not self.synced:
-                found = self._search(pos)
-                if found is None:
-                    pos = self._bound_search(pos)
-                    break
-                if found > pos:
-                    self.on_skipped(found - pos, self.offset + pos)
-                pos = found
-                self.synced = True
-            if len(buf) - pos < HEADER:
-                break
-            length = plausible_header(buf, pos)
-            if length is None:  # a header TLS cannot have: the records from here on are unknown
-                self.synced = False
-                self.on_lost(None, 0, self.offset + pos, self.last_ts)
-                continue
-            end = pos + HEADER + length
-            if end > len(buf):
-                break
-            ctype, version, _ = _HEADER(buf, pos)
-            self.on_record(ctype, version, bytes(buf[pos + HEADER : end]), self.offset + pos, self.last_ts, self.last_index)
-            pos = end
-        if pos:
-            del buf[:pos]
-            self.offset += pos
-            self.scan_from = max(0, self.scan_from - pos)
+    # the cutter's hooks
 
-    def _search(self, pos: int) -> int | None:
-        """The first position from `pos` where two record headers chain; None until the bytes tell."""
-        buf, version = self.buf, self.version
-        for at in range(max(pos, self.scan_from), len(buf) - HEADER + 1):
+    def _length(self, buf: bytearray, pos: int) -> int | None:
+        return plausible_header(buf, pos)
+
+    def _find(self, buf: bytearray, start: int) -> tuple[int | None, int]:
+        """The first position from `start` where a record authenticates, or two record headers chain."""
+        version = self.version
+        for at in range(start, len(buf) - HEADER + 1):
             length = plausible_header(buf, at, version)
             if length is None:
                 continue
             following = at + HEADER + length
-            if (
-                following <= len(buf)
-                and self.confirm is not None
-                and self.confirm(buf[at], _HEADER(buf, at)[1], bytes(buf[at + HEADER : following]))
-            ):
-                self.scan_from = 0
-                return at
+            if following <= len(buf) and self._authenticates(at, following):
+                return at, at
             if following + HEADER > len(buf):
-                self.scan_from = at  # a candidate whose successor has not arrived yet
-                return None
+                return None, at  # a candidate whose successor has not arrived yet
             if plausible_header(buf, following, version) is not None:
-                self.scan_from = 0
-                return at
-        self.scan_from = max(pos, len(buf) - HEADER + 1)
-        return None
+                return at, at
+        return None, max(start, len(buf) - HEADER + 1)
 
-    def _bound_search(self, pos: int) -> int:
-        excess = len(self.buf) - pos - SEARCH_WINDOW
-        if excess <= 0:
-            return pos
-        self.on_skipped(excess, self.offset + pos)
-        return pos + excess
+    def _authenticates(self, at: int, following: int) -> bool:
+        """Whether the owner opens the record buf[at:following]: asked once per record and `CONFIRMS` times per search,
+        so a search costs a bounded number of openings however many candidates the bytes hold."""
+        if self.confirm is None or not self.confirms or self.offset + at <= self.tried:
+            return False
+        self.confirms -= 1
+        self.tried = self.offset + at
+        buf = self.buf
+        return self.confirm(buf[at], _HEADER(buf, at)[1], bytes(buf[at + HEADER : following]))
+
+    def _record(self, pos: int, end: int) -> None:
+        buf = self.buf
+        ctype, version, _ = _HEADER(buf, pos)
+        self.on_record(ctype, version, bytes(buf[pos + HEADER : end]), self.offset + pos, self.last_ts, self.last_index)
+
+    def _bad_header(self, pos: int) -> None:
+        """A header TLS cannot have: the records from here on are unknown."""
+        self.on_lost(None, 0, self.offset + pos, self.last_ts)
+        self.confirms = CONFIRMS
+
+    def _skipped(self, length: int, at: int) -> None:
+        self.on_skipped(length, at)
+
+    def _cut_short(self) -> None:
+        self.on_lost(1, len(self.buf), self.offset, self.last_ts)
+
+    # gaps and the end
 
     def gap(self, length: int, ts: int) -> None:
         """`length` bytes the capture does not hold come next."""
@@ -183,8 +165,7 @@ class RecordReader:
         elif self.synced and len(buf) >= HEADER:
             rest = HEADER + _HEADER(buf, 0)[2] - len(buf)
             self.on_lost(1, len(buf) + min(length, rest), self.offset, ts)
-            self.offset += len(buf)
-            buf.clear()
+            self._drop_buffered()
             if length < rest:
                 self.skip = rest - length
                 self.offset += length
@@ -195,12 +176,10 @@ class RecordReader:
                 return
         elif buf:
             self.on_skipped(len(buf), self.offset)
-            self.offset += len(buf)
-            buf.clear()
+            self._drop_buffered()
         self.on_lost(None, length, self.offset, ts)  # where no header says how many records the bytes held
-        self.offset += length
-        self.synced = False
-        self.scan_from = 0
+        self._lose_sync(length)
+        self.confirms = CONFIRMS
 
     def finish(self) -> None:
         """The stream ended: a record that ends exactly where the bytes do is taken even without a second
@@ -217,10 +196,4 @@ class RecordReader:
                     self.synced = True
                     self._cut()
                     break
-        if buf:
-            if self.synced and len(buf) >= HEADER:
-                self.on_lost(1, len(buf), self.offset, self.last_ts)
-            else:
-                self.on_skipped(len(buf), self.offset)
-            self.offset += len(buf)
-            buf.clear()
+        self._finish_buffered()
