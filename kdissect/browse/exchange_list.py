@@ -208,6 +208,7 @@ class ExchangeList(Lines):
             self.pass_done = False
             self._scan(wanted, self.generation)
         self.grown(tail=False)
+        self.refresh()  # other lines, maybe as many
         self.post_message(self.Changed())
 
     @work(thread=True, exclusive=True, group="filter")
@@ -302,7 +303,6 @@ class ExchangeList(Lines):
             self.sort_column = self.sort_column or "id"
         self._sort()
         self.grown(tail=False)
-        self.refresh()
         self._show_names()
         self.post_message(self.Changed())
 
@@ -328,6 +328,7 @@ class ExchangeList(Lines):
         base.sort(key=self.index.sort_key(self.sort_column or "id"), reverse=self.reverse)
         self.order = base
         self._sort_due = monotonic() + SLOW
+        self.refresh()
 
 
 class ColumnNames(Static):
