@@ -137,7 +137,6 @@ class BrowseApp(App[None]):
     def on_mount(self) -> None:
         self._index_pass()
         self.exchanges.focus()
-        self.findings.waiting(self._findings_wait())
         if self._initial_filter:
             self.follow(self._initial_filter)
         self._show_status()
