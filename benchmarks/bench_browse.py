@@ -41,21 +41,21 @@ async def main():
         lines = app.query_one("#list")
         while True:
             await pilot.pause(0.01)
-            if lines.count and (lines.count >= lines.scrollable_content_region.height or app.index.done):
+            if lines.count and (lines.count >= lines.scrollable_content_region.height or app.indexed):
                 out["first_screen_s"] = time.perf_counter() - started
                 out["first_screen_rss_mb"] = rss_mb()
                 out["rows_at_first_screen"] = lines.count
                 break
-        while not app.index.done:
+        while not app.indexed:
             await pilot.pause(0.2)
         out["indexed_s"] = time.perf_counter() - started
         out["exchanges"] = len(app.index)
-        out["failure"] = app.index.failure
+        out["failure"] = app.failure
         position = len(app.index) - 1
         lines.cursor = position
         opened = time.perf_counter()
         await pilot.press("enter")
-        while app.exchange is None:
+        while app.detail.exchange is None:
             await pilot.pause(0.01)
         out["open_last_s"] = time.perf_counter() - opened
     out["peak_rss_mb"] = rss_mb()

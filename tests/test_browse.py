@@ -28,8 +28,10 @@ from textual.widgets import Input, Static, Tree
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kdissect.browse.app import BrowseApp, HelpScreen
+from kdissect.browse.app import BrowseApp
+from kdissect.browse.dialogs import HelpScreen
 from kdissect.browse.index import Index
+from kdissect.browse.indexer import Indexer
 from kdissect.browse.lines import Lines
 from kdissect.browse.scan import events
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
@@ -37,8 +39,10 @@ from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.printable import printable
 from kdissect.schema import BUILTIN
 from kdissect.testing.craft import Clock, Conversation
+from kdissect.testing.hostile_text import CALLS, HOSTILE, hostile_capture
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
 from kdissect.views.terminal import clock, completed
@@ -80,14 +84,31 @@ def drive(path: Path, script, size=(160, 45), initial: str = ""):
     return asyncio.run(run())
 
 
-async def settled(app: BrowseApp, pilot, extra: float = 0.3) -> None:
-    """Until the index and any filter pass are done and the screen has caught up."""
+async def settled(app: BrowseApp, pilot) -> None:
+    """Until the index's pass and any filter's pass have ended and the app has taken in what they sent."""
     for _ in range(600):
-        if app.index.done and app._scan_done:
+        if not app.busy:
             break
         await pilot.pause(0.05)
-    app.refresh_view()  # what the timer does, at once: a loaded machine may run it late
-    await pilot.pause(extra)
+    await pilot.pause()
+
+
+def indexed(path: Path, options: Options | None = None) -> tuple[Indexer, Index]:
+    """The index's pass run to its end on this thread, its batches taken into an index as the app takes them."""
+    indexer, index = Indexer(path, options or Options()), Index(BUILTIN.names)
+
+    def post(message) -> None:
+        if isinstance(message, Indexer.Indexed):
+            index.extend(message.batch)
+
+    indexer.run(threading.Event(), post)
+    return indexer, index
+
+
+def listed(app: BrowseApp) -> list[int]:
+    """The ids of the exchanges on the list, in its order."""
+    exchanges = app.exchanges
+    return [exchanges.position(i) + 1 for i in range(exchanges.count)]
 
 
 def list_lines(app: BrowseApp) -> list[str]:
@@ -106,14 +127,19 @@ def tree_nodes(app: BrowseApp):
 
 async def open_exchange(app: BrowseApp, pilot, number: int) -> None:
     lines = app.query_one("#list", Lines)
-    lines.cursor = next(i for i in range(lines.count) if app.position(i) == number - 1)
+    lines.cursor = next(i for i in range(lines.count) if app.exchanges.position(i) == number - 1)
     lines.focus()
     await pilot.press("enter")
+    await shown(app, pilot, number)
+
+
+async def shown(app: BrowseApp, pilot, number: int) -> None:
+    """Until the detail pane shows exchange `number`."""
     for _ in range(200):
-        if app.exchange is not None and app.exchange.id == number:
+        if app.detail.exchange is not None and app.detail.exchange.id == number:
             break
         await pilot.pause(0.05)
-    await pilot.pause(0.2)
+    await pilot.pause()
 
 
 # -- the index and bodies on demand -----------------------------------------------------------------------------
@@ -125,29 +151,26 @@ def test_a_body_read_again_from_the_file_is_the_one_the_whole_pass_decoded(path)
     connection picked up mid-stream, the session and topic names of the pass) it prints as `show --hex` prints it."""
     keylog = path.with_suffix(".keylog")  # a TLS capture's key log: decrypted on demand from its handshake on
     options = Options(tls_keylog=keylog.read_bytes()) if keylog.exists() else Options()
-    index = Index(path, options)
-    index.run()
+    indexer, index = indexed(path, options)
     full = exchanges(path, spans=True, tls_keylog=options.tls_keylog)
     assert len(index) == len(full) and full
     for row, exchange in zip((index.row(i) for i in range(len(index))), full):
-        assert rendered(index.exchange(row)) == rendered(exchange), (path.name, row.id)
+        assert rendered(indexer.exchange(row)) == rendered(exchange), (path.name, row.id)
 
 
 def test_a_compressed_capture_is_read_again_from_its_start(tmp_path):
     """No offsets into a gzip stream: a body on demand comes from reading the packets before it again."""
     packed = tmp_path / "group.pcap.gz"
     packed.write_bytes(gzip.compress(GROUP.read_bytes()))
-    index = Index(packed, Options())
-    index.run()
+    indexer, index = indexed(packed)
     full = exchanges(GROUP, spans=True)
     assert len(index) == len(full)
     for i in (0, len(full) // 2, len(full) - 1):
-        assert rendered(index.exchange(index.row(i))) == rendered(full[i])
+        assert rendered(indexer.exchange(index.row(i))) == rendered(full[i])
 
 
 def test_the_index_holds_what_the_list_needs():
-    index = Index(GROUP, Options())
-    index.run()
+    indexer, index = indexed(GROUP)
     for i, exchange in enumerate(exchanges(GROUP)):
         row = index.row(i)
         assert (row.id, row.ts, row.connection, row.api_key, row.api_version) == (
@@ -165,7 +188,7 @@ def test_the_index_holds_what_the_list_needs():
         )
         assert row.errors == tuple(code for _, code, _ in exchange_errors(exchange))
         assert row.groups == tuple(dict.fromkeys(g for m in (exchange.request, exchange.response) if m for g in m.body.groups))
-    assert len(index.offsets) == (index.summary.exchanges and 6)  # 96 exchanges over 330-odd packets: a checkpoint every 64
+    assert len(indexer.offsets) == 6  # 96 exchanges over 330-odd packets: a checkpoint every 64
 
 
 # -- the app ----------------------------------------------------------------------------------------------------
@@ -193,13 +216,13 @@ def test_a_filter_updates_the_list_as_typed_and_enter_applies_it():
         assert app.query_one("#filter", Input).has_focus
         await pilot.press(*"api == JoinGroup")
         await settled(app, pilot)
-        assert [app.position(i) + 1 for i in range(app.query_one("#list", Lines).count)] == joins  # before Enter
+        assert listed(app) == joins  # before Enter
         assert all("JoinGroup" in line for line in list_lines(app))
         await pilot.press("enter")
         assert not app.query_one("#filter-bar").has_class("open")
         lines = app.query_one("#list", Lines)
         assert lines.has_focus and lines.cursor == 0
-        assert app.applied == "api == JoinGroup"
+        assert app.exchanges.applied == "api == JoinGroup"
 
     drive(GROUP, script)
 
@@ -242,12 +265,12 @@ def test_a_filter_with_a_mistake_says_so_inline_and_keeps_the_list():
         await settled(app, pilot)
         error = str(app.query_one("#filter-error", Static).render())
         assert "unknown field 'latncy_ms' (did you mean 'latency_ms'?)" in error
-        assert [app.position(i) + 1 for i in range(app.query_one("#list", Lines).count)] == joins  # the last that parsed
+        assert listed(app) == joins  # the last that parsed
         await pilot.press("enter")  # not applied: the bar stays
         assert app.query_one("#filter-bar").has_class("open")
         await pilot.press("escape")
         await settled(app, pilot)
-        assert app.applied == "api == JoinGroup" and not app.query_one("#filter-bar").has_class("open")
+        assert app.exchanges.applied == "api == JoinGroup" and not app.query_one("#filter-bar").has_class("open")
 
     drive(GROUP, script)
 
@@ -306,14 +329,14 @@ def test_a_flow_chosen_shows_its_exchanges_and_a_double_click_opens_one():
         flows.move_cursor(row=6)
         await pilot.press("enter")
         await settled(app, pilot)
-        assert app.applied == "connection == 7"
-        assert [app.position(i) + 1 for i in range(app.query_one("#list", Lines).count)] == ids
+        assert app.exchanges.applied == "connection == 7"
+        assert listed(app) == ids
         await pilot.click("#list", offset=(5, 1), times=2)
         for _ in range(200):
-            if app.exchange is not None:
+            if app.detail.exchange is not None:
                 break
             await pilot.pause(0.05)
-        assert app.exchange.id == ids[1]
+        assert app.detail.exchange.id == ids[1]
 
     drive(GROUP, script)
 
@@ -327,10 +350,10 @@ def test_n_and_N_jump_between_exchanges_with_errors_or_diagnostics():
         seen = []
         for _ in flagged:
             await pilot.press("n")
-            seen.append(app.position(lines.cursor) + 1)
+            seen.append(app.exchanges.position(lines.cursor) + 1)
         assert seen == flagged
         await pilot.press("N")
-        assert app.position(lines.cursor) + 1 == flagged[-2]
+        assert app.exchanges.position(lines.cursor) + 1 == flagged[-2]
 
     drive(GROUP, script)
 
@@ -344,13 +367,13 @@ def test_c_follows_the_connection_and_g_the_group():
         lines.cursor = join.id - 1
         await pilot.press("c")
         await settled(app, pilot)
-        assert app.applied == f"connection == {join.connection.id}"
-        assert [app.position(i) + 1 for i in range(lines.count)] == [e.id for e in exchanges(GROUP) if e.connection == join.connection]
-        lines.cursor = next(i for i in range(lines.count) if app.position(i) + 1 == join.id)
+        assert app.exchanges.applied == f"connection == {join.connection.id}"
+        assert listed(app) == [e.id for e in exchanges(GROUP) if e.connection == join.connection]
+        lines.cursor = next(i for i in range(lines.count) if app.exchanges.position(i) + 1 == join.id)
         await pilot.press("g")
         await settled(app, pilot)
-        assert app.applied == f'group == "{group}"'
-        assert [app.position(i) + 1 for i in range(lines.count)] == [e.id for e in exchanges(GROUP, f'group == "{group}"')]
+        assert app.exchanges.applied == f'group == "{group}"'
+        assert listed(app) == [e.id for e in exchanges(GROUP, f'group == "{group}"')]
 
     drive(GROUP, script)
 
@@ -368,7 +391,7 @@ def test_w_writes_the_filtered_exchanges(tmp_path, suffix):
         field.value = str(out)
         await pilot.press("enter")
         for _ in range(200):
-            if out.exists() and out.stat().st_size and not [t for t in threading.enumerate() if t.name == "kdissect-write"]:
+            if out.exists() and out.stat().st_size and not [w for w in app.workers if w.group == "write" and not w.is_finished]:
                 break
             await pilot.pause(0.05)
 
@@ -403,14 +426,14 @@ def test_x_hides_the_hex_pane_and_question_mark_shows_the_keys():
 
 def test_s_sorts_by_a_column():
     async def script(app, pilot):
-        while app.sort_column != "latency":
+        while app.exchanges.sort_column != "latency":
             await pilot.press("s")
         await pilot.pause(0.2)
-        latencies = [app.index.row(app.position(i)).latency for i in range(app.query_one("#list", Lines).count)]
+        latencies = [app.index.row(app.exchanges.position(i)).latency for i in range(app.query_one("#list", Lines).count)]
         known = [ns for ns in latencies if ns is not None]
         assert known == sorted(known) and len(known) > 50
         await pilot.press("S")
-        latencies = [app.index.row(app.position(i)).latency for i in range(app.query_one("#list", Lines).count)]
+        latencies = [app.index.row(app.exchanges.position(i)).latency for i in range(app.query_one("#list", Lines).count)]
         assert [ns for ns in latencies if ns is not None] == sorted(known, reverse=True)
         assert "latency ▼" in screen_text(app)
 
@@ -466,15 +489,15 @@ def test_the_screens_at_200_by_50():
 
 def test_a_click_on_a_column_name_sorts_by_it_and_again_reverses():
     async def script(app, pilot):
-        at = sum(c.width + 1 for c in app.columns[: [c.key for c in app.columns].index("client")])
+        at = sum(c.width + 1 for c in app.exchanges.columns[: [c.key for c in app.exchanges.columns].index("client")])
         await pilot.click("#list-header", offset=(at + 2, 0))
         await pilot.pause(0.2)
-        clients = [app.index.row(app.position(i)).client_id for i in range(app.query_one("#list", Lines).count)]
-        assert app.sort_column == "client" and clients == sorted(clients)
+        clients = [app.index.row(app.exchanges.position(i)).client_id for i in range(app.query_one("#list", Lines).count)]
+        assert app.exchanges.sort_column == "client" and clients == sorted(clients)
         await pilot.click("#list-header", offset=(at + 2, 0))
         await pilot.pause(0.2)
-        clients = [app.index.row(app.position(i)).client_id for i in range(app.query_one("#list", Lines).count)]
-        assert app.reverse and clients == sorted(clients, reverse=True)
+        clients = [app.index.row(app.exchanges.position(i)).client_id for i in range(app.query_one("#list", Lines).count)]
+        assert app.exchanges.reverse and clients == sorted(clients, reverse=True)
 
     drive(GROUP, script)
 
@@ -563,14 +586,16 @@ def test_matches_a_filter_pass_found_before_the_index_wait_for_it():
     async def script(app, pilot):
         await pilot.press("slash", *"api == JoinGroup", "enter")
         await settled(app, pilot)
-        joins = list(app.matches)
-        app.matches.extend([len(app.index) + 5, len(app.index) + 9])  # what a pass ahead would have found
-        app.refresh_view()
-        await pilot.pause(0.2)
-        assert app.shown() == len(joins) and app.query_one("#list", Lines).count == len(joins)
+        exchanges = app.exchanges
+        joins = list(exchanges.matches)
+        exchanges.matches.extend([len(app.index) + 5, len(app.index) + 9])  # what a pass ahead would have found
+        exchanges.grown(tail=False)
+        app.list_changed()
+        await pilot.pause()
+        assert exchanges.shown() == len(joins) and exchanges.count == len(joins)
         assert "(2 not indexed yet)" in str(app.query_one("#status", Static).render())
         await pilot.press("end", "n")  # nothing past the indexed ones
-        assert app.position(app.query_one("#list", Lines).cursor) == joins[-1]
+        assert app.exchanges.position(app.query_one("#list", Lines).cursor) == joins[-1]
 
     drive(GROUP, script)
 
@@ -622,9 +647,9 @@ def test_the_findings_tab_shows_what_doctor_finds_and_enter_lists_the_evidence()
         await pilot.press("enter")
         await settled(app, pilot)
         assert app.query_one("#tabs").active == "browse" and app.query_one("#list", Lines).has_focus
-        assert app.applied == "id in {" + ", ".join(map(str, storm["evidence"]["exchanges"])) + "}"
+        assert app.exchanges.applied == "id in {" + ", ".join(map(str, storm["evidence"]["exchanges"])) + "}"
         lines = app.query_one("#list", Lines)
-        assert [app.position(i) + 1 for i in range(lines.count)] == storm["evidence"]["exchanges"] and lines.cursor == 0
+        assert listed(app) == storm["evidence"]["exchanges"] and lines.cursor == 0
         assert all(" JoinGroup " in line for line in list_lines(app))
         # c and g on a finding: its connections, its groups
         await pilot.press("f")
@@ -632,14 +657,14 @@ def test_the_findings_tab_shows_what_doctor_finds_and_enter_lists_the_evidence()
         await pilot.press("c")
         await settled(app, pilot)
         connections = storm["evidence"]["connections"]
-        assert app.applied == "connection in {" + ", ".join(map(str, connections)) + "}"
-        assert {app.index.row(app.position(i)).connection.id for i in range(lines.count)} == set(connections)
+        assert app.exchanges.applied == "connection in {" + ", ".join(map(str, connections)) + "}"
+        assert {app.index.row(app.exchanges.position(i)).connection.id for i in range(lines.count)} == set(connections)
         await pilot.press("f")
         app.query_one("#findings").move_cursor(row=at)
         await pilot.press("g")
         await settled(app, pilot)
-        assert app.applied == 'group == "kdrig-storm"' and storm["evidence"]["groups"] == ["kdrig-storm"]
-        assert [app.position(i) + 1 for i in range(lines.count)] == [e.id for e in exchanges(STORM, 'group == "kdrig-storm"')]
+        assert app.exchanges.applied == 'group == "kdrig-storm"' and storm["evidence"]["groups"] == ["kdrig-storm"]
+        assert listed(app) == [e.id for e in exchanges(STORM, 'group == "kdrig-storm"')]
 
     drive(STORM, script)
 
@@ -647,20 +672,18 @@ def test_the_findings_tab_shows_what_doctor_finds_and_enter_lists_the_evidence()
 def test_findings_wait_for_the_whole_index_and_come_when_it_completes(monkeypatch):
     """The rules judge the capture as a whole: while the index runs the tab says so; its end fills the tab."""
     gate = threading.Event()
-    run = Index.run
+    run = Indexer.run
 
-    def held(self, stop=None):
+    def held(self, stop, post):
         gate.wait(30)
-        run(self, stop)
+        run(self, stop, post)
 
-    monkeypatch.setattr(Index, "run", held)
+    monkeypatch.setattr(Indexer, "run", held)
 
     async def script(app, pilot):
         await pilot.press("f")
-        app._slow_due = 0.0
-        app.refresh_view()
-        await pilot.pause(0.2)
-        assert not app.index.done and findings_rows(app) == []
+        await pilot.pause()
+        assert not app.indexed and findings_rows(app) == []
         assert "findings come when the index is complete" in str(app.query_one("#finding", Static).render())
         gate.set()
         await settled(app, pilot)
@@ -713,6 +736,224 @@ def test_the_findings_tab_at_80_by_24_and_200_by_50():
     assert small[3 : 3 + len(expected)] != large[3 : 3 + len(expected)]  # the titles take the width there is
 
 
+# -- text from the wire is data, never markup --------------------------------------------------------------------
+
+
+def screen_strips(app: BrowseApp) -> list:
+    """What the screen is made of, line by line, as Textual hands it to the terminal."""
+    return list(app.screen._compositor.render_strips())
+
+
+def assert_inert(app: BrowseApp, *literal: str) -> str:
+    """Nothing on screen a terminal would act on, no link made of markup, and each of `literal` shown as it is."""
+    strips = screen_strips(app)
+    text = "\n".join(strip.text for strip in strips)
+    unsafe = [strip.text for strip in strips if printable(strip.text) != strip.text]
+    assert not unsafe, unsafe
+    assert not [segment for strip in strips for segment in strip if segment.style is not None and segment.style.link]
+    for each in literal:
+        assert each in text, each
+    return text
+
+
+async def charts_drawn(app: BrowseApp, pilot, words: str) -> str:
+    """The charts as plain text, once their worker has drawn `words`."""
+
+    def text() -> str:
+        out = Console(width=app.size.width, file=io.StringIO(), record=True, color_system=None)
+        out.print(app.query_one("#charts", Static).content)
+        return out.export_text()
+
+    for _ in range(200):
+        if words in text():
+            break
+        await pilot.pause(0.05)
+    return text()
+
+
+def test_text_from_the_wire_reaches_every_pane_as_data_never_markup(tmp_path):
+    """Client ids, topics, groups, record header keys, error messages, findings and flows from a hostile capture:
+    no pane dies, nothing on screen is a control character (each shows as printable() writes it), no markup is
+    read (`[/x]` shows, `[bold red]` and `[link=…]` are words)."""
+    path = hostile_capture(tmp_path / "hostile.pcap")
+    escaped = [printable(text) for text in HOSTILE]
+    assert len(exchanges(path)) == CALLS * len(HOSTILE)
+
+    async def script(app, pilot):
+        assert_inert(app, "a[/x]b", "[bold red]x[/]", "\\x1b]0;pwned\\x07", "line\\x0abreak")  # the list, the flows
+        flows = app.query_one("#flows")
+        flows.focus()
+        flows.move_cursor(row=flows.row_count - 1)
+        await pilot.pause()
+        assert_inert(app, "[link=https://example.com]click[/link]", "\\u202e")
+        # each Produce and JoinGroup opened, the detail following the cursor: show's tree, every label; a Produce's
+        # whole tree (topic, records, header keys, error messages) expanded and looked at a screen at a time
+        exchanges_list, tree = app.exchanges, app.query_one("#detail", Tree)
+        exchanges_list.focus()
+        await pilot.press("enter")
+        every = []
+        for line in [line for line in range(exchanges_list.count) if line % 3]:
+            exchanges_list.cursor = line
+            await shown(app, pilot, line + 1)
+            tree.root.expand_all()
+            labels = [str(node.label) for node in tree_nodes(app)]
+            assert all(printable(label) == label for label in labels)
+            every += labels
+            if app.detail.exchange.api_key == 0:
+                await pilot.pause()
+                for y in range(0, tree.virtual_size.height, tree.size.height):
+                    tree.scroll_to(y=y, animate=False)
+                    await pilot.pause()
+                    assert_inert(app)
+        labels = "\n".join(every)
+        for text in HOSTILE:  # show writes a string as Python writes its repr
+            assert f"client_id: {text!r}" in labels and f"Name: {text!r}" in labels and f"header {text!r}: " in labels
+            assert f"ErrorMessage: {text!r}" in labels and f"GroupId: {text!r}" in labels and f"Reason: {text!r}" in labels
+        # the findings: each one's row and text
+        await pilot.press("f")
+        await pilot.pause()
+        findings = app.query_one("#findings")
+        assert findings.row_count >= len(HOSTILE)
+        for row in range(findings.row_count):
+            findings.move_cursor(row=row)
+            await pilot.pause()
+            assert_inert(app)
+        told = str(app.query_one("#finding", Static).render()).split("\n")  # its own line breaks, none of the wire's
+        assert len(told) > 10 and all(printable(line) == line for line in told)
+        # the charts: each group's lane, its reasons
+        await pilot.press("t")
+        drawn = await charts_drawn(app, pilot, "Consumer groups")
+        assert all(f"{text}  1 members" in drawn for text in escaped) and "JoinGroup: a[/x]b×1" in drawn
+        scroll = app.query_one("#charts-scroll")
+        for y in range(0, scroll.virtual_size.height, scroll.size.height):
+            scroll.scroll_to(y=y, animate=False)
+            await pilot.pause()
+            assert_inert(app)
+        # g on each exchange of a group: the filter bar, the status line and the list's own words
+        await pilot.press("t")
+        for k in range(len(HOSTILE)):
+            app.follow("")  # every exchange again
+            await settled(app, pilot)
+            exchanges_list.cursor = next(i for i in range(exchanges_list.count) if exchanges_list.position(i) == CALLS * k + 2)
+            await pilot.press("g")
+            await settled(app, pilot)
+            assert listed(app) == [CALLS * k + 3]  # a control character in the filter's text still matches
+            await pilot.press("slash")
+            assert_inert(app, f"{len(listed(app))} match group == ")
+            await pilot.press("escape")
+        await pilot.press("slash")
+        app.query_one("#filter", Input).value = 'client_id == "[bold red]x[/]" or client_id == "a[/x]b"'
+        await settled(app, pilot)
+        assert_inert(app, 'client_id == "[bold red]x[/]" or client_id == "a[/x]b"')
+        assert len(listed(app)) == 6
+        app.query_one("#filter", Input).value = 'client_id == "[link=https://example.com]click[/link]" and latency_ms > 1000'
+        await settled(app, pilot)
+        assert_inert(app, 'no exchange matches client_id == "[link=https://example.com]click[/link]" and latency_ms > 1000')
+
+    drive(path, script, size=(200, 50))
+
+
+# -- panes, keys, passes ------------------------------------------------------------------------------------------
+
+
+def shown_on_screen(widget) -> bool:
+    return all(node.display for node in widget.ancestors_with_self if hasattr(node, "display"))
+
+
+def test_tab_visits_only_the_panes_shown():
+    async def script(app, pilot):
+        seen = []
+        for _ in range(3):
+            await pilot.press("tab")
+            seen.append(app.focused.id)
+            assert shown_on_screen(app.focused)
+        assert seen == ["flows", "list", "flows"]  # no detail yet
+        await open_exchange(app, pilot, 1)
+        assert app.focused.id == "detail"
+        for expected in ("hex", "flows", "list", "detail"):
+            await pilot.press("tab")
+            assert app.focused.id == expected
+        await pilot.press("x", "shift+tab", "shift+tab")
+        assert app.focused.id == "flows"  # the hex pane hidden: no longer on the way
+        await pilot.press("slash", "tab")
+        assert app.focused.id == "flows"  # from the filter field
+        await pilot.press("escape", "f")
+        for expected in ("finding-scroll", "findings"):
+            await pilot.press("tab")
+            assert app.focused.id == expected and shown_on_screen(app.focused)
+
+    drive(GROUP, script)
+
+
+def test_with_the_detail_open_it_follows_the_cursor():
+    """n and N, the arrows, a click: the detail shows the exchange under the cursor; closed, it stays closed."""
+    flagged = [e.id for e in exchanges(GROUP) if exchange_errors(e) or [d for d in e.diagnostics if d.severity != "note"]]
+
+    async def script(app, pilot):
+        await pilot.press("n")
+        assert not app.detail.opened and app.detail.exchange is None
+        await open_exchange(app, pilot, flagged[0])
+        for number in flagged[1:4]:
+            await pilot.press("n")
+            await shown(app, pilot, number)
+            assert app.exchanges.has_focus and str(tree_nodes(app)[0].label).startswith(f"Exchange {number} ")
+        await pilot.press("N")
+        await shown(app, pilot, flagged[2])
+        await pilot.press("down")
+        await shown(app, pilot, flagged[2] + 1)
+        assert app.detail.exchange.id == flagged[2] + 1
+
+    drive(GROUP, script)
+
+
+def test_the_charts_draw_what_the_list_shows():
+    heartbeats = exchanges(GROUP, "api == Heartbeat")
+
+    async def script(app, pilot):
+        await pilot.press("t")
+        text = await charts_drawn(app, pilot, "All 96 exchanges")
+        assert "JoinGroup" in text and "Heartbeat" in text and str(app.query_one("#tabs").get_tab("charts-tab").label) == "Charts"
+        await pilot.press("t", "slash", *"api == Heartbeat", "enter")
+        await settled(app, pilot)
+        await pilot.press("t")
+        text = await charts_drawn(app, pilot, f"The {len(heartbeats)} exchanges the filter lists: api == Heartbeat")
+        table = text[text.index("Latency per API") : text.index("Exchanges per second")]
+        assert "Heartbeat" in table and "JoinGroup" not in table
+        assert str(app.query_one("#tabs").get_tab("charts-tab").label) == "Charts (filtered)"
+        assert "the listed exchanges name" in text
+
+    drive(GROUP, script)
+
+
+def test_a_slow_filter_leaves_typing_alone_and_the_next_one_cancels_it(monkeypatch):
+    """A filter's pass runs in a worker: while it is held up, keys still reach the filter bar; each new filter
+    cancels the pass of the one before, and the last one's matches fill the list."""
+    from kdissect.browse import exchange_list
+
+    gate, events_of = threading.Event(), exchange_list.events
+
+    def held(*args):
+        gate.wait(30)
+        yield from events_of(*args)
+
+    joins = [e.id for e in exchanges(GROUP, "api == JoinGroup or api == SyncGroup")]
+
+    async def script(app, pilot):
+        monkeypatch.setattr(exchange_list, "events", held)
+        await pilot.press("slash", *"api == JoinGroup")
+        (first,) = [w for w in app.workers if w.group == "filter"]
+        await pilot.press(*" or api == SyncGroup")
+        assert app.query_one("#filter", Input).value == "api == JoinGroup or api == SyncGroup"
+        assert not app.exchanges.pass_done and "(searching…)" in str(app.query_one("#status", Static).render())
+        (last,) = [w for w in app.workers if w.group == "filter"]  # a cancelled one leaves the app's workers
+        assert first.is_cancelled and last is not first and not last.is_cancelled
+        gate.set()
+        await settled(app, pilot)
+        assert listed(app) == joins
+
+    drive(GROUP, script)
+
+
 # -- TLS secrets a pcapng embeds ---------------------------------------------------------------------------------
 
 SECRETS = ROOT / "captures" / "tls13-secrets-kafka-python.pcapng"
@@ -731,15 +972,15 @@ def test_a_pcapng_that_embeds_its_tls_secrets_is_browsed_decrypted():
         assert [(r.api_key, r.api_version, r.correlation_id, r.client_id, r.status) for r in rows] == [
             (e.api_key, e.api_version, e.correlation_id, e.client_id, e.status) for e in plain
         ]
-        assert {f.id for f in index.findings}.isdisjoint({"capture.tls-hidden"})
+        assert {f.id for f in app.findings.findings}.isdisjoint({"capture.tls-hidden"})
         await pilot.press("slash", *"api == Fetch", "enter")
         await settled(app, pilot)
-        assert [app.position(i) + 1 for i in range(app.query_one("#list", Lines).count)] == [e.id for e in plain if e.api_key == 1]
+        assert listed(app) == [e.id for e in plain if e.api_key == 1]
         await open_exchange(app, pilot, fetch.id)
         labels = [str(n.label) for n in tree_nodes(app)]
         assert any(label.startswith("Body FetchRequest v") for label in labels)
-        assert app.exchange.request.frame.data == fetch.request.frame.data
-        assert app.exchange.response.frame.data == fetch.response.frame.data
+        assert app.detail.exchange.request.frame.data == fetch.request.frame.data
+        assert app.detail.exchange.response.frame.data == fetch.response.frame.data
 
     drive(SECRETS, script)
 
@@ -806,61 +1047,61 @@ def test_live_rows_arrive_as_captured_and_open_from_the_kept_file(tmp_path, monk
 
                 async def until(test):
                     for _ in range(200):
-                        app.refresh_view()
                         if test():
                             return
                         await pilot.pause(0.05)
                     raise AssertionError("the browser did not get there")
 
+                def counted() -> int:
+                    """The exchanges the core made of the packets captured so far, as the pass counts them."""
+                    return app.indexer.ask(lambda: app.indexer.indexed).result()
+
                 assert lines.count == 0
                 replay.release(total // 2)
-                await until(lambda: replay.stats.packets == total // 2 and lines.count > 0)
-                await pilot.pause(0.5)
-                app.refresh_view()
+                await until(lambda: replay.stats.packets == total // 2 and 0 < lines.count == counted())
                 half = lines.count
-                assert 0 < half < len(expected) and not app.index.done
+                assert half < len(expected) and not app.indexed
                 assert "capturing on replay" in str(app.query_one("#status", Static).render())
                 assert lines.cursor == half - 1  # the cursor on the last line follows the rows as they come
-                rows = [app.index.row(app.position(i)) for i in range(half)]
+                rows = [app.index.row(app.exchanges.position(i)) for i in range(half)]
                 assert [(r.id, r.api_key, r.correlation_id, r.status) for r in rows] == [
                     (e.id, e.api_key, e.correlation_id, e.status) for e in expected[:half]
                 ]
                 assert [line.split()[0] for line in list_lines(app)] == [str(e.id) for e in expected[:half]]
                 await pilot.press("f")
-                app._slow_due = 0.0
                 await until(lambda: "so far)" in str(app.query_one("#tabs").get_tab("findings-tab").label))
                 await pilot.press("f", "slash", *"api == JoinGroup", "enter")
-                await until(lambda: app._scan_done)
-                before = [app.position(i) + 1 for i in range(lines.count)]
+                await until(lambda: app.exchanges.pass_done)
+                before = listed(app)
                 assert before == [i for i in joins if i <= half]
                 # another filter, whose pass over the kept file is slow: what is captured meanwhile is not lost
-                from kdissect.browse import app as app_module
+                from kdissect.browse import exchange_list
 
-                scan_may_go, events_of = threading.Event(), app_module.events
+                scan_may_go, events_of = threading.Event(), exchange_list.events
 
                 def held(*args):
                     scan_may_go.wait(30)
                     yield from events_of(*args)
 
-                monkeypatch.setattr(app_module, "events", held)
-                app.apply_filter("api == JoinGroup or api == SyncGroup")
+                monkeypatch.setattr(exchange_list, "events", held)
+                app.follow("api == JoinGroup or api == SyncGroup")
                 replay.release(total)
-                await until(lambda: app.index.done)
+                await until(lambda: app.indexed)
                 scan_may_go.set()
                 await settled(app, pilot)
                 chosen = [e.id for e in exchanges(GROUP, "api == JoinGroup or api == SyncGroup")]
-                assert [app.position(i) + 1 for i in range(lines.count)] == chosen and max(chosen) > half
+                assert listed(app) == chosen and max(chosen) > half
                 await pilot.press("slash", "ctrl+u", *"api == JoinGroup", "enter")
                 await settled(app, pilot)
-                assert [app.position(i) + 1 for i in range(lines.count)] == joins and len(joins) > len(before)
+                assert listed(app) == joins and len(joins) > len(before)
                 status = str(app.query_one("#status", Static).render())
                 assert f"capture stopped after {total} packets (--packets)" in status
                 assert [r[1] for r in findings_rows(app)] == [f["id"] for f in doctor_findings(GROUP)]
                 assert str(app.query_one("#tabs").get_tab("findings-tab").label) == f"Findings ({len(doctor_findings(GROUP))})"
                 late = next(e for e in expected if e.id == joins[-1])
                 await open_exchange(app, pilot, late.id)
-                assert app.exchange.request.frame.data == late.request.frame.data
-                assert app.exchange.response.frame.data == late.response.frame.data
+                assert app.detail.exchange.request.frame.data == late.request.frame.data
+                assert app.detail.exchange.response.frame.data == late.response.frame.data
                 assert any(str(n.label).startswith("Body JoinGroupRequest v") for n in tree_nodes(app))
         # the kept file holds every packet captured, as captured
         from kdissect.capture import open_capture
@@ -917,24 +1158,23 @@ def test_live_browse_on_loopback(tmp_path):
                 talk.start()
                 lines = app.query_one("#list", Lines)
                 for _ in range(200):
-                    app.refresh_view()
                     if lines.count == len(recorded):
                         break
                     await pilot.pause(0.05)
                 talk.join(10)
-                rows = [app.index.row(app.position(i)) for i in range(lines.count)]
+                rows = [app.index.row(app.exchanges.position(i)) for i in range(lines.count)]
                 assert [(r.api_key, r.correlation_id, r.client_id, r.status) for r in rows] == [
                     (e.api_key, e.correlation_id, e.client_id, e.status) for e in recorded
                 ]
                 assert "capturing on lo" in str(app.query_one("#status", Static).render())
                 await open_exchange(app, pilot, len(recorded))
-                assert app.exchange.response.frame.data == recorded[-1].response.frame.data
+                assert app.detail.exchange.response.frame.data == recorded[-1].response.frame.data
                 assert any(str(n.label).startswith("Body ") for n in tree_nodes(app))
-            app.indexer.join(5)
-            assert not app.indexer.is_alive()  # closing the browser ends the capture's pass
+        return app
 
     try:
-        asyncio.run(run())
+        app = asyncio.run(run())
+        assert app.indexer.ended.wait(5)  # closing the browser ends the capture's pass
     finally:
         capture.close()
         server.close()
@@ -991,10 +1231,9 @@ def test_live_browse_starts_with_a_filter_before_any_packet(tmp_path):
             app = BrowseApp(tmp_path / "kept.pcap", Options(), "api == JoinGroup", live=LiveFeed(replay, store, packets=len(replay.all)))
             async with app.run_test(size=(160, 45)) as pilot:
                 await pilot.pause(0.3)
-                assert app.matches == [] and app._scan_done
+                assert app.exchanges.matches == [] and app.exchanges.pass_done
                 replay.release(len(replay.all))
                 await settled(app, pilot)
-                lines = app.query_one("#list", Lines)
-                assert [app.position(i) + 1 for i in range(lines.count)] == joins
+                assert listed(app) == joins
 
     asyncio.run(run())

@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
     "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor"},
-    "cli": {"commands"},
+    "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
     "testing": CORE_STAGES | {"dissector"},

@@ -1,27 +1,22 @@
-"""The compact index of a capture's exchanges: a few numbers per exchange in typed arrays, filled by a background
-pass, so a million exchanges cost tens of megabytes and no decoded body stays in memory.
+"""The compact index of a capture's exchanges: a few numbers per exchange in typed arrays, so a million exchanges
+cost tens of megabytes and no decoded body stays in memory.
 
-Strings that repeat (client ids, error lists, diagnostic codes, groups) are interned: the arrays hold their number.
+The index's pass (indexer.py) makes the numbers on its worker thread (`Rows`) and hands them over in batches; the
+app's `Index` is extended with each batch on the UI thread, and only that thread reads it. Strings that repeat
+(client ids, error lists, diagnostic codes, groups) are interned: the arrays hold their number, and a batch brings
+the values numbered since the one before.
 """
 
 from __future__ import annotations
 
-import copy
-import threading
 from array import array
-from dataclasses import dataclass, replace
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, get_args
 
-from kdissect.browse.scan import events, exchange_at
 from kdissect.decode.body import Body
-from kdissect.decode.session import Session
-from kdissect.dissector import Options, make_decoder
-from kdissect.doctor.engine import Doctor
-from kdissect.doctor.finding import Finding
 from kdissect.events import ConnectionInfo, Exchange, Status
-from kdissect.views.stats import Stats
-from kdissect.views.summary import Summary, exchange_errors
+from kdissect.views.summary import exchange_errors
 
 NONE = -(1 << 62)
 """Stands for a missing number in the integer columns."""
@@ -29,19 +24,126 @@ STATUSES: tuple[str, ...] = get_args(Status)
 T = TypeVar("T")
 
 
-class Interned(Generic[T]):
-    """Values by number, each stored once."""
+class Columns:
+    """One typed array per number kept of an exchange; position i holds exchange i + 1 (exchanges are numbered in
+    the order they complete)."""
 
     def __init__(self) -> None:
-        self.values: list[T] = []
+        self.ts, self.completed, self.latency, self.correlation, self.first, self.last = (array("q") for _ in range(6))
+        """The request's time; when the response came (the request, without one); latency; correlation id; the first
+        and last packet numbers of its frames."""
+        self.connection, self.client, self.errors, self.diagnostics, self.groups = (array("l") for _ in range(5))
+        """The connection id, and the numbers of the interned client id, error codes, diagnostic codes and groups."""
+        self.api, self.version, self.assumed = array("h"), array("h"), array("h")
+        """-1 where the exchange has no request header, or no version was assumed."""
+        self.status = array("b")
+        """An index into STATUSES."""
+
+    def arrays(self) -> tuple[array, ...]:
+        return (
+            *(self.ts, self.completed, self.latency, self.correlation, self.first, self.last),
+            *(self.connection, self.client, self.errors, self.diagnostics, self.groups),
+            *(self.api, self.version, self.assumed, self.status),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What the index's pass made since its last batch; handed to the UI thread whole, the pass keeps none of it."""
+
+    rows: Columns
+    clients: list[str]
+    error_sets: list[tuple[int, ...]]
+    diagnostic_sets: list[tuple[str, ...]]
+    group_sets: list[tuple[str, ...]]
+    """The interned values numbered since the last batch, in number order."""
+    connections: list[ConnectionInfo]
+    """Connections first seen in these rows."""
+    read: int
+    """How far into the file the pass is, in bytes (a checkpoint's offset)."""
+    captured: int | None
+    """Live: packets captured so far."""
+    matched: tuple[int, list[int]] | None
+    """Live: (the filter's generation, positions among these rows it matched), while a filter is followed."""
+
+
+class Interned(Generic[T]):
+    """Numbers for values, each value numbered once; `fresh` holds the values numbered since it was last taken."""
+
+    def __init__(self) -> None:
         self._numbers: dict[T, int] = {}
+        self.fresh: list[T] = []
 
     def number(self, value: T) -> int:
         found = self._numbers.get(value)
         if found is None:
-            found = self._numbers[value] = len(self.values)
-            self.values.append(value)
+            found = self._numbers[value] = len(self._numbers)
+            self.fresh.append(value)
         return found
+
+    def take(self) -> list[T]:
+        fresh, self.fresh = self.fresh, []
+        return fresh
+
+
+class Rows:
+    """The pass's half: each exchange made into numbers, gathered until `take` hands them over as a batch."""
+
+    def __init__(self) -> None:
+        self.columns = Columns()
+        self.clients: Interned[str] = Interned()
+        self.error_sets: Interned[tuple[int, ...]] = Interned()
+        self.diagnostic_sets: Interned[tuple[str, ...]] = Interned()
+        self.group_sets: Interned[tuple[str, ...]] = Interned()
+        self._seen: set[int] = set()
+        self._connections: list[ConnectionInfo] = []
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def add(self, exchange: Exchange) -> None:
+        c = self.columns
+        header = exchange.request_header
+        if exchange.connection.id not in self._seen:
+            self._seen.add(exchange.connection.id)
+            self._connections.append(exchange.connection)
+        first = exchange.request or exchange.response
+        last = exchange.response or exchange.request
+        assert first is not None and last is not None
+        bodies = [m.body for m in (exchange.request, exchange.response) if m is not None and isinstance(m.body, Body)]
+        c.ts.append(exchange.ts)
+        c.completed.append(last.ts)
+        c.latency.append(NONE if exchange.latency is None else exchange.latency)
+        c.correlation.append(NONE if exchange.correlation_id is None else exchange.correlation_id)
+        c.first.append(first.frame.first_packet)
+        c.last.append(last.frame.last_packet)
+        c.connection.append(exchange.connection.id)
+        c.client.append(self.clients.number(exchange.client_id or ""))
+        c.errors.append(self.error_sets.number(tuple(code for _, code, _ in exchange_errors(exchange))))
+        c.diagnostics.append(self.diagnostic_sets.number(tuple(d.code for d in exchange.diagnostics if d.severity != "note")))
+        c.groups.append(self.group_sets.number(tuple(dict.fromkeys(g for b in bodies for g in b.groups))))
+        c.api.append(-1 if header is None else header.api_key)
+        c.version.append(-1 if header is None else header.api_version)
+        c.assumed.append(next((b.version for b in bodies if b.assumed), -1))
+        c.status.append(STATUSES.index(exchange.status))
+
+    def take(self, read: int, captured: int | None, matched: tuple[int, list[int]] | None) -> Batch:
+        columns, self.columns = self.columns, Columns()
+        connections, self._connections = self._connections, []
+        return Batch(
+            columns,
+            self.clients.take(),
+            self.error_sets.take(),
+            self.diagnostic_sets.take(),
+            self.group_sets.take(),
+            connections,
+            read,
+            captured,
+            matched,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,176 +168,65 @@ class Row:
     first_packet: int
     last_packet: int
     api_name: str | None
-    """The API's name in the run's catalogue, as the exchange's header had it."""
-
-    @property
-    def flagged(self) -> bool:
-        """What n and N jump to: an error code or a diagnostic."""
-        return bool(self.errors or self.diagnostics)
+    """The API's name in the run's catalogue (None for a key no spec defines), as the exchange's header had it."""
 
 
-class Index:
-    """Built by `run` (on a worker thread); read by the app at any time, under `lock`."""
+class Index(Columns):
+    """The exchanges indexed so far, as the UI thread has them: extended by each batch, read when a line is drawn."""
 
-    def __init__(self, path: Path, options: Options, live: Any = None) -> None:
-        """`live`: a `browse.live.LiveFeed` whose packets are written to `path` as they are dissected; None to
-        read the capture file at `path`."""
-        self.path = path
-        self.live = live
-        self.options = replace(options, keep=None)
-        """Every body is decoded: the list's groups and the doctor's rules read them, whatever a filter shows."""
-        self.lock = threading.Lock()
-        self.summary = Summary()
-        self.stats = Stats()
+    def __init__(self, names: Mapping[int, str]) -> None:
+        """`names`: the API names of the run's catalogue."""
+        super().__init__()
+        self.names = names
+        self.clients: list[str] = []
+        self.error_sets: list[tuple[int, ...]] = []
+        self.diagnostic_sets: list[tuple[str, ...]] = []
+        self.group_sets: list[tuple[str, ...]] = []
         self.connections: dict[int, ConnectionInfo] = {}
-        self.offsets: list[int] = []
-        """File offsets of every CHECKPOINT-th packet (scan.py)."""
-        self.done = False
-        self.failure: str | None = None
-        self.doctor = Doctor()
-        self.findings: list[Finding] | None = None
-        """The doctor's findings, once the pass has seen every event: its rules judge the capture as a whole. A
-        live capture has no end to wait for: there they are the findings so far, taken when `findings_wanted`."""
-        self.findings_wanted = False
-        self.following: tuple[Any, int, list[int]] | None = None
-        """Live: a filter, the last exchange id its pass over the file looked at, and the list its matches go to:
-        the exchanges captured after that pass are tested here as they come."""
-        self.decoder = make_decoder(options)
-        self.sessions: list[Any] = []
-        """Each connection's decoder session (by connection id - 1: connections make theirs as they open)."""
-        if self.decoder is not None:
-            self.decoder.new_session = self._new_session
-        self._span_decoder: Any = None
-        self._ts, self._completed, self._latency, self._correlation = array("q"), array("q"), array("q"), array("q")
-        self._first, self._last = array("q"), array("q")
-        self._connection, self._client, self._errors, self._diagnostics, self._groups = (array("l") for _ in range(5))
-        self._api, self._version, self._assumed = array("h"), array("h"), array("h")
-        self._status = array("b")
-        self.clients: Interned[str] = Interned()
-        self.error_sets: Interned[tuple[int, ...]] = Interned()
-        self.diagnostic_sets: Interned[tuple[str, ...]] = Interned()
-        self.group_sets: Interned[tuple[str, ...]] = Interned()
 
-    def __len__(self) -> int:
-        return len(self._ts)
-
-    def run(self, stop: threading.Event | None = None) -> None:
-        """The background pass: every exchange of the capture into the index."""
-        if self.live is not None:
-            passed = self.live.events(self.options, self.offsets, self.decoder, stop or threading.Event(), self._findings_so_far)
-        else:
-            passed = events(self.path, self.options, self.offsets, self.decoder)
-        try:
-            for event in passed:
-                if stop is not None and stop.is_set():
-                    return
-                self.doctor.add(event)
-                with self.lock:
-                    if isinstance(event, Exchange):
-                        self.add(event)
-                        following = self.following
-                        if following is not None and event.id > following[1] and following[0].matches(event):
-                            following[2].append(event.id - 1)
-                    self.summary.add(event)
-        except Exception as exc:  # a capture error ends the pass; what was indexed stays browsable
-            self.failure = str(exc)
-        finally:
-            if stop is None or not stop.is_set():
-                self.findings = self.doctor.findings()  # after a failure too: on what was read
-            self.done = True
-
-    def _findings_so_far(self) -> None:
-        """Between two turns of a live capture: the findings of what was captured so far, when the app asked.
-        The rules settle what is still open when they are asked (a transaction, say), so they judge a copy."""
-        if self.findings_wanted:
-            self.findings_wanted = False
-            self.findings = copy.deepcopy(self.doctor).findings()
-
-    def _new_session(self) -> Any:
-        session = Session()
-        self.sessions.append(session)
-        return session
-
-    def exchange(self, row: Row) -> Exchange | None:
-        """The exchange of `row` decoded again from the file, with spans, as it was decoded in the pass."""
-        if self._span_decoder is None:
-            self._span_decoder = make_decoder(replace(self.options, spans=True, decode=True))
-        decoder = self._span_decoder
-        with self.lock:
-            if self.decoder is not None:
-                decoder.topic_names = dict(self.decoder.topic_names)
-            known = self.sessions[row.connection.id - 1] if row.connection.id <= len(self.sessions) else Session()
-        decoder.new_session = lambda: copy.copy(known)
-        found = exchange_at(self.path, self.options, self.offsets, row, decoder)
-        return None if found is None else replace(found, id=row.id, connection=row.connection)
-
-    def add(self, exchange: Exchange) -> None:
-        self.stats.add(exchange)
-        header = exchange.request_header
-        self.connections.setdefault(exchange.connection.id, exchange.connection)
-        first = exchange.request or exchange.response
-        last = exchange.response or exchange.request
-        assert first is not None and last is not None
-        bodies = [m.body for m in (exchange.request, exchange.response) if m is not None and isinstance(m.body, Body)]
-        assumed = next((b.version for b in bodies if b.assumed), -1)
-        self._ts.append(exchange.ts)
-        self._completed.append(last.ts)
-        self._latency.append(NONE if exchange.latency is None else exchange.latency)
-        self._correlation.append(NONE if exchange.correlation_id is None else exchange.correlation_id)
-        self._first.append(first.frame.first_packet)
-        self._last.append(last.frame.last_packet)
-        self._connection.append(exchange.connection.id)
-        self._client.append(self.clients.number(exchange.client_id or ""))
-        self._errors.append(self.error_sets.number(tuple(code for _, code, _ in exchange_errors(exchange))))
-        self._diagnostics.append(self.diagnostic_sets.number(tuple(d.code for d in exchange.diagnostics if d.severity != "note")))
-        self._groups.append(self.group_sets.number(tuple(dict.fromkeys(g for b in bodies for g in b.groups))))
-        self._api.append(-1 if header is None else header.api_key)
-        self._version.append(-1 if header is None else header.api_version)
-        self._assumed.append(assumed)
-        self._status.append(STATUSES.index(exchange.status))
+    def extend(self, batch: Batch) -> None:
+        for mine, added in zip(self.arrays(), batch.rows.arrays()):
+            mine.extend(added)
+        self.clients += batch.clients
+        self.error_sets += batch.error_sets
+        self.diagnostic_sets += batch.diagnostic_sets
+        self.group_sets += batch.group_sets
+        self.connections.update((info.id, info) for info in batch.connections)
 
     def row(self, i: int) -> Row:
-        """The exchange at position i (its id is i + 1: exchanges are numbered in the order they complete)."""
-        api, latency, correlation, assumed = self._api[i], self._latency[i], self._correlation[i], self._assumed[i]
+        """The exchange at position i (its id is i + 1)."""
+        api, latency, correlation, assumed = self.api[i], self.latency[i], self.correlation[i], self.assumed[i]
         return Row(
             i + 1,
-            self._ts[i],
-            self._completed[i],
-            self.connections[self._connection[i]],
+            self.ts[i],
+            self.completed[i],
+            self.connections[self.connection[i]],
             None if api < 0 else api,
-            None if api < 0 else self._version[i],
+            None if api < 0 else self.version[i],
             None if correlation == NONE else correlation,
-            self.clients.values[self._client[i]],
+            self.clients[self.client[i]],
             None if latency == NONE else latency,
-            STATUSES[self._status[i]],
-            self.error_sets.values[self._errors[i]],
-            self.diagnostic_sets.values[self._diagnostics[i]],
+            STATUSES[self.status[i]],
+            self.error_sets[self.errors[i]],
+            self.diagnostic_sets[self.diagnostics[i]],
             None if assumed < 0 else assumed,
-            self.group_sets.values[self._groups[i]],
-            self._first[i],
-            self._last[i],
-            None if api < 0 else self.options.catalog.names.get(api),
+            self.group_sets[self.groups[i]],
+            self.first[i],
+            self.last[i],
+            None if api < 0 else self.names.get(api),
         )
 
-    def ts(self, i: int) -> int:
-        return self._ts[i]
-
     def flagged(self, i: int) -> bool:
-        return bool(self.error_sets.values[self._errors[i]] or self.diagnostic_sets.values[self._diagnostics[i]])
+        """What n and N jump to: an error code or a diagnostic."""
+        return bool(self.error_sets[self.errors[i]] or self.diagnostic_sets[self.diagnostics[i]])
 
-    def sort_key(self, column: str):
+    def sort_key(self, column: str) -> Callable[[int], Any]:
         """A key over positions for the list's sort by a column (`views.terminal.Column.key`, or "status")."""
-        columns = {
-            "time": self._completed,
-            "conn": self._connection,
-            "api": self._api,
-            "corr": self._correlation,
-            "latency": self._latency,
-        }
+        columns = {"time": self.completed, "conn": self.connection, "api": self.api, "corr": self.correlation, "latency": self.latency}
         if column in columns:
             return columns[column].__getitem__
         if column == "client":
-            return lambda i: self.clients.values[self._client[i]]
+            return lambda i: self.clients[self.client[i]]
         if column == "status":
-            return lambda i: (not self.flagged(i), self._status[i])
+            return lambda i: (not self.flagged(i), self.status[i])
         return lambda i: i

@@ -49,7 +49,8 @@ class LiveFeed:
         self, options: Options, offsets: list[int], decoder: Any, stop: threading.Event, between: Callable[[], None]
     ) -> Iterator[Event]:
         """The core's events as packets arrive, until `stop`, --packets or --duration; `between` is called after
-        each turn, from this thread, with the core idle (the index takes the doctor's findings so far there)."""
+        each turn, from this thread, with the core idle (the index's pass answers questions and sends its rows
+        there while no packet comes)."""
         capture, store = self.capture, self.store
         writer = PcapWriter(store, capture.linktype, nanosecond=True)
         dissector = make_dissector(options, decoder)

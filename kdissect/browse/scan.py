@@ -44,10 +44,18 @@ def exchange_at(path: Path, options: Options, offsets: list[int], row: Any, deco
     """One exchange (an index `Row`), decoded with every field's byte span, from the packets its frames span.
 
     `decoder` records spans and knows what the pass over the whole capture learnt before this exchange: the
-    topic ids' names, and the connection's session (index.py makes it)."""
-    info, correlation_id, first, last = row.connection, row.correlation_id, row.first_packet, row.last_packet
-    if info.tls is not None:
-        first = 1  # the records' keys and sequence numbers come from the connection's handshake on
+    topic ids' names, and the connection's session (indexer.py makes it)."""
+    first = 1 if row.connection.tls is not None else row.first_packet  # TLS: the records' keys come from the handshake on
+    found = _read(path, options, offsets, row, decoder, first)
+    if first > 1 and (found is None or found.status != row.status):
+        # picked up mid-stream, the core could not tell the request for one (its client id is not printable,
+        # say), where the pass, which saw the connection open, could: read as the pass did, from the start
+        found = _read(path, options, offsets, row, decoder, 1)
+    return found
+
+
+def _read(path: Path, options: Options, offsets: list[int], row: Any, decoder: Any, first: int) -> Exchange | None:
+    info, correlation_id, last = row.connection, row.correlation_id, row.last_packet
     with _opened_at(path, offsets, first) as source:
         feed = (p for p in _between(source.packets(), first, last))
         for event in file_dissector(source, replace(options, keep=None), decoder).run(feed):

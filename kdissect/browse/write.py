@@ -9,7 +9,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from pathlib import Path
 
-from kdissect.browse.index import Index
 from kdissect.browse.scan import events
 from kdissect.capture import open_capture
 from kdissect.capture.writer import PcapWriter
@@ -20,24 +19,25 @@ from kdissect.views.json_lines import JsonLinesWriter
 JSON_SUFFIXES = (".ndjson", ".jsonl", ".json")
 
 
-def write_set(out: Path, index: Index, positions: list[int], options: Options) -> int:
-    """Write the exchanges at `positions`; the format follows the name's suffix. Returns how many were written
-    (packets for a pcap, exchanges for NDJSON). OSError and ValueError name what went wrong."""
+def write_set(out: Path, path: Path, options: Options, ids: list[int], packets: list[tuple[int, int]]) -> int:
+    """Write the exchanges `ids` of the capture at `path`, whose frames span the packets `packets` (first, last);
+    the format follows the name's suffix. Returns how many were written (packets for a pcap, exchanges for
+    NDJSON). OSError and ValueError name what went wrong."""
     if out.suffix.lower() in JSON_SUFFIXES:
-        wanted = {position + 1 for position in positions}
+        wanted = set(ids)
         written = 0
         with open(out, "w", encoding="utf-8") as stream:
-            writer = JsonLinesWriter(stream)
-            for event in events(index.path, options):
+            lines = JsonLinesWriter(stream)
+            for event in events(path, options):
                 if isinstance(event, Exchange) and event.id in wanted:
-                    writer.write_exchange(event)
+                    lines.write_exchange(event)
                     written += 1
         return written
     if out.suffix.lower() not in (".pcap", ".cap"):
         raise ValueError(f"{out.name}: give a name ending in .pcap, .ndjson, .jsonl or .json")
-    ranges = _merged(sorted((index.row(p).first_packet, index.row(p).last_packet) for p in positions))
+    ranges = _merged(sorted(packets))
     starts = [first for first, _ in ranges]
-    with open_capture(index.path) as source, open(out, "wb") as stream:
+    with open_capture(path) as source, open(out, "wb") as stream:
         writer: PcapWriter | None = None
         for packet in source.packets():
             at = bisect_right(starts, packet.index) - 1

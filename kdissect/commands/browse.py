@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kdissect.commands.options import Common, UserError, takes
+from kdissect.commands.options import Common, ExitStatus, UserError, takes
 from kdissect.commands.reading import open_source
 
 
@@ -17,4 +17,7 @@ def browse(common: Common) -> None:
         pass  # a missing or unreadable file is one line now, not an empty screen
     from kdissect.browse.app import BrowseApp
 
-    BrowseApp(Path(common.capture), common.options, common.wanted.text).run()  # type: ignore[arg-type]
+    app = BrowseApp(Path(common.capture), common.options, common.wanted.text)  # type: ignore[arg-type]
+    app.run()
+    if app.return_code:  # the browser failed (Textual printed why)
+        raise ExitStatus(app.return_code)

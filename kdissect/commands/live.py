@@ -146,7 +146,9 @@ def _browse(capture: Any, common: Common, store: Any, packets: int | None, durat
             Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration, common.tls_keylog)
         )
         app.run()
-        app.indexer.join(timeout=5)  # it stops within a tick; then the capture and the file can close
+        app.indexer.ended.wait(timeout=5)  # it stops within a tick; then the capture and the file can close
+    if app.return_code:  # the browser failed (Textual printed why)
+        raise typer.Exit(app.return_code)
 
 
 class _Session:

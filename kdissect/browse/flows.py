@@ -1,0 +1,88 @@
+"""The flows pane: a row per connection (client → broker, client ids, exchanges, errors, p50 and p99 latency);
+`Enter` on one lists its exchanges.
+
+The index's pass keeps the connections' totals (`views.summary.Summary`, on its worker thread) and sends the
+rows as `Flow` values from time to time; the pane holds the last ones it was sent.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import DataTable
+
+from kdissect.browse.wire_text import wire
+from kdissect.views.summary import Summary, percentile
+from kdissect.views.terminal import duration
+
+COLUMNS = ("#", "client → broker", "client ids", "exch", "errors", "p50", "p99")
+
+
+class Flow(NamedTuple):
+    id: int
+    ends: str
+    """"client → broker port"."""
+    client_ids: tuple[str, ...]
+    exchanges: int
+    errors: int
+    p50: int | None
+    p99: int | None
+
+
+def flows(summary: Summary) -> tuple[Flow, ...]:
+    """The connections that carried exchanges, by id: made on the pass's thread, from its summary."""
+    made = []
+    for f in sorted(summary.flows.values(), key=lambda f: f.info.id):
+        if f.exchanges:
+            latencies = sorted(f.latencies)
+            p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+            made.append(Flow(f.info.id, f"{f.info.client} → {f.info.broker.port}", tuple(f.client_ids), f.exchanges, f.errors, p50, p99))
+    return tuple(made)
+
+
+class FlowTable(DataTable):
+    """The flows pane."""
+
+    class Chosen(Message):
+        """A flow was chosen: the list shows its exchanges."""
+
+        def __init__(self, connection: int) -> None:
+            super().__init__()
+            self.connection = connection
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.shown: tuple[Flow, ...] = ()
+
+    def on_mount(self) -> None:
+        for name in COLUMNS:
+            self.add_column(name, key=name)
+
+    def show(self, rows: tuple[Flow, ...]) -> None:
+        """The rows the pass sent last, the cursor kept on its line."""
+        if rows == self.shown:
+            return
+        self.shown = rows
+        cursor = self.cursor_row
+        self.clear()
+        for f in rows:
+            self.add_row(
+                Text(str(f.id)),
+                wire(f.ends),
+                wire(", ".join(f.client_ids) or "-"),
+                Text(str(f.exchanges)),
+                Text(str(f.errors), style="red" if f.errors else ""),
+                Text(duration(f.p50)),
+                Text(duration(f.p99)),
+                key=str(f.id),
+            )
+        if rows:
+            self.move_cursor(row=min(cursor, len(rows) - 1))
+
+    @on(DataTable.RowSelected)
+    def chosen(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.post_message(self.Chosen(int(event.row_key.value or 0)))
