@@ -59,7 +59,7 @@ def settle(m: Manifest, members: dict, group: str, step: str, partitions: int, t
 @scenario(
     "doctor-members-come-and-go",
     "A two-instance confluent-kafka service starts (a, then b) and is deployed anew: a stops and a2 starts, then b "
-    "stops and b2 starts, each change waited out with two seconds of work between: six generations in about 25 s, "
+    "stops and b2 starts, each change waited out with a second of work between: six generations in about 25 s, "
     "each rebalance over in one JoinGroup round",
     expect_apis={11, 13, 14},
 )
@@ -72,10 +72,10 @@ def members_come_and_go(ctx: Ctx) -> None:
         members[name] = Member(ctx.bootstrap, group, name, topic)
         settle(m, members, group, f"{name} starts", partitions)
     for old, new in (("a", "a2"), ("b", "b2")):
-        time.sleep(2)
+        time.sleep(1)
         attempt(m, client, "close", members.pop(old).consumer.close, group=group, member=old)
         settle(m, members, group, f"{old} stops", partitions)
-        time.sleep(2)
+        time.sleep(1)
         members[new] = Member(ctx.bootstrap, group, new, topic)
         settle(m, members, group, f"{new} starts", partitions)
     for name, member in members.items():
