@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import subprocess
 import sys
@@ -19,8 +18,9 @@ from pathlib import Path
 from rig import clients, pcapinfo
 from rig.broker import free_port, port_is_free, running_broker
 from rig.capture import tcpdump, tcpdump_version
-from rig.manifest import Manifest, dec
+from rig.manifest import Manifest, dec, dumps
 from rig.netns import netns_pair
+from rig.noida import running_noida
 from rig.relay import RELAY_HOST, running_relay
 from rig.scenarios import Scenario
 from rig.tls import KeyUpdateRelay, inject_secrets, stunnel, stunnel_version
@@ -67,6 +67,8 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             if sc.relay is not None:  # the clients see the relay's address; the broker's own leg is not captured
                 broker = stack.enter_context(running_broker("127.0.0.1", port, advertised_host=RELAY_HOST))
                 stack.enter_context(running_relay(port, "127.0.0.1", sc.relay))
+            elif sc.broker == "noida-db":
+                broker = stack.enter_context(running_noida("127.0.0.1", port))
             else:
                 broker = stack.enter_context(running_broker("127.0.0.1", port))
             capture_ns, interface, client_ns = None, sc.interface, None
@@ -77,7 +79,13 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             scenario=sc.name,
             title=sc.title,
             file=pcap.name,
-            broker={"software": "tansu", "version": broker.version, "host": broker.host, "port": broker.port, "storage": "memory"},
+            broker={
+                "software": sc.broker,
+                "version": broker.version,
+                "host": broker.host,
+                "port": broker.port,
+                "storage": "memory" if sc.broker == "tansu" else "a temporary data folder",
+            },
             clients=clients.all_client_versions(),
             interface=interface,
             link_type=None,  # filled in from the pcap afterwards
@@ -94,6 +102,9 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
         stats = stack.enter_context(tcpdump(str(pcap), interface, expression, netns=capture_ns, nano=sc.nano))
         _run_workload(sc, broker.bootstrap, manifest_path, client_ns, verbose)
     _fix_link_type(manifest_path, pcap)
+    if sc.wire_counts is not None:
+        counts = sc.wire_counts(pcapinfo.summarize(str(pcap), broker.port))
+        manifest.write("counted", source="the capture, read by rig/pcapinfo.py", **counts)
     if verbose:
         print(f"  tcpdump: {stats.captured} packets captured, {stats.dropped_by_kernel} dropped")
     summary = check(sc, pcap, manifest_path, broker.port)
@@ -175,7 +186,7 @@ def _write_twin_manifest(manifest_path: Path, twin_manifest: Path, twin_name: st
     head.pop("tls", None)
     with open(twin_manifest, "w", encoding="utf-8") as out:
         for line in [head, *lines[1:]]:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.write(dumps(line) + "\n")
 
 
 def check_tls(sc: Scenario, out_dir: Path, tls_port: int, port: int) -> pcapinfo.Summary:
@@ -196,7 +207,7 @@ def _fix_link_type(manifest_path: Path, pcap: Path) -> None:
     lines[0]["link_type"] = pcapinfo.LINK_NAMES.get(linktype, str(linktype))
     with open(manifest_path, "w", encoding="utf-8") as out:
         for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.write(dumps(line) + "\n")
 
 
 def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None, verbose: bool, keylog: str | None = None) -> None:
@@ -226,6 +237,10 @@ def check(sc: Scenario, pcap: Path, manifest_path: Path, port: int) -> pcapinfo.
     lines = Manifest(str(manifest_path)).read()
     if not lines or lines[0].get("kind") != "capture":
         problems.append("manifest does not start with a capture line")
+    if sc.wire_counts is not None:
+        counted = [{k: v for k, v in ln.items() if k not in ("kind", "source")} for ln in lines if ln["kind"] == "counted"]
+        if counted != [sc.wire_counts(summary)]:
+            problems.append(f"the manifest's counted line {counted} is not what the capture holds: {sc.wire_counts(summary)}")
     codec_at = {
         (ln["topic"], ln["partition"], ln["offset"]): ln.get("codec")
         for ln in lines

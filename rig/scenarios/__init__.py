@@ -43,11 +43,13 @@ class Scenario:
     expect_apis: frozenset = field(default_factory=frozenset)  # api keys that must appear
     tls: Optional[TlsSpec] = None  # clients talk TLS to stunnel in front of the broker (rig/tls.py)
     relay: Optional[Callable[[int, int], float]] = None  # hold responses in rig/relay.py: (api key, nth) -> seconds
+    broker: str = "tansu"  # or "noida-db" (rig/noida.py), for what only noida-db does
+    wire_counts: Optional[Callable] = None  # Summary -> dict, counted from the capture into a `counted` manifest line
 
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor")
+MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor", "faults", "habits", "healthy", "hostile")
 
 
 def scenario(name: str, title: str, **options) -> Callable:
