@@ -89,3 +89,5 @@ class ConnectionEnd:
     """The capture holds no SYN for this connection: it started before the capture did."""
     tls: TlsTotals | None = None
     """For a TLS connection: its records, what was decrypted, and what stayed hidden."""
+    closed_by: Literal["client", "broker"] | None = None
+    """The side whose FIN or RST the capture saw first; None when neither closed it (the capture ended, an eviction)."""

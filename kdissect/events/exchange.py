@@ -61,6 +61,12 @@ class Exchange:
     status: Status
     request: Message | None
     response: Message | None
+    queued: int | None = None
+    """Nanoseconds the request waited behind earlier ones on its connection before the broker took it: a broker
+    handles one connection's requests one at a time, in order, so it starts on this one when it has sent the previous
+    response (0 when that came before this request; None without a request and a response)."""
+    ahead: int | None = None
+    """When `queued`: the exchange whose response this one waited for."""
 
     @property
     def request_header(self) -> RequestHeader | None:
@@ -110,6 +116,12 @@ class Exchange:
         if self.request and self.response:
             return self.response.ts - self.request.ts
         return None
+
+    @property
+    def service(self) -> int | None:
+        """The latency less the time the request waited in line (`queued`): how long the broker took on it."""
+        latency = self.latency
+        return None if latency is None else latency - (self.queued or 0)
 
     @property
     def ts(self) -> int:

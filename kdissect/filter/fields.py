@@ -76,9 +76,12 @@ def _bodies(exchange: Exchange) -> list[Body]:
     return [m.body for m in (exchange.request, exchange.response) if m is not None and isinstance(m.body, Body)]
 
 
+def _ms(ns: int | None) -> list:
+    return [] if ns is None else [ns / 1e6]
+
+
 def _latency(exchange: Exchange) -> list:
-    latency = exchange.latency
-    return [] if latency is None else [latency / 1e6]
+    return _ms(exchange.latency)
 
 
 def _early_latency(info: ConnectionInfo, request: Message, response: Message | None) -> list | None:
@@ -136,6 +139,15 @@ EXCHANGE_FIELDS: dict[str, ExchangeField] = {
     "latency_ms": ExchangeField(
         FLOAT, "milliseconds from the request's last byte to the response's (ms, s, us suffixes)", _latency, _early_latency
     ),
+    "queue_ms": ExchangeField(
+        FLOAT,
+        "milliseconds the request waited behind earlier requests of its connection (a broker takes them one at a time)",
+        lambda ex: _ms(ex.queued),
+    ),
+    "service_ms": ExchangeField(
+        FLOAT, "the latency less the time in line: the broker's own time on the request", lambda ex: _ms(ex.service)
+    ),
+    "queued_behind": ExchangeField(INT, "the exchange this one waited for in line, when it waited", lambda ex: _one(ex.ahead)),
     "time": ExchangeField(
         TIME,
         'when the exchange started: "2026-11-21T13:34:02Z" (UTC), or seconds since the epoch',

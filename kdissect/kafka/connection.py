@@ -154,6 +154,7 @@ class Connection:
         "packets",
         "phase",
         "ending",
+        "closer",
         "closing",
         "initiator",
         "port_side",
@@ -171,6 +172,8 @@ class Connection:
         "requests",
         "responses",
         "unanswered",
+        "answered_ts",
+        "answered_id",
     )
 
     client_dir: int
@@ -190,6 +193,8 @@ class Connection:
         self.phase = PROBING
         self.ending = False
         """A FIN or RST was seen, in any phase: from then on the dissector checks after each packet whether it is over."""
+        self.closer: int | None = None
+        """The direction of the first FIN or RST: the side that closed the connection."""
         self.closing = False
         """`close` is running: the frames it hands on are settled at once, so what they register is not priced."""
         self.initiator: int | None = None
@@ -216,6 +221,9 @@ class Connection:
         the first (a deque costs 760 bytes; a SYN flood defers none)."""
         self.deferred_bytes = 0
         self.requests = self.responses = self.unanswered = 0
+        self.answered_ts = 0
+        """When the broker's last response was sent: it takes the next request only then (`Exchange.queued`)."""
+        self.answered_id: int | None = None
 
     def _move(self, to: Phase) -> None:
         self.phase = moved(self.phase, to)
@@ -227,7 +235,8 @@ class Connection:
         if flags & 0x07:
             if flags & SYN and not flags & ACK:
                 self.initiator = direction
-            self.ending = self.ending or bool(flags & 0x05)
+            if flags & 0x05 and not self.ending:
+                self.ending, self.closer = True, direction
         if flags & ACK:  # first: what the peer sent before this packet was sent, a request before its response
             other = self.streams[direction ^ 1]
             if other.pending:
@@ -426,7 +435,14 @@ class Connection:
     def _exchange(self, status: Status, request: Message | None, response: Message | None) -> None:
         shared = self.shared
         shared.counters.exchanges += 1
-        shared.events.append(new_exchange(shared.counters.exchanges, self.info, status, request, response))
+        number = shared.counters.exchanges
+        queued = ahead = None
+        if response is not None:
+            if request is not None:
+                queued = max(0, min(self.answered_ts, response.ts) - request.ts)
+                ahead = self.answered_id if queued else None
+            self.answered_ts, self.answered_id = response.ts, number
+        shared.events.append(new_exchange(number, self.info, status, request, response, queued, ahead))
 
     # what it holds
 
@@ -532,6 +548,7 @@ class Connection:
                 client.out_of_order + broker.out_of_order,
                 client.mid_stream or broker.mid_stream,
                 self.tls.session.totals() if self.tls and self.tls.session else None,
+                None if self.closer is None else "client" if self.closer == c else "broker",
             )
         )
 

@@ -176,6 +176,8 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
         "request_ts_ns": request.ts if request else None,
         "response_ts_ns": response.ts if response else None,
         "latency_ms": None if latency is None else latency / 1e6,
+        "queue_ms": None if exchange.queued is None else exchange.queued / 1e6,
+        "service_ms": None if latency is None else (latency - (exchange.queued or 0)) / 1e6,
         "api_key": key,
         "api_name": exchange.api_name or f"api {key}" if key is not None else None,
         "api_version": exchange.api_version,

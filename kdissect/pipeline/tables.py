@@ -41,6 +41,8 @@ EXCHANGES = pa.schema(
         ("request_ts_ns", pa.int64()),
         ("response_ts_ns", pa.int64()),
         ("latency_ms", pa.float64()),
+        ("queue_ms", pa.float64()),
+        ("service_ms", pa.float64()),
         ("api_key", pa.int32()),
         ("api_name", pa.string()),
         ("api_version", pa.int32()),

@@ -82,6 +82,8 @@ class DetailView:
             title.append(f"  client {exchange.client_id!r}")
         if exchange.latency is not None:
             title.append(f"  {duration(exchange.latency)}")
+            if exchange.queued:  # the browser shows the same title
+                title.append(f" ({duration(exchange.queued)} in line behind #{exchange.ahead})", style="dim")
         title.append("  ")
         title.append_text(status_text(exchange))
         tree = Tree(title)
