@@ -1,8 +1,8 @@
 """The `kdissect` command: the typer app wiring the commands of commands/, its help, and the one place errors
 become exit codes.
 
-Exit codes (README): 0 clean; 1 the capture is damaged (a diagnostic of severity error: a truncated file, a
-gap in a TCP stream) and the output says what is missing, or the output cannot be written (a full disk, an I/O
+Exit codes (README): 0 clean; 1 the capture lost bytes (`Diagnostic.lost`: a truncated file, a gap in a TCP
+stream) and the output says what is missing, or the output cannot be written (a full disk, an I/O
 error), in one line; 2 a mistake the user can fix (a missing file, a bad option), in one line on stderr, never a
 traceback; 130 interrupted by Ctrl-C after writing what was decoded.
 """

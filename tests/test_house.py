@@ -39,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
     "dissector": CORE_STAGES,
     "filter": CORE_STAGES,
     # floor 6: the doctor, whose rules read the core's events and the decoded bodies
-    "doctor": CORE_STAGES,
+    "doctor": CORE_STAGES | {"filter"},  # a finding's evidence is a display filter: the doctor writes the language
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},

@@ -5,7 +5,8 @@ Each example block is preceded by a marker naming where it comes from:
     <!-- example: CAPTURE SELECTOR [drop=PACKET] -->
 
 SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based), `record=N` (the N-th line of
-`kdissect records --json`), `finding=N` (the doctor's N-th finding, 1-based), `stats=TABLE` or `api=KEY`
+`kdissect records --json`), `finding=N` (the doctor's N-th finding, 1-based), `verdict=1` (the doctor's verdict),
+`stats=TABLE` or `api=KEY`
 (`kdissect schema --json`, whatever the capture); `drop=P`
 removes packet P before dissecting (to show a gap). `python tests/test_json_docs.py` rewrites the examples.
 """
@@ -53,10 +54,12 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         return json_lines.streamed_record_json(streamed[int(which) - 1])
     if kind == "api":
         return next(row for row in schema_rows(BUILTIN) if row["api_key"] == int(which))
-    if kind == "finding":
+    if kind in ("finding", "verdict"):
         doctor = Doctor()
         for event in events:
             doctor.add(event)
+        if kind == "verdict":
+            return json_lines.verdict_json(doctor.report())
         return json_lines.finding_json(doctor.findings()[int(which) - 1])
     stats = Stats()
     for event in events:
@@ -74,7 +77,7 @@ def examples() -> list[tuple[str, str, str, str | None, str]]:
 
 def test_the_document_has_an_example_of_every_shape():
     kinds = {kind for _, kind, _, _, _ in examples()}
-    assert kinds == {"exchange", "connection", "notice", "record", "stats", "api", "finding"}
+    assert kinds == {"exchange", "connection", "notice", "record", "stats", "api", "finding", "verdict"}
 
 
 @pytest.mark.parametrize("capture,kind,which,drop,shown", examples(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")

@@ -26,7 +26,8 @@ from textual.worker import get_current_worker
 
 from kdissect.browse.index import NONE, Index
 from kdissect.browse.wire_text import wire
-from kdissect.views.stats import Round, Stats
+from kdissect.doctor.rebalances import Round
+from kdissect.views.stats import Stats
 from kdissect.views.terminal import duration
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -49,7 +50,7 @@ def lanes(stats: Stats) -> tuple[Lane, ...]:
     """Each group's lane as it stands: made on the pass's thread, which goes on changing its rounds."""
     return tuple(
         Lane(name, len(group.members), tuple(sorted(group.generations)), tuple(copy.deepcopy(group.rows(name))))
-        for name, group in sorted(stats.groups.items())
+        for name, group in sorted(stats.rebalances.groups.items())
     )
 
 

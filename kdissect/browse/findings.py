@@ -25,7 +25,10 @@ KINDS = ("exchanges", "connections", "groups", "client ids", "partitions")
 
 
 def evidence_filter(evidence: Evidence, kind: str | None = None) -> str | None:
-    """The filter that lists the evidence of `kind` (the first kind there is, when None); None when it has none."""
+    """The filter that lists the evidence of `kind`; without one, the finding's own (the filter that selects exactly
+    its evidence), else the first kind there is; None when it has none."""
+    if kind is None and evidence.filter:
+        return evidence.filter
     for each in (kind,) if kind else KINDS:
         if each == "exchanges" and evidence.exchanges:
             return f"id in {{{', '.join(map(str, evidence.exchanges))}}}"

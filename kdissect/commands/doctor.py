@@ -71,6 +71,10 @@ def doctor(
     rules: Annotated[
         bool, typer.Option("--rules", is_eager=True, callback=_rules, help="List every finding the doctor knows (no capture needed).")
     ] = False,
+    everything: Annotated[
+        bool,
+        typer.Option("--all", "-a", help="Show info findings too (what is normal but worth knowing); --json writes them all anyway."),
+    ] = False,
 ) -> None:
     """Findings: rebalance storms, removed members, lag, refused commits, throttling, versions Kafka 4.0 removed,
     latency outliers, what the capture lost... each with why it matters, what to check, and its evidence."""
@@ -84,20 +88,21 @@ def doctor(
         raise UserError(f"--fail-on {fail_on}: say warning or error")
     wanted = common.wanted
     try:
-        doctor = Doctor(settings or (), wanted.matches if wanted.active else None)
+        doctor = Doctor(settings or (), wanted)
     except SettingError as exc:
         raise UserError(str(exc)) from None
     # the rules read every body, whatever the filter shows
     with Reading(common, options=replace(common.options, keep=None)) as run:
-        output = run.writes("doctor")
+        output = run.writes("doctor", everything=everything)
         for event in run.events():
             doctor.add(event)
             if isinstance(event, Exchange) and wanted.matches(event):
                 run.took()
-        findings = doctor.findings()
-        for finding in findings:
+        report = doctor.report()
+        for finding in report.findings:
             output.finding(finding)
-        output.end(Closing())
+        output.end(Closing(report=report))
     run.finish()
+    findings = report.findings
     if fail_on is not None and any(SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on) for f in findings):
         raise ExitStatus(1)

@@ -205,7 +205,7 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
             if output:
                 buffer.seek(0)
                 buffer.truncate()
-            damage = tuple(d.code for d in event.diagnostics if d.severity == "error")
+            damage = tuple(d.code for d in event.diagnostics if d.lost)
             facts = exchange_facts(event, shown) if totals else None
             batch.append((event.id, shown, facts, output, damage))
             size += len(output)

@@ -189,7 +189,7 @@ class _Session:
         """The screen updated in place, on a terminal."""
         from kdissect.doctor.engine import Doctor
 
-        self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None)
+        self.doctor = Doctor(wanted=common.wanted)
 
     def handle(self, event: Any) -> None:
         """Route one event: to the doctor, and to the view or the writer (as the filter says); once --count
@@ -308,9 +308,9 @@ class _Session:
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters
         if self.pcap is not None:
             self.pcap.flush()
-        findings = tuple(self.doctor.findings())
+        report = self.doctor.report()
         if not self.text:
-            self.output.end(Closing(findings=findings))
+            self.output.end(Closing(report=report))
             if not self.quiet:
                 drops = f", {stats.kernel_drops} dropped by the kernel" if stats.kernel_drops else ""
                 shown = f" ({summary.shown} written)" if summary.shown != summary.exchanges else ""
@@ -331,4 +331,4 @@ class _Session:
                     "warning",
                 )
             )
-        self.output.end(Closing(summary, counters, (capture.linktype,), tuple(notes), findings=findings))
+        self.output.end(Closing(summary, counters, (capture.linktype,), tuple(notes), report=report))

@@ -53,10 +53,23 @@ def read(
 
     with Reading(common, jobs=jobs) as run:
         sink = EventSink(common.wanted, run.writes("read", **settings), totals=text)  # --json and fields print no totals
+        doctor = _doctor(common) if text and run.jobs == 1 else None  # in several processes, bodies are decoded apart
         for event in run.events(worker_sink):
+            if doctor is not None:
+                doctor.add(event)
             if sink.add(event):
                 run.took()
-        run.output.end(
-            Closing(sink.summary, run.dissector.counters, tuple(run.source.linktypes()), tuple(run.notes())) if text else Closing()
-        )
+        if text:
+            counts = run.dissector.counters, tuple(run.source.linktypes()), tuple(run.notes())
+            run.output.end(Closing(sink.summary, *counts, report=doctor.report() if doctor is not None else None))
+        else:
+            run.output.end(Closing())
     run.finish()
+
+
+def _doctor(common: Common):
+    """The doctor whose verdict ends the text view (`kdissect doctor` tells the rest)."""
+    from kdissect.doctor.engine import Doctor
+
+    wanted = common.wanted
+    return Doctor(wanted=wanted)

@@ -1,6 +1,6 @@
 """One pass over a capture file for read, show, stats and records: packets into the core with a progress display
 that never mixes with the output, a stop at Ctrl-C or after --count exchanges, and the exit status the run earns
-(0 clean, 1 the capture is damaged, 130 interrupted: README's "Exit codes")."""
+(0 clean, 1 the capture lost bytes, 130 interrupted: README's "Exit codes")."""
 
 from __future__ import annotations
 
@@ -119,11 +119,11 @@ class Reading:
                 kind = type(event)
                 if kind is Exchange:
                     for d in event.diagnostics:
-                        if d.severity == "error":
+                        if d.lost:
                             self.damage[d.code] += 1
                 elif kind is Settled:
                     self.damage.update(event.damage)
-                elif kind is Notice and event.diagnostic.severity == "error":
+                elif kind is Notice and event.diagnostic.lost:
                     self.damage[event.diagnostic.code] += 1
                 yield event
                 if self.stopped_by or self.stopper.stopping:
@@ -161,11 +161,11 @@ class Reading:
         return notes
 
     def finish(self) -> None:
-        """Raise the run's exit status when it is not 0: interrupted, or the capture is damaged."""
+        """Raise the run's exit status when it is not 0: interrupted, or the capture lost bytes."""
         if self.interrupted:
             raise ExitStatus(self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial")
         for d in self.source.diagnostics():
-            if d.severity == "error":
+            if d.lost:
                 self.damage[d.code] += 1
         if self.damage:
             found = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in self.damage.most_common())

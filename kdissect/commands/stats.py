@@ -25,7 +25,7 @@ def stats(common: Common) -> None:
 
     totals = Stats()
     wanted = common.wanted
-    doctor = Doctor(shown=wanted.matches if wanted.active else None)
+    doctor = Doctor(wanted=wanted)
     with Reading(common) as run:
         output = run.writes("stats")
         for event in run.events():
@@ -36,5 +36,5 @@ def stats(common: Common) -> None:
             elif isinstance(event, ConnectionEnd):
                 totals.add_connection(event)
         notes = tuple(n for n in run.notes() if n.code.startswith("run."))
-        output.end(Closing(notes=notes, stats=totals, findings=tuple(doctor.findings())))
+        output.end(Closing(notes=notes, stats=totals, report=doctor.report()))
     run.finish()

@@ -8,11 +8,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kdissect.doctor.finding import Evidence
+from kdissect.doctor.finding import Evidence, Unit
 from kdissect.events import ConnectionInfo, Exchange
 
 KEEP = 10
-"""Evidence lists keep the first this many of each kind."""
+"""Evidence lists keep the first this many of each kind for people to open."""
+ID_CAP = 5000
+"""Exchange (and connection) ids a trail keeps for its filter when no expression says what its evidence is."""
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -30,22 +32,41 @@ def made(table: dict[K, V], key: K, make: Callable[..., V], *args: Any) -> V:
 class Scope:
     """What the engine tells every trail about the exchange being looked at: whether `-Y` shows it."""
 
-    __slots__ = ("shown", "filtered", "connections")
+    __slots__ = ("shown", "filtered", "connections", "text")
 
-    def __init__(self, filtered: bool) -> None:
+    def __init__(self, filtered: bool, text: str = "") -> None:
         self.shown = True
         self.filtered = filtered
+        self.text = text
+        """The display filter's own text: an evidence filter is `(the rule's) and (this)`."""
         self.connections: set[int] = set()
         """Connections with a shown exchange, kept only under a filter: they carry capture findings."""
 
 
 class Trail:
-    """The evidence of one finding as it comes: every occurrence counts, only those the filter shows are kept."""
+    """The evidence of one finding as it comes: every occurrence counts, only those the filter shows are kept.
 
-    __slots__ = ("scope", "ids", "count", "shown", "connections", "clients", "groups", "partitions", "first_ts", "last_ts")
+    `expr` is the display filter that selects exactly what the rule adds (the reconciliation test in
+    tests/test_doctor.py runs it on every capture); without one the trail's own ids make the filter."""
 
-    def __init__(self, scope: Scope) -> None:
+    __slots__ = (
+        "scope",
+        "expr",
+        "ids",
+        "count",
+        "shown",
+        "connections",
+        "clients",
+        "groups",
+        "partitions",
+        "first_ts",
+        "last_ts",
+        "_last_id",
+    )
+
+    def __init__(self, scope: Scope, expr: str | None = None) -> None:
         self.scope = scope
+        self.expr = expr
         self.ids: list[int] = []
         self.count = 0
         self.shown = 0
@@ -55,28 +76,56 @@ class Trail:
         self.partitions: list[tuple[str, int | None]] = []
         self.first_ts: int | None = None
         self.last_ts: int | None = None
+        self._last_id = 0
 
     def add(self, exchange: Exchange, group: str | None = None, topic: str | None = None, partition: int | None = None) -> None:
+        """One more piece of evidence; an exchange added again (for another partition, say) counts once."""
+        if exchange.id == self._last_id:
+            if self.scope.shown:
+                self._name(group, topic, partition)
+            return
+        self._last_id = exchange.id
         self.count += 1
         if not self.scope.shown:
             return
         self.shown += 1
-        if len(self.ids) < KEEP:
+        if len(self.ids) < ID_CAP:
             self.ids.append(exchange.id)
-        self._note(self.connections, exchange.connection.id)
+        if len(self.connections) < ID_CAP:
+            self._note(self.connections, exchange.connection.id, ID_CAP)
         client_id = exchange.client_id
         if client_id:
             self._note(self.clients, client_id)
+        self._name(group, topic, partition)
+        self.when(exchange.ts, exchange.response.ts if exchange.response is not None else exchange.ts)
+
+    def absorb(self, other: Trail) -> None:
+        """Take another trail's evidence as this one's (the safety net takes the claims of a rule that told nothing)."""
+        self.count += other.count
+        self.shown += other.shown
+        self.ids += other.ids[: ID_CAP - len(self.ids)]
+        for mine, theirs, most in (
+            (self.connections, other.connections, ID_CAP),
+            (self.clients, other.clients, KEEP),
+            (self.groups, other.groups, KEEP),
+            (self.partitions, other.partitions, KEEP),
+        ):
+            for item in theirs:
+                self._note(mine, item, most)
+        if other.first_ts is not None and other.last_ts is not None:
+            self.when(other.first_ts, other.last_ts)
+
+    def _name(self, group: str | None, topic: str | None, partition: int | None) -> None:
         if group is not None:
             self._note(self.groups, group)
         if topic is not None:
             self._note(self.partitions, (topic, partition))
-        self.when(exchange.ts, exchange.response.ts if exchange.response is not None else exchange.ts)
 
     def connection(self, info: ConnectionInfo, first_ts: int, last_ts: int) -> None:
         """Evidence that is a connection, not an exchange (what the capture lost, for example)."""
+        self.count += 1
         if not self.scope.filtered or info.id in self.scope.connections:
-            self._note(self.connections, info.id)
+            self._note(self.connections, info.id, ID_CAP)
             self.when(first_ts, last_ts)
 
     def when(self, first_ts: int, last_ts: int) -> None:
@@ -86,25 +135,54 @@ class Trail:
             self.last_ts = last_ts
 
     @staticmethod
-    def _note(items: list, item: object) -> None:
-        if len(items) < KEEP and item not in items:
+    def _note(items: list, item: object, most: int = KEEP) -> None:
+        if len(items) < most and item not in items:
             items.append(item)
 
     def __bool__(self) -> bool:
         """Whether there is anything to show: an exchange, or a connection the filter lets through."""
         return bool(self.shown or self.connections)
 
-    def evidence(self) -> Evidence:
+    @property
+    def told(self) -> int:
+        """What the finding's title counts: its evidence exchanges the filter shows, or its connections."""
+        return self.shown if self.shown else len(self.connections)
+
+    def evidence(self, connections: bool = False) -> Evidence:
+        """The finding's evidence; `connections`: it is about connections, whatever exchanges it names."""
+        unit: Unit = "connection" if connections or not self.shown and self.connections else "exchange"
+        if self.expr is not None:
+            chosen = self.expr
+        elif unit == "connection":
+            chosen = f"connection in {{{numbers(self.connections)}}}"
+        else:
+            chosen = f"id in {{{numbers(self.ids)}}}"
         return Evidence(
-            tuple(self.ids),
-            self.shown,
-            tuple(self.connections),
+            tuple(self.ids[:KEEP]),
+            len(self.connections) if unit == "connection" else self.shown,
+            tuple(self.connections[:KEEP]),
             tuple(self.clients),
             tuple(self.groups),
             tuple(self.partitions),
             self.first_ts,
             self.last_ts,
+            f"({chosen}) and ({self.scope.text})" if self.scope.filtered else chosen,
+            unit,
         )
+
+
+def numbers(values: list[int]) -> str:
+    """Ids for a filter's set, runs of consecutive ones as ranges: 3, 7..12, 20."""
+    out, ordered = [], sorted(set(values))
+    start = prev = None
+    for value in [*ordered, None]:
+        if value is not None and prev is not None and value == prev + 1:
+            prev = value
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}..{prev}")
+        start = prev = value
+    return ", ".join(out)
 
 
 class Window:
@@ -165,14 +243,18 @@ class Histogram:
 
 
 def span(ns: float) -> str:
-    """A duration for a title: 850 ms, 4.2 s, 3.5 min."""
+    """A duration for a title: 850 ms, 4.2 s, 3.5 min, 2.1 h, 12.4 days."""
     if ns < 10_000_000:
         return f"{ns / 1e6:.1f} ms"
     if ns < 1_000_000_000:
         return f"{ns / 1e6:.0f} ms"
     if ns < 120_000_000_000:
         return f"{ns / 1e9:.1f} s"
-    return f"{ns / 6e10:.1f} min"
+    if ns < 7_200_000_000_000:
+        return f"{ns / 6e10:.1f} min"
+    if ns < 172_800_000_000_000:
+        return f"{ns / 3.6e12:.1f} h"
+    return f"{ns / 8.64e13:.1f} days"
 
 
 def where(topic: str | None, partition: int | None) -> str:

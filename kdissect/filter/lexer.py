@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kdissect.filter.errors import FilterError
+from kdissect.printable import printable
 
 Kind = Literal["word", "number", "string", "op", "(", ")", "{", "}", ",", "end"]
 
@@ -117,6 +118,10 @@ def _string(text: str, start: int) -> tuple[str, int]:
                 chars.append(chr(int(text[i + 2 : i + 4], 16)))
                 i += 4
                 continue
+            if escape == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2 : i + 6]):
+                chars.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
             # any other backslash stays, so regular expressions read as written: "\d+\.\d"
         chars.append(c)
         i += 1
@@ -124,14 +129,6 @@ def _string(text: str, start: int) -> tuple[str, int]:
 
 
 def quote(value: str) -> str:
-    """`value` as a string literal the lexer reads back exactly."""
-    out = ['"']
-    for c in value:
-        if c in '\\"':
-            out.append("\\" + c)
-        elif c < " " or c == "\x7f":
-            out.append(f"\\x{ord(c):02x}")
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
+    """`value` as a string literal the lexer reads back exactly, with nothing in it a terminal would act on: a
+    filter made of captured text (the doctor's evidence, the browser's `g`) can be printed as it is."""
+    return '"' + printable(value.replace("\\", "\\\\").replace('"', '\\"')) + '"'

@@ -38,10 +38,13 @@ from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.summary import SASL_TOKEN_LABEL
 
 if TYPE_CHECKING:
+    from kdissect.doctor.engine import Report
     from kdissect.doctor.finding import Finding
 
-LAYOUT = 2
-"""2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
+LAYOUT = 3
+"""3: a finding's evidence says `count`, `unit` and `filter` (2 had `exchange_count`), and reports end with a
+verdict object. 2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells
+its `holes`."""
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 """The control characters a text value may not hold (tab, newline and carriage return it may)."""
 _BASE64 = binascii.b2a_base64
@@ -596,9 +599,13 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "title": finding.title,
         "explanation": finding.explanation,
         "advice": finding.advice,
+        "caused_by": list(finding.caused_by),
+        "software": finding.software,
         "evidence": {
+            "filter": e.filter,
+            "count": e.count,
+            "unit": e.unit,
             "exchanges": list(e.exchanges),
-            "exchange_count": e.exchange_count,
             "connections": list(e.connections),
             "client_ids": list(e.client_ids),
             "groups": list(e.groups),
@@ -606,6 +613,24 @@ def finding_json(finding: Finding) -> dict[str, Any]:
             "first": None if e.first_ts is None else time_text(e.first_ts),
             "last": None if e.last_ts is None else time_text(e.last_ts),
         },
+    }
+
+
+def verdict_json(report: Report) -> dict[str, Any]:
+    """The doctor's one line: how many problems of each severity, what the capture held, and all that in words."""
+    census = report.census
+    return {
+        "type": "verdict",
+        "layout": LAYOUT,
+        "verdict": report.verdict,
+        "errors": sum(f.severity == "error" for f in report.findings),
+        "warnings": sum(f.severity == "warning" for f in report.findings),
+        "info": sum(f.severity == "info" for f in report.findings),
+        "span_ms": census.span_ns / 1e6,
+        "connections": census.connections,
+        "exchanges": census.exchanges,
+        "clients": len(census.client_ids),
+        "groups": len(census.groups),
     }
 
 

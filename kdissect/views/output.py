@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a command imports this module at start-up, before it reads anything: only names for the types
     from kdissect.diagnostic import Diagnostic
+    from kdissect.doctor.engine import Report
     from kdissect.doctor.finding import Finding
     from kdissect.events import ConnectionEnd, Exchange, Notice
     from kdissect.kafka.shared import Counters
@@ -70,6 +71,8 @@ class Settings:
     """How the user named the capture: the doctor's "open one" lines repeat it."""
     header: bool = True
     """False for a `read --jobs` worker: its rows join the first process's, which writes the header."""
+    everything: bool = False
+    """`doctor --all`: info findings too (the structured formats always write every finding)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +87,9 @@ class Closing:
     """Why the output is partial, and what was odd about the capture file."""
     stats: Stats | None = None
     """`stats`' tables."""
-    findings: tuple[Finding, ...] | None = None
-    """The doctor's findings in brief, as `stats` and `live` end (`doctor` hands each to `Output.finding`)."""
+    report: Report | None = None
+    """The doctor's report: its verdict ends every run that has one (`read`, `stats`, `live`, `doctor`); `stats` and
+    `live` list its problems in brief (`doctor` hands each finding to `Output.finding` first)."""
 
 
 class Output:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from rich.text import Text
+
 from kdissect.events import Exchange
 from kdissect.views.output import Closing, Output, Settings, Title
 
@@ -85,16 +87,23 @@ class TextOutput(Output):
         if closing.summary is not None:
             if command == "live" and self.title is not None:
                 self._rows.title(self.title.name, self.title.format, self.title.compression)
+            assert closing.counters is not None, "a closing with a summary has the core's counters"
             self._rows.closing(closing.summary, closing.counters, list(closing.linktypes), list(closing.notes))
         if closing.stats is not None:
             from kdissect.views.stats import print_stats
 
             print_stats(closing.stats, console, list(closing.notes))
-        from kdissect.views.doctor import print_findings
+        report, capture = closing.report, self.settings.capture
+        if report is not None:
+            from kdissect.views.doctor import print_findings, print_verdict
 
-        if closing.findings is not None:
-            console.print("[bold]Findings[/] (kdissect doctor --explain ID tells more)")
-            print_findings(closing.findings, console, self.settings.capture, brief=True)
-        if command == "doctor":
-            print_findings(self.findings, console, self.settings.capture)
+            if command == "doctor":
+                print_verdict(report, console, capture)
+                console.print()
+                print_findings(self.findings, console, capture, everything=self.settings.everything, hidden_by="--all")
+            else:
+                if command != "read" and report.problems:
+                    console.print(Text("Findings", style="bold") + Text(" (kdissect doctor --explain ID tells more)"))
+                    print_findings(report.findings, console, capture, brief=True, everything=False, hidden_by="doctor --all")
+                print_verdict(report, console, capture, hint=True)
         self.stream.flush()

@@ -23,11 +23,10 @@ TIMEOUTS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_
 """Short group timeouts, so that removals and slow joins happen within seconds (tansu enforces them)."""
 
 
-def expect(m: Manifest, finding: str, proposed: bool = False, **evidence: object) -> None:
+def expect(m: Manifest, finding: str, **evidence: object) -> None:
     """The capture must yield this finding, and its evidence must name each of `evidence` (client_id, group,
-    topic, partition, api: the API of every evidence exchange). `proposed`: an id the doctor does not have yet
-    (issue 28), which the rule's author may rename."""
-    m.write("expect", finding=finding, **({"proposed": True} if proposed else {}), **evidence)
+    topic, partition, api: an API among the evidence exchanges')."""
+    m.write("expect", finding=finding, **evidence)
 
 
 def expect_not(m: Manifest, finding: str, why: str, **evidence: object) -> None:
@@ -298,3 +297,5 @@ def slow_broker(ctx: Ctx) -> None:
     idempotent_one_at_a_time(ctx, "slowly", "kdrig-slow-producer", 60)
     expect(ctx.manifest, "latency.outliers", api="Produce")
     expect(ctx.manifest, "producer.duplicate-send", client_id="kdrig-slow-producer", topic="slowly", api="Produce")
+    expect(ctx.manifest, "producer.sequence-refused", client_id="kdrig-slow-producer", topic="slowly", api="Produce")
+    expect(ctx.manifest, "protocol.client-gave-up", client_id="kdrig-slow-producer", api="Produce")

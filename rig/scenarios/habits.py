@@ -101,6 +101,8 @@ def hold_every_fifth_produce(api_key: int, n: int) -> float:
 def duplicate_sequence(ctx: Ctx) -> None:
     idempotent_one_at_a_time(ctx, "resent", "kdrig-resending-producer", 30)
     expect(ctx.manifest, "producer.duplicate-send", client_id="kdrig-resending-producer", topic="resent", api="Produce")
+    expect(ctx.manifest, "producer.sequence-refused", client_id="kdrig-resending-producer", topic="resent", api="Produce")
+    expect(ctx.manifest, "protocol.client-gave-up", client_id="kdrig-resending-producer", api="Produce")
 
 
 @scenario(
