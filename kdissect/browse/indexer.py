@@ -235,7 +235,7 @@ class Indexer:
             decoder.topic_names = topic_names
         decoder.new_session = lambda: copy.copy(known)
         found = exchange_at(self.path, self.options, offsets, row, decoder)
-        return None if found is None else replace(found, id=row.id, connection=row.connection)
+        return None if found is None else replace(found, id=row.id, connection=row.connection, ahead=row.ahead)
 
     def _learnt(self, connection: int) -> tuple[dict[Any, str] | None, Session, list[int]]:
         topic_names = None if self.decoder is None else dict(self.decoder.topic_names)
