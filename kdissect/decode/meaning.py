@@ -39,6 +39,8 @@ class PlacedRecords:
 class ErrorAt:
     path: str
     code: int
+    topic: str | None = None
+    """The topic of the struct that holds it (stated, named by an id, or inherited), as a reader names the error."""
 
 
 class Findings:
@@ -136,6 +138,7 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
     scalars, children = steps  # type: ignore[misc]
     topic_id = stated = partition = None
     records = []
+    first_error = -1
     for name, kind in scalars:
         try:
             value = values[names.index(name)]
@@ -145,7 +148,9 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
             continue
         if kind == "error":
             if value:
-                found.errors.append(ErrorAt(_text(path, name), value))
+                if first_error < 0:
+                    first_error = len(found.errors)
+                found.errors.append(ErrorAt(_text(path, name), value, topic))
         elif kind == "topic":
             if type(value) is str:
                 topic = stated = value
@@ -176,6 +181,11 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
             topic = topic_names[topic_id]
             struct.annotate("TopicId", topic)
             found.topics.append(topic)
+    if first_error >= 0 and topic is not None:  # a topic named after its error code in the same struct
+        errors = found.errors
+        for i in range(first_error, len(errors)):
+            if errors[i].topic is None:
+                errors[i] = ErrorAt(errors[i].path, errors[i].code, topic)
     for name, value in records:
         if isinstance(value, RecordSet):
             found.records.append(PlacedRecords(_text(path, name), topic, partition, value))

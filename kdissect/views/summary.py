@@ -1,7 +1,7 @@
 """Totals the views show after the exchanges: per connection, per error, per capture.
 
 Under a filter the capture's totals (exchanges and their statuses) count every exchange, an answered one the
-filter hid before its response was decoded as "not decoded" (ok or error is not known), and everything else
+filter hid before its response was decoded as "filtered out unread" (ok or error is not known), and everything else
 (flows, errors, diagnostics of exchanges) counts the shown ones only: the bodies of the others may not have
 been decoded at all (the core skips them when the filter rejects an exchange by its headers), so their errors
 are not known. Stream notices (gaps, skipped bytes) belong to no exchange and are
@@ -46,9 +46,9 @@ def api_label(exchange: Exchange) -> str:
     return f"{exchange.api_name or f'api {key}'} v{exchange.api_version}"
 
 
-UNDECODED = "not decoded"
-"""The status counted for an exchange the filter hid before its response was decoded: ok, error or malformed
-is not known without the body."""
+UNDECODED = "filtered out unread"
+"""The status counted for an exchange the filter hid by its headers, on purpose before its response was decoded:
+ok, error or malformed is not known without the body."""
 
 
 def _counted_status(exchange: Exchange, shown: bool) -> str:
@@ -71,6 +71,8 @@ class Facts(NamedTuple):
     diagnostics: tuple[str, ...]
     errors: tuple[int, ...]
     """Distinct error codes, in the order of their set (as the totals have always counted them)."""
+    error_topics: tuple[tuple[int, str], ...] = ()
+    """Distinct (error code, topic) of the errors that belong to a topic."""
 
 
 def exchange_facts(exchange: Exchange, shown: bool) -> Facts:
@@ -87,7 +89,16 @@ def exchange_facts(exchange: Exchange, shown: bool) -> Facts:
         exchange.latency,
         tuple(d.code for d in exchange.diagnostics),
         tuple({code for _, code, _ in exchange_errors(exchange)}),
+        _error_topics(exchange),
     )
+
+
+def _error_topics(exchange: Exchange) -> tuple[tuple[int, str], ...]:
+    response = exchange.response
+    body = response.body if response is not None else None
+    if not isinstance(body, Body) or not body.errors:
+        return ()
+    return tuple(dict.fromkeys((e.code, e.topic) for e in body.errors if e.topic is not None))
 
 
 @dataclass
@@ -114,12 +125,15 @@ class ErrorTally:
     apis: Counter[str] = field(default_factory=Counter)
     exchanges: list[int] = field(default_factory=list)
     """The first few exchange ids where it occurred."""
+    topics: Counter[str] = field(default_factory=Counter)
+    """The topics it was about, up to `Summary.MOST_TOPICS` of them."""
 
 
 class Summary:
     """Consumes the core's events and keeps what the closing panels need; constant memory per connection."""
 
     FIRST_EXCHANGES = 5
+    MOST_TOPICS = 100
 
     def __init__(self) -> None:
         self.flows: dict[int, Flow] = {}
@@ -178,6 +192,10 @@ class Summary:
             tally.apis[facts.label] += 1
             if len(tally.exchanges) < self.FIRST_EXCHANGES:
                 tally.exchanges.append(facts.id)
+        for code, topic in facts.error_topics:
+            topics = self.errors[code].topics
+            if topic in topics or len(topics) < self.MOST_TOPICS:
+                topics[topic] += 1
 
     @staticmethod
     def error_label(code: int) -> str:

@@ -416,7 +416,7 @@ class ReadView:
         if summary.flows:
             console.print(self._flows(summary, console.width))
         if summary.errors:
-            console.print(self._errors(summary))
+            console.print(self._errors(summary, console.width))
         problems = self._problems(summary, counters, notes)
         if problems is not None:
             console.print(problems)
@@ -468,15 +468,15 @@ class ReadView:
         columns = [
             TableColumn("#", "right", keep=0),
             TableColumn("client → broker", keep=0),
-            TableColumn("client ids", wrap=True, keep=3),
+            TableColumn("client ids", wrap=True, keep=1),
             TableColumn("exch", "right", keep=0),
             TableColumn("bytes →", "right", keep=6),
             TableColumn("bytes ←", "right", keep=6),
             TableColumn("APIs", wrap=True, keep=5, max_width=44),
-            TableColumn("errors", "right", keep=1),
+            TableColumn("errors", "right", keep=2),
             TableColumn("unans.", "right", keep=4),
             TableColumn("p50", "right", keep=7),
-            TableColumn("p99", "right", keep=2),
+            TableColumn("p99", "right", keep=3),
             TableColumn("diag", "right", keep=7),
         ]
         rows = []
@@ -509,20 +509,28 @@ class ReadView:
         return fitted_table("Flows", columns, rows, width, compact=compact)
 
     @staticmethod
-    def _errors(summary: Summary) -> Table:
-        table = Table(title="Errors", title_justify="left", title_style="bold red", header_style="bold")
-        table.add_column("error")
-        table.add_column("count", justify="right")
-        table.add_column("where")
-        table.add_column("exchanges")
+    def _errors(summary: Summary, width: int) -> Table:
+        """Each error code: how often, in which APIs, about which topics, and the first exchanges; the name whole."""
+        columns = [
+            TableColumn("error"),
+            TableColumn("count", "right"),
+            TableColumn("where", wrap=True, keep=3),
+            TableColumn("topics", wrap=True, keep=2),
+            TableColumn("exchanges", wrap=True, keep=1),
+        ]
+        rows = []
         for code, tally in sorted(summary.errors.items(), key=lambda item: -item[1].count):
-            table.add_row(
-                Text(summary.error_label(code), style="red"),
-                str(tally.count),
-                Text(printable(", ".join(f"{api}×{n}" for api, n in tally.apis.most_common(3)))),
-                ", ".join(map(str, tally.exchanges)) + (" …" if tally.count > len(tally.exchanges) else ""),
+            topics = [topic for topic, _ in tally.topics.most_common(3)]
+            rows.append(
+                (
+                    Text(summary.error_label(code), style="red"),
+                    str(tally.count),
+                    Text(printable(", ".join(f"{api}×{n}" for api, n in tally.apis.most_common(3)))),
+                    Text(printable(", ".join(topics) + (" …" if len(tally.topics) > len(topics) else "")) or "-"),
+                    ", ".join(map(str, tally.exchanges)) + (" …" if tally.count > len(tally.exchanges) else ""),
+                )
             )
-        return table
+        return fitted_table("Errors", columns, rows, width, style="bold red")
 
     @staticmethod
     def _problems(summary: Summary, counters: Counters, notes: list[Diagnostic]) -> Table | None:
