@@ -9,7 +9,8 @@ by connection and correlation id (`owner`), so a capture of one busy connection 
 many. The first process (the command's own) reads its events in capture order; at another's exchange it
 takes the next item that process sent: whether the filter showed it, the facts the totals count
 (`views.summary.Facts`) when the command prints totals, the bytes its sink wrote for it, the codes of its
-diagnostics of severity error.
+diagnostics of severity error. The text view ends with the doctor's verdict, which reads every exchange: there
+the first process decodes every body, and the others share the testing and the writing.
 
 Standard input, pipes and captures smaller than `SPLIT_BYTES` are read by one process: a second one would
 cost more than it saves. One bound is each process's own: the records a capture may build

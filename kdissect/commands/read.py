@@ -32,7 +32,7 @@ def read(
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.views.output import Closing
-    from kdissect.views.sink import EventSink
+    from kdissect.views.sink import EventSink, Settled
 
     text = common.format == "text"
     if common.detail and not text:
@@ -51,12 +51,12 @@ def read(
         """A worker's: its rows written as each is made, without the header (the first process writes it)."""
         return EventSink(common.wanted, common.make_output("read", stream, header=False, **settings), totals=text)
 
-    with Reading(common, jobs=jobs) as run:
+    with Reading(common, jobs=jobs, every_body=text) as run:
         sink = EventSink(common.wanted, run.writes("read", **settings), totals=text)  # --json and fields print no totals
-        doctor = _doctor(common) if text and run.jobs == 1 else None  # in several processes, bodies are decoded apart
+        doctor = _doctor(common) if text else None
         for event in run.events(worker_sink):
             if doctor is not None:
-                doctor.add(event)
+                doctor.add(event.exchange if type(event) is Settled else event)
             if sink.add(event):
                 run.took()
         if text:

@@ -38,11 +38,14 @@ class Reading:
     so requests in flight are not reported as unanswered.
     """
 
-    def __init__(self, common: Common, options: Any = None, jobs: int = 1) -> None:
+    def __init__(self, common: Common, options: Any = None, jobs: int = 1, every_body: bool = False) -> None:
         self.common = common
         self.options = options or common.options
         self.jobs = jobs
         """Processes to read the capture with (`commands/jobs.py`); 1 unless the capture is a large enough file."""
+        self.every_body = every_body
+        """Whether this process decodes the bodies of the other processes' exchanges too: a doctor here reads them
+        all (the others still test and write theirs)."""
         self.workers: Any = None
         self.output: Any = None
         """The run's `views.output.Output`, once `writes` made it."""
@@ -71,7 +74,8 @@ class Reading:
             if self.jobs > 1:
                 self.workers = jobs.Workers(self.jobs)
                 self._stack.callback(self.workers.stop)
-                options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
+                if not self.every_body:
+                    options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
         self.dissector = file_dissector(self.source, options)
         return self
 
