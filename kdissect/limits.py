@@ -53,6 +53,10 @@ class Limits:
     its traffic could really carry, so a few MB of tiny records compressed a thousandfold cannot take minutes."""
     max_array_elements: int = 200_000
     """Elements kept per array of a message body; the rest are read (so what follows still decodes) and counted."""
+    max_elements_message: int = 1_000_000
+    """Elements of arrays of structs read per message body, at every depth together. Each array is held to the bytes
+    left, but a struct can take no bytes (an empty one, in a user's spec), and arrays inside arrays multiply: 400
+    bytes could ask for 26 million structs. Past it the body is read no further (`body.elements-cut`)."""
     max_nesting: int = 8
     """Depth of message sets nested in compressed wrapper messages."""
     max_fragment_bytes: int = 4 * MiB

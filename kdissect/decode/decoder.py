@@ -42,7 +42,7 @@ class Decoder:
     def __init__(self, limits: Limits = DEFAULT_LIMITS, spans: bool = False, show_secrets: bool = False) -> None:
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = CompiledBodies(self._records, spans, limits.max_array_elements, self._cut)
+        self.bodies = CompiledBodies(self._records, spans, limits.max_array_elements, self._cut, limits.max_elements_message)
         self._cuts: list[tuple[str, int]] = []
         """Arrays of the body being decoded that had more elements than were kept."""
         self._budget: Budget | None = None
