@@ -92,7 +92,7 @@ def doctor(
             doctor.add(event)
             if isinstance(event, Exchange) and wanted.matches(event):
                 run.took()
-        findings = doctor.findings()
+        findings = doctor.findings(lambda: run.interrupted)
         if common.json:
             from kdissect.views.json_lines import JsonLinesWriter, finding_json
 

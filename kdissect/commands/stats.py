@@ -33,7 +33,7 @@ def stats(common: Common) -> None:
                 run.took()
             elif isinstance(event, ConnectionEnd):
                 totals.add_connection(event)
-        findings = doctor.findings()
+        findings = doctor.findings(lambda: run.interrupted)
         if common.json:
             from kdissect.views.json_lines import LAYOUT, JsonLinesWriter, finding_json
 

@@ -10,7 +10,7 @@ from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural, where
+from kdissect.doctor.trail import KEEP_CLIENTS, KEEP_MANY, Kept, Scope, Trail, Window, made, plural, where
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema.tree import Struct
@@ -145,17 +145,22 @@ class Consumers(Family):
         self.seen: dict[str, list[int]] = {}
         """Client id -> [when its first records came, its latest exchange]."""
         self.fetch_trails: dict[str, Trail] = {}
+        self.clients_kept = Kept(KEEP_CLIENTS, "client ids: exchanges not followed per client")
+        self.partitions_kept = Kept(KEEP_MANY, "partitions fetched by a client: fetched partitions whose lag was not followed")
+        self.kept += [self.clients_kept, self.partitions_kept]
 
     def exchange(self, exchange: Exchange) -> None:
         header = exchange.request_header
         key, client_id = (header.api_key, header.client_id) if header else (None, None)
+        client = client_id or f"connection {exchange.connection.id}"
+        tracked = self.clients_kept.admits(client)  # the client has tables here (the lag, per partition, is bounded apart)
         if client_id in self.seen:
             self.seen[client_id][1] = exchange.ts
-        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and client_id:
+        if key in (OFFSET_COMMIT, TXN_OFFSET_COMMIT) and client_id and tracked:
             self.committers.add(client_id)
-        if key == JOIN_GROUP and client_id:
+        if key == JOIN_GROUP and client_id and tracked:
             self.members.add(client_id)
-        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and client_id:
+        if key in (OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP) and client_id and tracked:
             request = fields(exchange.request)
             for named in (request, *each(request, "Groups")):  # OffsetFetch v8+ lists groups
                 if named is not None and isinstance(named.get("GroupId"), str):
@@ -173,7 +178,6 @@ class Consumers(Family):
         self.fetches += 1
         if response.get("ErrorCode") in (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH):
             self.sessions.add(exchange)
-        client = client_id or f"connection {exchange.connection.id}"
         offsets = {
             (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
             for topic in each(request, "Topics")
@@ -188,7 +192,7 @@ class Consumers(Family):
                 self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
         body = getattr(exchange.response, "body", None)
         batches = sum(len(placed.records.batches) for placed in getattr(body, "records", ()))
-        if batches and client_id:
+        if batches and client_id and tracked:
             records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
             self.fetched[client_id] = self.fetched.get(client_id, 0) + records
             if client_id not in self.seen:
@@ -196,7 +200,7 @@ class Consumers(Family):
             made(self.fetch_trails, client_id, Trail, self.scope).add(exchange, self.groups.get(client_id))
         if long_poll(exchange, self.threshold(LONG_POLL)):
             self.polls.add(exchange)
-        elif not batches and exchange.latency is not None:
+        elif not batches and exchange.latency is not None and tracked:
             window = made(self.spins, client, Window, SECOND)
             if window.add(exchange.ts) > self.threshold(EMPTY_SPIN):
                 made(self.spin_trails, client, Trail, self.scope).add(exchange)
@@ -206,6 +210,8 @@ class Consumers(Family):
             return
         lag = max(0, high - offset)
         key = (client, topic, partition)
+        if not self.partitions_kept.admits(key):
+            return
         seen = self.lags.get(key)
         if seen is None:
             self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)

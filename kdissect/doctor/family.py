@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings
-from kdissect.doctor.trail import Scope
+from kdissect.doctor.trail import Kept, Scope
 from kdissect.events import ConnectionEnd, Exchange
 
 
@@ -19,6 +19,8 @@ class Family:
     def __init__(self, settings: Settings, scope: Scope) -> None:
         self.settings = settings
         self.scope = scope
+        self.kept: list[Kept] = []
+        """The bounds on the family's per-key tables."""
 
     def threshold(self, rule: Rule, name: str = "threshold") -> float:
         return self.settings(rule, name)
@@ -32,3 +34,7 @@ class Family:
     def findings(self) -> Iterator[Finding]:
         """What the events added up to; called once, at the end."""
         return iter(())
+
+    def bounds(self) -> list[str]:
+        """What the family counted past its bookkeeping's bounds, in words; nothing on a capture within them."""
+        return [kept.told() for kept in self.kept if kept.past]

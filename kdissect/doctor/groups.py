@@ -9,7 +9,7 @@ from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural, span
+from kdissect.doctor.trail import KEEP_GROUPS, KEEP_MANY, Kept, Scope, Trail, Window, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import error_name
 
@@ -101,12 +101,16 @@ class Groups(Family):
     def __init__(self, settings: Settings, scope: Scope) -> None:
         super().__init__(settings, scope)
         self.generations: dict[str, Window] = {}
-        self.seen: set[tuple[str, int]] = set()
+        self.seen = Kept(KEEP_MANY, "generations of groups: new generations not counted")
+        """(group, generation) announced: each counts once in its group's window."""
         self.storms: dict[str, Trail] = {}
+        self.groups_kept = Kept(KEEP_GROUPS, "groups: generations not counted per group")
         self.last_seen: dict[tuple[str, str], int] = {}
         """(group, member id) -> when the member last got an answer without trouble."""
+        self.members_kept = Kept(KEEP_MANY, "group members: member requests not followed")
         self.removed = Trail(self.scope)
-        self.gaps: list[int] = []
+        self.longest_gap = 0
+        """The longest a removed member was silent before the answer that told it."""
         self.removed_members: set[tuple[str, str]] = set()
         self.slow = Trail(self.scope)
         self.slowest = 0
@@ -115,6 +119,7 @@ class Groups(Family):
         self.fenced = Trail(self.scope)
         self.fence_codes: dict[int, int] = {}
         self.handshakes = Trail(self.scope)
+        self.kept += [self.seen, self.groups_kept, self.members_kept]
 
     def exchange(self, exchange: Exchange) -> None:
         key = exchange.api_key
@@ -146,11 +151,13 @@ class Groups(Family):
     def _member(self, exchange: Exchange, group: str, member: str, answer: list[int]) -> None:
         """A member's request: answered as gone, it had been removed since it was last answered well."""
         key = (group, member)
+        if not self.members_kept.admits(key):
+            return
         if any(c in GONE for c in answer):
             last = self.last_seen.pop(key, None)
             if last is not None and key not in self.removed_members:
                 self.removed_members.add(key)
-                self.gaps.append(exchange.ts - last)
+                self.longest_gap = max(self.longest_gap, exchange.ts - last)
                 self.removed.add(exchange, group)
         elif exchange.response is not None and not answer:
             self.last_seen[key] = exchange.response.ts
@@ -167,8 +174,8 @@ class Groups(Family):
             self.slow.add(exchange, group)
             self.slowest = max(self.slowest, latency)
         generation = response.get("GenerationId") if response is not None and not answer else None
-        if isinstance(generation, int) and (group, generation) not in self.seen:
-            self.seen.add((group, generation))
+        new = isinstance(generation, int) and (group, generation) not in self.seen.keys and self.seen.admits((group, generation))
+        if new and self.groups_kept.admits(group):
             window = made(self.generations, group, Window, MINUTE)
             if window.add(exchange.ts) > self.threshold(REBALANCE_STORM):
                 made(self.storms, group, Trail, self.scope).add(exchange, group)
@@ -189,9 +196,9 @@ class Groups(Family):
                     trail.evidence(),
                 )
         if self.removed and self.removed.count >= self.threshold(MEMBER_REMOVED):
-            longest = max(self.gaps)
+            silent = span(self.longest_gap)
             yield MEMBER_REMOVED.finding(
-                f"{plural(self.removed.count, 'member')} removed by the coordinator (silent up to {span(longest)} before the answer)",
+                f"{plural(self.removed.count, 'member')} removed by the coordinator (silent up to {silent} before the answer)",
                 self.removed.evidence(),
             )
         if self.slow:

@@ -11,7 +11,7 @@ from kdissect.doctor.facts import broker, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Histogram, Scope, Trail, made, span
+from kdissect.doctor.trail import KEEP_GROUPS, Histogram, Kept, Scope, Seen, Trail, made, span
 from kdissect.events import Exchange
 from kdissect.schema import API_NAMES
 
@@ -43,7 +43,9 @@ class Latency(Family):
     def __init__(self, settings: Settings, scope: Scope) -> None:
         super().__init__(settings, scope)
         self.histograms: dict[tuple[int, str], Histogram] = {}
-        self.slowest: dict[tuple[int, str], list[tuple[int, int, Exchange]]] = {}
+        self.slowest: dict[tuple[int, str], list[tuple[int, int, Seen]]] = {}
+        self.pairs_kept = Kept(KEEP_GROUPS, "API and broker pairs: exchanges not timed")
+        self.kept.append(self.pairs_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         latency, key = exchange.latency, exchange.api_key
@@ -55,14 +57,16 @@ class Latency(Family):
             latency -= max(0, wait if isinstance(wait, int) else 0) * 1_000_000
             latency = max(latency, 0)
         where = (key, broker(exchange))
+        if not self.pairs_kept.admits(where):
+            return
         made(self.histograms, where, Histogram).add(latency)
         if self.scope.shown:
             slowest = self.slowest.setdefault(where, [])
-            item = (latency, -exchange.id, exchange)
+            rank = (latency, -exchange.id)
             if len(slowest) < SLOWEST:
-                heapq.heappush(slowest, item)
-            elif item[:2] > slowest[0][:2]:
-                heapq.heapreplace(slowest, item)
+                heapq.heappush(slowest, (*rank, Seen.of(exchange)))
+            elif rank > slowest[0][:2]:
+                heapq.heapreplace(slowest, (*rank, Seen.of(exchange)))
 
     def findings(self) -> Iterator[Finding]:
         ratio, least, count = (self.threshold(OUTLIERS, n) for n in ("threshold", "min_ms", "count"))

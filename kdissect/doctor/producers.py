@@ -9,7 +9,7 @@ from kdissect.doctor.facts import broker, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, made, plural, span
+from kdissect.doctor.trail import KEEP_CLIENTS, KEEP_GROUPS, Kept, Scope, Seen, Trail, made, plural, span
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 
@@ -151,25 +151,31 @@ class Producers(Family):
         self.ends = [0, 0]
         """EndTxn requests: [committed, aborted]."""
         self.aborted = Trail(self.scope)
-        self.open: dict[str, Exchange] = {}
+        self.open: dict[str, Seen] = {}
         """Transactional id -> the exchange that opened its current transaction."""
         self.long = Trail(self.scope)
         self.longest = 0
         self.last_ts = 0
+        self.clients_kept = Kept(KEEP_CLIENTS, "client ids: exchanges not followed per client")
+        self.transactions_kept = Kept(KEEP_GROUPS, "open transactions: requests adding to a transaction not followed")
+        self.kept += [self.clients_kept, self.transactions_kept]
 
     def exchange(self, exchange: Exchange) -> None:
         response = fields(exchange.response)
+        tracked = self.clients_kept.admits(exchange.client_id or "?")
         if response is not None:
             throttle = response.get("ThrottleTimeMs")
             if isinstance(throttle, int) and throttle > self.threshold(THROTTLED):
                 self.throttled.add(exchange)
                 who = (exchange.client_id or "?", broker(exchange))
-                self.throttled_by[who] = max(self.throttled_by.get(who, 0), throttle)
+                if tracked:
+                    self.throttled_by[who] = max(self.throttled_by.get(who, 0), throttle)
         key = exchange.api_key
         self.last_ts = max(self.last_ts, exchange.ts)
         if key in (ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN):
             for transaction in transactional_ids(exchange):
-                self.open.setdefault(transaction, exchange)
+                if transaction not in self.open and self.transactions_kept.admits(transaction):
+                    self.open[transaction] = Seen.of(exchange)
         if key == METADATA:
             if self.unknown.count:
                 self.metadata_after += 1
@@ -177,11 +183,12 @@ class Producers(Family):
                 if topic.get("ErrorCode") == UNKNOWN_TOPIC_OR_PARTITION:
                     self.unknown.add(exchange, None, topic_of(topic))
         elif key == PRODUCE:
-            self._produce(exchange, response)
+            self._produce(exchange, response, tracked)
         elif key == END_TXN:
             request = fields(exchange.request)
             if request is not None:
                 opened = self.open.pop(request.get("TransactionalId"), None)
+                self.transactions_kept.release(request.get("TransactionalId"))
                 if opened is not None:
                     self._transaction(opened, exchange.ts, exchange)
                 committed = bool(request.get("Committed"))
@@ -189,7 +196,7 @@ class Producers(Family):
                 if not committed:
                     self.aborted.add(exchange)
 
-    def _produce(self, exchange: Exchange, response) -> None:
+    def _produce(self, exchange: Exchange, response, tracked: bool) -> None:
         request = fields(exchange.request)
         if request is None:
             return
@@ -210,7 +217,7 @@ class Producers(Family):
                 elif code in (OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER):
                     repeated.add((name, index))
         body = getattr(exchange.request, "body", None)
-        counts = self.batches.setdefault(exchange.client_id or "?", [0, 0])
+        counts = self.batches.setdefault(exchange.client_id or "?", [0, 0]) if tracked else [0, 0]
         for placed in getattr(body, "records", ()):
             for batch in placed.records.batches:
                 counts[0] += 1
@@ -220,10 +227,10 @@ class Producers(Family):
                         repeated.add((placed.topic, placed.partition))
         for topic_name, index in repeated:
             self.duplicate.add(exchange, None, topic_name, index)
-        if counts[0] >= self.threshold(TINY_BATCHES, "batches") and counts[1] <= self.threshold(TINY_BATCHES) * counts[0]:
+        if tracked and counts[0] >= self.threshold(TINY_BATCHES, "batches") and counts[1] <= self.threshold(TINY_BATCHES) * counts[0]:
             made(self.tiny, exchange.client_id or "?", Trail, self.scope).add(exchange)
 
-    def _transaction(self, opened: Exchange, end: int, closing: Exchange | None) -> None:
+    def _transaction(self, opened: Seen, end: int, closing: Exchange | None) -> None:
         if end - opened.ts >= self.threshold(LONG_TRANSACTION) * SECOND:
             self.longest = max(self.longest, end - opened.ts)
             self.long.add(opened)

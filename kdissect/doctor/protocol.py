@@ -9,7 +9,7 @@ from kdissect.doctor.facts import codes, each, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural
+from kdissect.doctor.trail import KEEP_CLIENTS, KEEP_WAITING, KEEP_WAITING_ALL, Kept, Scope, Seen, Trail, Window, made, plural
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import API_NAMES
 
@@ -128,10 +128,17 @@ class Protocol(Family):
         self.churn_trails: dict[str, Trail] = {}
         self.metadata: dict[str, Window] = {}
         self.metadata_trails: dict[str, Trail] = {}
-        self.waiting: dict[int, list[Exchange]] = {}
-        """Connection id -> its unanswered exchanges, until a later answer shows them skipped."""
+        self.waiting: dict[int, list[Seen]] = {}
+        """Connection id -> its unanswered exchanges, until a later answer shows them skipped: `KEEP_WAITING` of them
+        per connection, `KEEP_WAITING_ALL` in all ..."""
+        self.waiting_past: dict[int, list[int]] = {}
+        """... and of the rest, per connection: [how many, the first one's time, the last one's]."""
+        self.waiting_kept = 0
+        self.waiting_counted = 0
         self.unanswered = Trail(self.scope)
         self.sasl = Trail(self.scope)
+        self.clients_kept = Kept(KEEP_CLIENTS, "client ids: exchanges not followed per client")
+        self.kept.append(self.clients_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         header, connection = exchange.request_header, exchange.connection.id
@@ -143,14 +150,16 @@ class Protocol(Family):
             self._api_versions(exchange, request)
         who = client_id or "(none)"
         name = self.software.get(connection) or f"client id {who}"
-        client = self.clients.setdefault(name, {"ids": set(), "apis": {}, "exchanges": 0})
-        client["exchanges"] += 1
-        client["ids"].add(who)
-        client["apis"].setdefault(key, set()).add(version)
-        made(self.client_trails, name, Trail, self.scope).add(exchange)
-        if removed(key, version):
-            made(self.removed, name, Trail, self.scope).add(exchange)
-            self.removed_versions.setdefault(name, set()).add((key, version))
+        per_client = self.clients_kept.admits(who)
+        if per_client:
+            client = self.clients.setdefault(name, {"ids": set(), "apis": {}, "exchanges": 0})
+            client["exchanges"] += 1
+            client["ids"].add(who)
+            client["apis"].setdefault(key, set()).add(version)
+            made(self.client_trails, name, Trail, self.scope).add(exchange)
+            if removed(key, version):
+                made(self.removed, name, Trail, self.scope).add(exchange)
+                self.removed_versions.setdefault(name, set()).add((key, version))
         answer = codes(exchange.response)
         if UNSUPPORTED_VERSION in answer and key != API_VERSIONS:
             self.unsupported.add(exchange)
@@ -161,9 +170,9 @@ class Protocol(Family):
             self.above.add(exchange)
         if connection not in self.started:
             self.started.add(connection)
-            if made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
+            if per_client and made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
                 made(self.churn_trails, who, Trail, self.scope).add(exchange)
-        if key == METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
+        if per_client and key == METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
             made(self.metadata_trails, who, Trail, self.scope).add(exchange)
         self._order(exchange)
 
@@ -181,17 +190,44 @@ class Protocol(Family):
         """Unanswered requests count once a later request of the same connection is answered."""
         connection = exchange.connection.id
         if exchange.status == "unanswered":
-            self.waiting.setdefault(connection, []).append(exchange)
+            waiting = self.waiting.setdefault(connection, [])
+            if len(waiting) < KEEP_WAITING and self.waiting_kept < KEEP_WAITING_ALL:
+                waiting.append(Seen.of(exchange))
+                self.waiting_kept += 1
+            else:
+                past = self.waiting_past.setdefault(connection, [0, exchange.ts, exchange.ts])
+                past[0] += 1
+                past[1], past[2] = min(past[1], exchange.ts), max(past[2], exchange.ts)
+                self.waiting_counted += 1
         elif exchange.response is not None and exchange.request is not None and connection in self.waiting:
-            for skipped in self.waiting.pop(connection):
+            for skipped in self._forget(connection):
                 if skipped.ts < exchange.ts:
                     self.unanswered.add(skipped)
+            counted = self.waiting_past.pop(connection, None)
+            if counted is not None and counted[1] < exchange.ts:  # those sent before it (all, when only some were)
+                self.unanswered.counted(*counted)
+
+    def _forget(self, connection: int) -> list[Seen]:
+        """The unanswered requests kept for a connection, no longer kept."""
+        waiting = self.waiting.pop(connection, [])
+        self.waiting_kept -= len(waiting)
+        return waiting
 
     def ended(self, end: ConnectionEnd) -> None:
         """What was kept per connection goes with it."""
-        for table in (self.waiting, self.advertised, self.software):
-            table.pop(end.connection.id, None)
-        self.started.discard(end.connection.id)
+        connection = end.connection.id
+        self._forget(connection)
+        self.waiting_past.pop(connection, None)
+        self.advertised.pop(connection, None)
+        self.software.pop(connection, None)
+        self.started.discard(connection)
+
+    def bounds(self) -> list[str]:
+        told = super().bounds()
+        if self.waiting_counted:
+            past = f"past {KEEP_WAITING} per connection or {KEEP_WAITING_ALL} in all"
+            told.append(f"{self.waiting_counted} unanswered requests counted, not kept, {past}")
+        return told
 
     def findings(self) -> Iterator[Finding]:
         for name, client in sorted(self.clients.items()):

@@ -1,18 +1,31 @@
 """Bounded bookkeeping for the rules: evidence as it accumulates, counts over a sliding window, latency
-percentiles from a histogram. Each holds a fixed amount whatever the length of the capture."""
+percentiles from a histogram, each of a fixed size whatever the length of the capture; and the bounds on the tables
+the rules keep per client id, partition, group or connection (`Kept`), whose keys a capture chooses: past them,
+events are counted, not kept, and the doctor says so once."""
 
 from __future__ import annotations
 
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kdissect.doctor.finding import Evidence
 from kdissect.events import ConnectionInfo, Exchange
 
 KEEP = 10
 """Evidence lists keep the first this many of each kind."""
+KEEP_CLIENTS = 10_000
+"""Client ids a family keeps tables for; a normal capture names dozens, a hostile one a new id per request."""
+KEEP_MANY = 50_000
+"""Keys that come many to a client or a group, each kind: (client, topic, partition) lags (a consumer of every partition
+of a large cluster, not a Fetch of 300 000 made-up ones), group members, group generations."""
+KEEP_GROUPS = 10_000
+"""Groups, open transactions and (API, broker) pairs followed, each."""
+KEEP_WAITING = 4096
+"""Unanswered requests remembered per connection (the core's default `max_outstanding_requests`) ..."""
+KEEP_WAITING_ALL = 100_000
+"""... and across all connections, until a later answer shows them skipped: the rest are counted."""
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -25,6 +38,62 @@ def made(table: dict[K, V], key: K, make: Callable[..., V], *args: Any) -> V:
     if value is None:
         value = table[key] = make(*args)
     return value
+
+
+class Answered(NamedTuple):
+    """A response's time: all `Seen` keeps of it."""
+
+    ts: int
+
+
+class Seen(NamedTuple):
+    """What a trail reads of an exchange (its `Trail.add`), kept in its place where a rule holds exchanges for a
+    while: not its bodies."""
+
+    id: int
+    connection: ConnectionInfo
+    client_id: str | None
+    ts: int
+    response: Answered | None
+
+    @classmethod
+    def of(cls, exchange: Exchange) -> Seen:
+        response = exchange.response
+        return cls(exchange.id, exchange.connection, exchange.client_id, exchange.ts, Answered(response.ts) if response else None)
+
+
+class Kept:
+    """The keys a family keeps per-key tables for: at most `most` at a time, the first ones to come (or to find room
+    after a `release`). Events of the other keys are counted (`past`), not kept, so the tables stop growing with the
+    capture; `told` says it in the doctor's words."""
+
+    __slots__ = ("most", "what", "keys", "past")
+
+    def __init__(self, most: int, what: str) -> None:
+        self.most = most
+        self.what = what
+        """What the keys are and what was not kept of the rest, e.g. "client ids: exchanges not followed per client"."""
+        self.keys: set[Any] = set()
+        self.past = 0
+
+    def admits(self, key: Any) -> bool:
+        """Whether `key` has tables (making it one of the kept keys while there is room); else one more event past."""
+        keys = self.keys
+        if key in keys:
+            return True
+        if len(keys) < self.most:
+            keys.add(key)
+            return True
+        self.past += 1
+        return False
+
+    def release(self, key: Any) -> None:
+        """The tables let go of `key`: room for another."""
+        self.keys.discard(key)
+
+    def told(self) -> str:
+        name, _, then = self.what.partition(": ")
+        return f"{self.past} {then} past the first {self.most} {name}"
 
 
 class Scope:
@@ -56,7 +125,7 @@ class Trail:
         self.first_ts: int | None = None
         self.last_ts: int | None = None
 
-    def add(self, exchange: Exchange, group: str | None = None, topic: str | None = None, partition: int | None = None) -> None:
+    def add(self, exchange: Exchange | Seen, group: str | None = None, topic: str | None = None, partition: int | None = None) -> None:
         self.count += 1
         if not self.scope.shown:
             return
@@ -72,6 +141,14 @@ class Trail:
         if topic is not None:
             self._note(self.partitions, (topic, partition))
         self.when(exchange.ts, exchange.response.ts if exchange.response is not None else exchange.ts)
+
+    def counted(self, count: int, first_ts: int, last_ts: int) -> None:
+        """Occurrences counted past a bound, their exchanges not kept: they count, and widen the time window, but
+        name no evidence."""
+        self.count += count
+        if self.scope.shown:
+            self.shown += count
+            self.when(first_ts, last_ts)
 
     def connection(self, info: ConnectionInfo, first_ts: int, last_ts: int) -> None:
         """Evidence that is a connection, not an exchange (what the capture lost, for example)."""
