@@ -12,7 +12,7 @@ from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
-from kdissect.records.context import Budget
+from kdissect.records.context import Budget, earned
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
 from kdissect.schema.tree import Struct
@@ -51,6 +51,8 @@ class Decoder:
         """Records the rest of the capture may build: `Limits.max_records_capture`, and one more per
         `FRAME_BYTES_PER_RECORD` bytes of every frame decoded."""
         self._granted = 0
+        self._frame_size = 0
+        """The size of the frame being decoded: what its decompression budget is earned with."""
         self._holes: tuple[tuple[int, int], ...] = ()
         """The holes of the frame being decoded, in frame offsets."""
         self._covered: list[tuple[int, int]] = []
@@ -76,7 +78,7 @@ class Decoder:
 
     def _records(self, buf: Any, start: int, end: int) -> RecordSet:
         if self._budget is None:  # one per message, made when its first records field is met
-            self._budget = Budget(self.limits.max_decompressed_exchange, min(self.limits.max_records_exchange, self.records_left))
+            self._budget = Budget(earned(self.limits, self._frame_size), min(self.limits.max_records_exchange, self.records_left))
             self._granted = self._budget.records
         holes = ()
         if self._holes:
@@ -127,6 +129,7 @@ class Decoder:
     def _run(self, target: Target, version: int, frame: Frame, start: int) -> tuple[Struct | None, list[Diagnostic]]:
         """The body and its diagnostics, records' included; a frame with holes is read as far as it can be trusted."""
         self._budget = None
+        self._frame_size = frame.size
         if frame.size == len(frame.data):
             fields, diagnostics = self.bodies.run(target, version, frame.data, start)
             return fields, diagnostics + self._records_diagnostics() if self._found else diagnostics
