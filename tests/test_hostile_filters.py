@@ -32,6 +32,7 @@ REFUSED = {
     "a repetition past RE2's integers": 'client_id matches "a{4294967296}"',
     "lookaround": 'client_id matches "(?<=x)y"',
     "a backreference": 'client_id matches "(x)\\\\1"',
+    "a line break and an escape in the text": "api == Fetch\nand \x1b]0;title\x07 > 1",
 }
 
 
