@@ -122,7 +122,7 @@ class Group:
         return rounds
 
 
-MAX_CLIENTS = 10_000
+MAX_CLIENTS = 1_000
 """Client ids with a row of their own; the exchanges of later ones add up in one row, `OTHER_CLIENTS`."""
 OTHER_CLIENTS = f"(client ids past the first {MAX_CLIENTS})"
 
