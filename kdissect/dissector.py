@@ -22,6 +22,7 @@ from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, SYN
 from kdissect.schema import BUILTIN, Catalog
+from kdissect.tls.keylog import KeyLog
 
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
@@ -41,11 +42,13 @@ class Dissector:
         reorder: bool = True,
         decoder: BodyDecoder | None = None,
         keep: Keep | None = None,
-        tls_keylog: bytes = b"",
+        tls_keylog: bytes | KeyLog = b"",
         catalog: Catalog = BUILTIN,
     ) -> None:
         self._shared = Shared(frozenset(ports), limits, reorder, decoder, catalog, keep)
-        if tls_keylog:
+        if isinstance(tls_keylog, KeyLog):  # a file read once: looked in, not copied
+            self._shared.tls_keys = KeyLog(base=tls_keylog)
+        elif tls_keylog:
             self._shared.tls_keys.add(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
@@ -256,8 +259,9 @@ class Options:
     keep: Keep | None = None
     """A verdict from headers (`kafka.shared.Keep`): the bodies of exchanges it rejects are not decoded, except
     those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
-    tls_keylog: bytes = b""
-    """TLS secrets in the NSS key log format, to decrypt TLS connections with."""
+    tls_keylog: bytes | KeyLog = b""
+    """TLS secrets to decrypt TLS connections with: key log lines (NSS format), or a key log file already read
+    (`tls.keylog.KeyLogFile`, which every dissector of these options shares)."""
     catalog: Catalog = BUILTIN
     """The APIs the run knows: the generated tables, with the user's specs (--spec-dir) over them."""
 

@@ -214,6 +214,12 @@ class CaptureFile:
     def linktypes(self) -> list[int]:
         return self._reader.linktypes()
 
+    def stops_when(self, stopped: Callable[[], bool]) -> None:
+        """Have the reader ask `stopped` between the steps of a long search (past a corrupt pcap record header) and
+        end the packets when it says so, so that Ctrl-C is answered within a second whatever the bytes."""
+        if isinstance(self._reader, PcapReader):
+            self._reader.stopped = stopped
+
     def secrets_to(self, callback: Callable[[bytes], None]) -> None:
         """Hand each TLS key log the file embeds (pcapng Decryption Secrets Blocks) to `callback` as it is read,
         before the packets that follow it; a classic pcap has none."""

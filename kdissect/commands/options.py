@@ -650,24 +650,25 @@ def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands
         raise UserError(str(exc)) from None
 
 
-def read_keylog(path: Path | None) -> bytes:
-    """The key log's bytes; a UserError when it cannot be read, or holds lines but no secret (not a key log).
-    An empty one is taken: a live session follows it as clients write to it. Its lines are never echoed."""
+def read_keylog(path: Path | None) -> Any:
+    """The key log, read once as it streams by (`tls.keylog.KeyLogFile`: its secrets, not its bytes); a UserError
+    when it cannot be read, or holds lines but no secret (not a key log). An empty one is taken: a live session
+    follows it as clients write to it. Its lines are never echoed."""
     if path is None:
         return b""
+    from kdissect.tls.keylog import KeyLogFile
+
     try:
-        text = path.read_bytes()
+        keylog = KeyLogFile(path)
     except OSError as exc:
         raise UserError(f"--tls-keylog {path}: {exc.strerror or exc}") from None
-    from kdissect.tls.keylog import KeyLog
-
-    count = KeyLog().add(text)
+    count = keylog.count
     if not count.secrets and count.malformed:
         raise UserError(
             f"--tls-keylog {path}: no TLS secret in it ({count.malformed} malformed lines); "
             "expected NSS key log lines such as CLIENT_RANDOM <64 hex digits> <96 hex digits>"
         )
-    return text
+    return keylog
 
 
 def make_limits(settings: list[str] | None) -> Any:

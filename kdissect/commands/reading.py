@@ -62,6 +62,7 @@ class Reading:
 
         with ExitStack() as stack:
             self.source = stack.enter_context(open_source(self.common.capture or "-"))
+            self.source.stops_when(lambda: self.stopper.stopping is not None)  # a long search over corrupt bytes too
             self.stream = stack.enter_context(self.common.open_output())
             self.stopper.install()
             stack.callback(self.stopper.restore)
@@ -142,7 +143,8 @@ class Reading:
                     return
                 if not counters.packets % PROGRESS_EVERY:
                     advance()
-        yield from self.dissector.settle()
+        if not stopper.stopping:  # the reader may have ended its packets early for it
+            yield from self.dissector.settle()
 
     def notes(self) -> list[Any]:
         """What the closing view says about the capture file, and why the output stops early if it does."""

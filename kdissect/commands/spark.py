@@ -36,6 +36,8 @@ def spark(
     """Dissect captures on Spark into tables to query (exchanges, records, diagnostics; docs/pipeline.md).
     Local Spark by default, a cluster with --master. Needs pip install 'kdissect[spark]' and Java 17.
     A filter keeps only the exchanges it matches (with their records and diagnostics), evaluated on the executors."""
+    from kdissect.tls.keylog import KeyLog
+
     numbered = sorted(common.wanted.fields & {"id", "connection"})
     if numbered:
         raise UserError(
@@ -51,7 +53,7 @@ def spark(
         common.quiet,
         filter_text=common.wanted.text,
         specs=common.specs,
-        tls_keylog=common.options.tls_keylog,
+        tls_keylog=keylog.text() if isinstance(keylog := common.options.tls_keylog, KeyLog) else keylog,
     )
 
 

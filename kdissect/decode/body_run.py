@@ -13,7 +13,7 @@ from typing import Any
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.limits import Limits
-from kdissect.records.context import Budget
+from kdissect.records.context import Budget, earned
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
 
@@ -23,11 +23,13 @@ Holes = tuple[tuple[int, int], ...]
 class BodyRun:
     """One message's decoding: made with the records the capture still allows and the frame's holes."""
 
-    __slots__ = ("limits", "records_left", "holes", "budget", "granted", "cuts", "found", "covered")
+    __slots__ = ("limits", "records_left", "frame_size", "holes", "budget", "granted", "cuts", "found", "covered")
 
-    def __init__(self, limits: Limits, records_left: int, holes: Holes = ()) -> None:
+    def __init__(self, limits: Limits, records_left: int, frame_size: int, holes: Holes = ()) -> None:
         self.limits = limits
         self.records_left = records_left
+        self.frame_size = frame_size
+        """What the message's decompression budget is earned with (`records.context.earned`)."""
         self.holes = holes
         """The frame's holes, in frame offsets: records fields are told where they fall."""
         self.budget: Budget | None = None
@@ -43,7 +45,7 @@ class BodyRun:
     def records(self, buf: Any, start: int, end: int) -> RecordSet:
         """The records hook: decode a records field's bytes against the message's budget."""
         if self.budget is None:
-            self.budget = Budget(self.limits.max_decompressed_exchange, min(self.limits.max_records_exchange, self.records_left))
+            self.budget = Budget(earned(self.limits, self.frame_size), min(self.limits.max_records_exchange, self.records_left))
             self.granted = self.budget.records
         holes: Holes = ()
         if self.holes:

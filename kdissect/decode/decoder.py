@@ -45,7 +45,7 @@ class Decoder:
         self.catalog = catalog
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = CompiledBodies(catalog, self._records, spans, limits.max_array_elements, self._cut)
+        self.bodies = CompiledBodies(catalog, self._records, spans, limits.max_array_elements, self._cut, limits.max_elements_message)
         self._run: BodyRun | None = None
         """The run of a compiled decoder going on now, which the hooks report to."""
         self.records_left = self.limits.max_records_capture
@@ -107,18 +107,21 @@ class Decoder:
         """The body, the run that read it, and its diagnostics, records' included; a frame with holes is read as far
         as it can be trusted."""
         if frame.size == len(frame.data):
-            return self._run_on(target, version, frame.data, start, ())
+            return self._run_on(target, version, frame.data, start, (), frame.size)
         holes = frame.holes()
         full = frame.filled()
-        fields, run, diagnostics = self._run_on(target, version, full, start, holes)
+        fields, run, diagnostics = self._run_on(target, version, full, start, holes, frame.size)
         misread = _first_uncovered(holes, run.covered)
         if misread is not None and (misread < _stop(diagnostics, len(full)) or any(d.code == "body.malformed" for d in diagnostics)):
-            fields, run, diagnostics = self._run_on(target, version, bytes(full[:misread]), start, holes)
+            fields, run, diagnostics = self._run_on(target, version, bytes(full[:misread]), start, holes, frame.size)
         return fields, run, diagnostics
 
-    def _run_on(self, target: Target, version: int, data: Any, start: int, holes: Holes) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
-        """One run of the compiled decoder over `data`, with a `BodyRun` of its own for the hooks."""
-        run, outer = BodyRun(self.limits, self.records_left, holes), self._run
+    def _run_on(
+        self, target: Target, version: int, data: Any, start: int, holes: Holes, size: int
+    ) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
+        """One run of the compiled decoder over `data` (of a frame of `size` bytes), with a `BodyRun` of its own for
+        the hooks."""
+        run, outer = BodyRun(self.limits, self.records_left, size, holes), self._run
         self._run = run
         try:
             fields, diagnostics = self.bodies.run(target, version, data, start)

@@ -59,7 +59,13 @@ FIELD_KEYS = frozenset(
 STRUCT_KEYS = frozenset({"name", "versions", "fields", "about"})
 NULLABLE = frozenset({"string", "bytes", "records"})
 """Primitive types that can be null; arrays and structs can be too."""
-_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*')
+MAX_DIGITS = 40
+"""The most digits a number of a spec may have: its numbers are keys, tags and defaults of at most 64 bits, and
+reading a number costs time quadratic in its digits."""
+MAX_NESTING = 32
+"""The deepest structs may nest in a spec (Kafka's nest 6 deep): the builder, the compiler and the views walk them
+by recursion."""
+_QUOTE_OR_COMMENT = re.compile(r'"|//')
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +98,37 @@ class Node(dict):
     __slots__ = ("at", "values_at", "repeated")
 
 
+class _LongNumber(ValueError):
+    """A number with more than `MAX_DIGITS` digits, met while the JSON was read."""
+
+
 def strip_comments(text: str) -> str:
-    """Drop `//` comments outside strings; line breaks stay, so offsets keep their lines."""
-    return _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "", text)
+    """Drop `//` comments outside strings; line breaks stay, so offsets keep their lines. Strings are skipped by
+    the JSON decoder's own string scanner: time and memory linear in the text however long a string is."""
+    parts = []
+    at = 0
+    while (found := _QUOTE_OR_COMMENT.search(text, at)) is not None:
+        start = found.start()
+        if found.group() == '"':
+            try:
+                end = json.decoder.scanstring(text, start + 1, False)[1]  # type: ignore[attr-defined]  # not in the stubs
+            except json.JSONDecodeError:  # an unclosed string or a bad escape: the decoder will say where
+                break
+            parts.append(text[at:end])
+            at = end
+        else:
+            parts.append(text[at:start])
+            newline = text.find("\n", start)
+            at = len(text) if newline < 0 else newline
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _number(text: str) -> int | float:
+    """A JSON number of a spec, refused past `MAX_DIGITS` digits."""
+    if len(text) > MAX_DIGITS:
+        raise _LongNumber(text)
+    return float(text) if any(c in text for c in ".eE") else int(text)
 
 
 def _pairs(pairs: list) -> list:
@@ -105,7 +139,7 @@ class _Reader(json.JSONDecoder):
     """The standard decoder, its objects read through `_object` to note offsets (the pure-Python scanner calls it)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(parse_int=_number, parse_float=_number)
         self.parse_object = self._object
         self.scan_once = json.scanner.py_make_scanner(self)
 
@@ -145,6 +179,11 @@ class Document:
             raise SpecError(Problem(name, exc.lineno, "", f"not JSON: {exc.msg}")) from None
         except RecursionError:
             raise SpecError(Problem(name, None, "", "nested too deeply to read")) from None
+        except _LongNumber as exc:
+            line = self.line_at(max(0, self._text.find(str(exc))))
+            raise SpecError(
+                Problem(name, line, "", f"a number of {len(str(exc))} characters: a spec's numbers have at most {MAX_DIGITS}")
+            ) from None
         if not isinstance(root, Node):
             raise SpecError(Problem(name, 1, "", "a spec is one JSON object"))
         self.root: Node = root
@@ -156,7 +195,7 @@ class Document:
 
     def line_at(self, at: int) -> int:
         if self._breaks is None:
-            self._breaks = [i for i, c in enumerate(self._text) if c == "\n"]
+            self._breaks = [found.start() for found in re.finditer("\n", self._text)]
         return bisect.bisect_left(self._breaks, at) + 1
 
 
@@ -195,6 +234,8 @@ class MessageBuilder:
         """Common structs (by name) and inline ones (by id of their field) being built: a struct met again inside
         itself would never end."""
         self.flexible = NEVER
+        self.depth = 0
+        """Structs open around the fields being built."""
 
     # ------------------------------------------------------------------------------------------ reporting
 
@@ -340,6 +381,17 @@ class MessageBuilder:
         return built
 
     def fields(self, nodes: list[Node], parent: str) -> tuple[Field, ...]:
+        if self.depth > MAX_NESTING:
+            if nodes:
+                self.problem(nodes[0], parent, f"structs nest more than {MAX_NESTING} deep")
+            return ()
+        self.depth += 1
+        try:
+            return self._fields(nodes, parent)
+        finally:
+            self.depth -= 1
+
+    def _fields(self, nodes: list[Node], parent: str) -> tuple[Field, ...]:
         out = []
         names: dict[str, Node] = {}
         tags: dict[int, Node] = {}

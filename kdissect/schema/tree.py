@@ -74,12 +74,14 @@ class Partial(Exception):
     was read, so the caller receives everything decoded before the failure.
     """
 
-    def __init__(self, field: str, offset: int, reason: str, value: Any) -> None:
+    def __init__(self, field: str, offset: int, reason: str, value: Any, code: str = "body.malformed") -> None:
         super().__init__(reason)
         self.path = [field]
         self.offset = offset
         self.reason = reason
         self.value = value
+        self.code = code
+        """The diagnostic it becomes: body.malformed, or body.elements-cut where decoding stopped at a bound."""
 
     def where(self) -> str:
         """The path as text: "Topics[0].Partitions[1].Records"."""

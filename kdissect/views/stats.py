@@ -46,8 +46,14 @@ def _latency_cells(values: list[int]) -> dict[str, float | None]:
     return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
 
 
+MAX_CLIENTS = 1_000
+"""Client ids with a row of their own; the exchanges of later ones add up in one row, `OTHER_CLIENTS`."""
+OTHER_CLIENTS = f"(client ids past the first {MAX_CLIENTS})"
+
+
 class Stats:
-    """Consumes exchanges and keeps running totals; memory grows with APIs, topics, clients and groups only."""
+    """Consumes exchanges and keeps running totals; memory grows with APIs, topics, clients and groups only, and
+    with clients only up to `MAX_CLIENTS`: a capture can name a new client id in every request."""
 
     def __init__(self) -> None:
         self.apis: dict[tuple[int | None, int | None], dict[str, Any]] = {}
@@ -75,6 +81,8 @@ class Stats:
         if latency is not None:
             api["latencies"].append(latency)
         who = (header.client_id if header else None) or "(none)"
+        if who not in self.clients and len(self.clients) >= MAX_CLIENTS:
+            who = OTHER_CLIENTS
         client = self.clients.setdefault(who, {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []})
         client["exchanges"] += 1
         client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
