@@ -59,7 +59,7 @@ FIELD_KEYS = frozenset(
 STRUCT_KEYS = frozenset({"name", "versions", "fields", "about"})
 NULLABLE = frozenset({"string", "bytes", "records"})
 """Primitive types that can be null; arrays and structs can be too."""
-_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*')
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +93,9 @@ class Node(dict):
 
 
 def strip_comments(text: str) -> str:
-    """Drop `//` comments outside strings; line breaks stay, so offsets keep their lines."""
-    return _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "", text)
+    """Drop `//` and `/* */` comments outside strings (Kafka reads its specs with Jackson's ALLOW_COMMENTS, which
+    takes both); line breaks stay, so offsets keep their lines."""
+    return _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "\n" * m.group().count("\n"), text)
 
 
 def _pairs(pairs: list) -> list:
@@ -377,11 +378,12 @@ class MessageBuilder:
         array = type_name.startswith("[]")
         element = type_name[2:] if array else type_name
         nested = self.nested(node, element, where)
-        versions = self.versions(node, "versions", where, required=True)
+        tagged = self.versions(node, "taggedVersions", where)
+        # Kafka's generator (FieldSpec) takes taggedVersions for a tagged field that does not give its versions
+        versions = tagged if tagged and "versions" not in node else self.versions(node, "versions", where, required=True)
         nullable = self.versions(node, "nullableVersions", where)
         if nullable and not (array or element in NULLABLE or is_struct_name(element)):
             self.problem(node, where, f"a field of type {element} cannot be nullable", "nullableVersions")
-        tagged = self.versions(node, "taggedVersions", where)
         tag = node.get("tag")
         if isinstance(tag, str) and tag.isdigit():  # Kafka's reader takes "0" for 0, and some specs say so
             tag = int(tag)
