@@ -124,6 +124,12 @@ class MessageSpec:
     latest_unstable: bool = False
 
 
+def data_schema(name: str, valid: Versions, fields: tuple[Field, ...]) -> tuple[MessageSpec, ...]:
+    """A payload Kafka writes without a spec, declared by hand (Connect's, Streams' AssignmentInfo, Schema Registry's
+    JSON), as the tables hold a data schema: its one definition, never flexible."""
+    return (MessageSpec(name, "data", None, valid, NEVER, fields),)
+
+
 def pick(definitions: tuple[MessageSpec, ...], version: int) -> MessageSpec | None:
     """The definition that covers `version`: trunk first, then the older snapshot."""
     for message in definitions:
