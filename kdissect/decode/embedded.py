@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kdissect.decode import connect, registry, streams
 from kdissect.decode.misread import Misread, start_of
 from kdissect.decode.redaction import Redacted
 from kdissect.decode.sasl import read_sasl
@@ -35,20 +34,30 @@ TEACHING_RESPONSES = frozenset({ApiKey.JOIN_GROUP})
 """Responses it keeps: the protocol each group chose, which SyncGroup before v5 does not repeat."""
 CONSUMER = "consumer"
 STREAMS = "stream"
-"""The name Kafka Streams' assignor joins a consumer group under."""
+"""The name Kafka Streams' assignor joins a consumer group under (its user data is read as a protocol of its own)."""
 
 Reader = Callable[[bytes], "tuple[Struct | None, list[Misread]]"]
 Locate = Callable[[str, str], "int | None"]
 """(path of a struct in the body, field name) -> the frame offset where that bytes field's payload starts."""
-READERS: dict[tuple[str, str], Reader] = {
-    (CONNECT, "subscription"): connect.metadata,
-    (CONNECT, "assignment"): connect.assignment,
-    (SCHEMA_REGISTRY, "subscription"): registry.identity,
-    (SCHEMA_REGISTRY, "assignment"): registry.assignment,
-}
-"""Group payload readers by (protocol type, what the payload is); the consumer protocol has its own path."""
 CONSUMER_SCHEMAS = {"subscription": CONSUMER_PROTOCOL_SUBSCRIPTION, "assignment": CONSUMER_PROTOCOL_ASSIGNMENT}
-USER_DATA = {"subscription": streams.subscription, "assignment": streams.assignment}
+
+
+def reader(kind: str, what: str) -> Reader | None:
+    """The reader of a group's `what` ("subscription" or "assignment") in protocol type `kind` (the consumer protocol
+    has its own path), imported when such a group is first met: most captures hold none."""
+    if kind == CONNECT:
+        from kdissect.decode import connect
+
+        return connect.metadata if what == "subscription" else connect.assignment
+    if kind == SCHEMA_REGISTRY:
+        from kdissect.decode import registry
+
+        return registry.identity if what == "subscription" else registry.assignment
+    if kind == STREAMS:
+        from kdissect.decode import streams
+
+        return streams.subscription if what == "subscription" else streams.assignment
+    return None
 
 
 class Reading:
@@ -69,10 +78,10 @@ class Reading:
         if kind in (CONSUMER, None):
             self._consumer(holder, field, path, what, kind, name, data)
             return
-        reader = READERS.get((kind, what))
-        if reader is None:
+        read = reader(kind, what)
+        if read is None:
             return
-        found, wrong = reader(data)
+        found, wrong = read(data)
         if found is not None:
             holder.annotate(field, found)
         self._tell(path, field, wrong)
@@ -87,8 +96,9 @@ class Reading:
             found.annotate("problem", problem)
         holder.annotate(field, found)
         user_data = found.get("UserData")
-        if name == STREAMS and isinstance(user_data, bytes) and user_data:
-            inner, wrong = USER_DATA[what](user_data)
+        read_user_data = reader(STREAMS, what) if name == STREAMS and isinstance(user_data, bytes) and user_data else None
+        if read_user_data is not None:
+            inner, wrong = read_user_data(user_data)
             if inner is not None:
                 found.annotate("UserData", inner)
             if wrong:
