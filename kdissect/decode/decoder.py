@@ -7,13 +7,14 @@ from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
-from kdissect.decode.body_run import BodyRun, Holes
+from kdissect.decode.body_run import BodyRun, Holes, in_frame
 from kdissect.decode.guess import guess_response
 from kdissect.decode.redaction import carries_secrets, redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
+from kdissect.records.internal import internal_topic, read_records
 from kdissect.records.values import RecordSet
 from kdissect.schema import ApiKey, Catalog, ErrorCode
 from kdissect.schema.tree import Partial, Struct
@@ -100,6 +101,8 @@ class Decoder:
                 meaning.walk(fields, target.plan, found, self.topic_names)
                 if found.topic_ids and direction == "response":
                     self.topic_names.update(found.topic_ids)
+                if found.records:
+                    diagnostics += _read_internal(found, run)
                 errors, records = tuple(found.errors), tuple(found.records)
                 if found.secrets and not self.show_secrets:
                     redact(found.secrets)
@@ -254,6 +257,22 @@ class Decoder:
         return new_message(
             message.frame, message.header, new_body(SASL_TOKEN_SCHEMA, 0, fields, False, None, (), (), (), ()), message.diagnostics
         )
+
+
+def _read_internal(found: meaning.Findings, run: BodyRun) -> list[Diagnostic]:
+    """The records fields of Kafka's own topics read again, their records holding what their keys and values say, put
+    in place of the fields' first reading; what does not read, as diagnostics located in the frame."""
+    told = []
+    for i, placed in enumerate(found.records):
+        topic = internal_topic(placed.topic)
+        if topic is None:
+            continue
+        records, said = read_records(topic, placed.records)
+        holder, index = found.holders[i]
+        holder.values[index] = records
+        found.records[i] = meaning.PlacedRecords(placed.path, placed.topic, placed.partition, records)
+        told += in_frame(run.starts.get(id(placed.records), 0), said)
+    return told
 
 
 def _follow(struct: Struct | None, path: str) -> Struct | None:

@@ -216,10 +216,12 @@ def _records_tree() -> PathNode:
         "key": _node({BYTES}),
         "value": _node({BYTES}),
     }
+    key, value = _internal_readings()
+    legacy["key"], legacy["value"] = key, value
     record = {
         **ints("offset", "timestamp", "offset_delta", "timestamp_delta", "attributes"),
-        "key": _node({BYTES}),
-        "value": _node({BYTES}),
+        "key": key,
+        "value": value,
         "headers": _node({STRUCT}, header),
         "control": _node({STRUCT}, control),
     }
@@ -250,6 +252,22 @@ def _records_tree() -> PathNode:
             "records": _node({STRUCT}, {**legacy, **record}),
         },
     )
+
+
+def _internal_readings() -> tuple[PathNode, PathNode]:
+    """A record's key and value, and under them what they hold in Kafka's own topics (records/internal.py): every
+    record type's key fields, and its value's version and fields."""
+    from kdissect.schema.generated_extras import INTERNAL_TOPICS
+
+    key, value = _node({BYTES}), _node({BYTES}, {"Version": _node({INT})})
+    seen: set[tuple[int, int]] = set()
+    for topic in INTERNAL_TOPICS.values():
+        for kind in topic.types.values():
+            for spec in kind.key:
+                _merge(key.children, spec.fields, spec.name, _node({STRUCT}), seen, {})
+            for spec in kind.value:
+                _merge(value.children, spec.fields, spec.name, _node({STRUCT}), seen, {})
+    return key, value
 
 
 def _annotated() -> dict[tuple[int | str, str], tuple[MessageSpec, ...]]:
@@ -355,6 +373,10 @@ def _step(name: str, last: bool) -> Callable[[list], list]:
                 value = node[header_index]
             elif kind in (Record, RecordBatch, LegacyMessage, Control):
                 value = getattr(node, name, None)
+                if not last and header_index is not None and kind is not RecordBatch and kind is not Control:
+                    reading = node.reading  # a record of Kafka's own topics: the path goes on in what its key or value holds
+                    if reading is not None:
+                        value = getattr(reading, name)
             else:
                 continue
             if value is None:

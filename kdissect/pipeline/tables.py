@@ -90,6 +90,7 @@ RECORDS = pa.schema(
         ("transactional", pa.bool_()),
         ("control", pa.bool_()),
         ("control_type", pa.string()),
+        ("reading", pa.string()),
     ]
 )
 

@@ -54,6 +54,17 @@ def read_payload(definitions: tuple[MessageSpec, ...], data: bytes, spans: bool 
     if len(data) < width:
         return Payload(None, f"{len(data)} bytes, too short to hold a version")
     version = int.from_bytes(data[:width], "big", signed=True)
+    found = read_struct(definitions, version, data, 0 if in_band else width, spans)
+    if found.struct is None or in_band:
+        return found
+    fields = found.struct
+    spanned = None if fields.spans is None else [0, width, *fields.spans]
+    return Payload(Struct(("Version",) + fields.names, [version] + fields.values, spanned), found.problem, found.at)
+
+
+def read_struct(definitions: tuple[MessageSpec, ...], version: int, data: bytes, start: int, spans: bool = False) -> Payload:
+    """The struct at `start` in `data`, read as `version` of the schema (the nearest known version), to the end of
+    `data`: a payload whose version was told some other way (a record type's key, a metadata record's frame)."""
     known = known_versions(definitions)
     used = nearest_version(known, version)
     definition = pick(definitions, used)
@@ -61,7 +72,7 @@ def read_payload(definitions: tuple[MessageSpec, ...], data: bytes, spans: bool 
     problem: str | None = None
     at: int | None = None
     try:
-        fields, end = _compilers[spans].compile(definition, used)(data, 0 if in_band else width)
+        fields, end = _compilers[spans].compile(definition, used)(data, start)
     except Partial as failure:
         fields, problem, at = failure.value, f"{definition.name} v{used}: {failure.where()}: {failure.reason}", failure.offset
     else:
@@ -69,9 +80,6 @@ def read_payload(definitions: tuple[MessageSpec, ...], data: bytes, spans: bool 
             problem, at = f"version {version}: {definition.name} starts at v{known[0]}; read as v{used}", 0
         elif end < len(data) and version <= known[-1]:
             problem, at = f"{len(data) - end} bytes follow the end of {definition.name}", end
-    if fields is not None and not in_band:
-        spanned = None if fields.spans is None else [0, width, *fields.spans]
-        fields = Struct(("Version",) + fields.names, [version] + fields.values, spanned)
     return Payload(fields, problem, at)
 
 

@@ -9,8 +9,9 @@ import json
 import struct
 from typing import Any
 
-from kdissect.schema import MessageSpec, pick
+from kdissect.schema import Field, MessageSpec, pick
 from kdissect.schema.model import InternalTopic
+from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import version_width
 from kdissect.testing.body_encoder import Encoder, build
 from kdissect.wire import write_uvarint
@@ -18,6 +19,7 @@ from kdissect.wire import write_uvarint
 ENCODER = Encoder()
 FRAME_VERSION = 1
 """The frame version of metadata-framed records (Kafka's AbstractApiMessageSerde)."""
+Values = dict[str, Any] | Struct
 
 
 def encode_payload(definitions: tuple[MessageSpec, ...], version: int, values: dict[str, Any]) -> bytes:
@@ -38,20 +40,25 @@ def encode_json(values: dict[str, Any]) -> bytes:
 
 
 def encode_internal(
-    topic: InternalTopic, record_type: int, key: dict[str, Any], version: int, value: dict[str, Any] | None
+    topic: InternalTopic, record_type: int, key: Values, version: int, value: Values | None
 ) -> tuple[bytes | None, bytes | None]:
-    """The key and value of one record of a Kafka-internal topic; a value of None is a tombstone (coordinator topics)."""
+    """The key and value of one record of a Kafka-internal topic; a value of None is a tombstone (coordinator topics).
+    Keys and values are `build`'s values, or structs already built."""
     kind = topic.types[record_type]
-    if topic.framing == "metadata":
-        definition = pick(kind.value, version)
-        assert definition is not None and value is not None
-        body = ENCODER.encode(definition.fields, version, version in definition.flexible, build(definition.fields, version, value))
-        return None, write_uvarint(FRAME_VERSION) + write_uvarint(record_type) + write_uvarint(version) + body
-    key_definition = kind.key[0]
-    key_bytes = struct.pack(">h", record_type) + ENCODER.encode(key_definition.fields, 0, False, build(key_definition.fields, 0, key))
-    if value is None:
-        return key_bytes, None
     definition = pick(kind.value, version)
     assert definition is not None
-    fields = build(definition.fields, version, value)
-    return key_bytes, struct.pack(">h", version) + ENCODER.encode(definition.fields, version, version in definition.flexible, fields)
+    body = (
+        None
+        if value is None
+        else ENCODER.encode(definition.fields, version, version in definition.flexible, _struct(definition.fields, version, value))
+    )
+    if topic.framing == "metadata":
+        assert body is not None, "a metadata record has a value"
+        return None, write_uvarint(FRAME_VERSION) + write_uvarint(record_type) + write_uvarint(version) + body
+    key_fields = kind.key[0].fields
+    key_bytes = struct.pack(">h", record_type) + ENCODER.encode(key_fields, 0, False, _struct(key_fields, 0, key))
+    return key_bytes, None if body is None else struct.pack(">h", version) + body
+
+
+def _struct(fields: tuple[Field, ...], version: int, values: Values) -> Struct:
+    return values if isinstance(values, Struct) else build(fields, version, values)

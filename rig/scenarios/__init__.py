@@ -47,7 +47,7 @@ class Scenario:
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor")
+MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor", "registry")
 
 
 def scenario(name: str, title: str, **options) -> Callable:
