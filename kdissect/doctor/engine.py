@@ -10,18 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kdissect.doctor.capture import Capture
+from kdissect.doctor.connect import Connect
 from kdissect.doctor.consumers import Consumers
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import SEVERITIES, Finding
 from kdissect.doctor.groups import Groups
 from kdissect.doctor.latency import Latency
+from kdissect.doctor.next_groups import NextGroups
 from kdissect.doctor.producers import Producers
 from kdissect.doctor.protocol import Protocol
 from kdissect.doctor.rule import Rule, Settings
+from kdissect.doctor.streams import Streams
 from kdissect.doctor.trail import Scope
 from kdissect.events import ConnectionEnd, Exchange
 
-FAMILIES: tuple[type[Family], ...] = (Groups, Consumers, Producers, Protocol, Latency, Capture)
+FAMILIES: tuple[type[Family], ...] = (Groups, Connect, Streams, NextGroups, Consumers, Producers, Protocol, Latency, Capture)
 """In the order findings of the same severity are told."""
 RULES: dict[str, Rule] = {rule.id: rule for family in FAMILIES for rule in family.RULES}
 
