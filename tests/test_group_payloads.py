@@ -19,6 +19,7 @@ from kdissect.decode import connect, registry, streams
 from kdissect.decode.misread import Misread
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
+from kdissect.filter import compile_filter
 from kdissect.schema import BUILTIN, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT
 from kdissect.testing.body_encoder import encode_body
@@ -280,7 +281,7 @@ def test_schema_registry_json():
 # -- in a capture: what the frame says, and where ------------------------------------------------------------------
 
 
-def dissect(calls: list[tuple[int, int, dict, dict]]) -> list[Exchange]:
+def dissect(calls: list[tuple[int, int, dict, dict]], keep=None) -> list[Exchange]:
     conv = Conversation(clock=Clock())
     packets = conv.handshake()
     for correlation, (key, version, req, resp) in enumerate(calls, 1):
@@ -288,7 +289,7 @@ def dissect(calls: list[tuple[int, int, dict, dict]]) -> list[Exchange]:
         packets += conv.send(
             SERVER, response(correlation, encode_body(key, version, "response", resp), BUILTIN.response_header_version(key, version))
         )
-    return [e for e in make_dissector(Options()).run(packets) if isinstance(e, Exchange)]
+    return [e for e in make_dissector(Options(keep=keep)).run(packets) if isinstance(e, Exchange)]
 
 
 def test_a_connect_group_in_a_capture():
@@ -331,8 +332,9 @@ def assignment(user_data: bytes) -> bytes:
 
 def test_a_streams_group_in_a_capture():
     """A consumer group whose protocol is "stream": its user data read in JoinGroup's protocols and members, and in a
-    SyncGroup v3 (which names no protocol) because the JoinGroup answer on the connection chose "stream"; the same
-    bytes in a group of another assignor stay bytes."""
+    SyncGroup v3 (which names no protocol) because the JoinGroup on the connection offered "stream" alone, whether
+    or not a filter leaves the JoinGroup's answer undecoded; the same bytes in a group of another assignor stay
+    bytes."""
     sub, info = subscription(KAFKA["streams.subscription.v11"]), KAFKA["streams.assignment.v7"]
     join = (
         JOIN_GROUP,
@@ -352,6 +354,9 @@ def test_a_streams_group_in_a_capture():
     answer = exchange_json(synced)["response"]["body"]["_kdissect"]["Assignment"]
     assert answer["_kdissect"]["UserData"]["nextRebalanceMs"] == 1000
     assert not synced.request.diagnostics and not synced.response.diagnostics
+    only_syncs = compile_filter([("-Y", "api == SyncGroup")], BUILTIN)  # the JoinGroup answer is not decoded then
+    (filtered,) = dissect([join, sync], keep=only_syncs.keep)[1:]
+    assert exchange_json(filtered) == exchange_json(synced)  # the request, always decoded, offered "stream" alone
     other = (JOIN_GROUP, 5, join[2] | {"Protocols": [{"Name": "range", "Metadata": sub}]}, join[3] | {"ProtocolName": "range"})
     (joined,) = dissect([other])
     assert "_kdissect" not in exchange_json(joined)["response"]["body"]["Members"][0]["_kdissect"]["Metadata"]

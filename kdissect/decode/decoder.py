@@ -162,13 +162,10 @@ class Decoder:
             return failure.value  # type: ignore[no-any-return]
 
     def carries_state(self, api_key: int, version: int, direction: str) -> bool:
-        """Requests that set the session (JoinGroup, SaslHandshake), responses that do (JoinGroup's, the protocol a
-        group chose) and responses that can state topic ids beside their names (the only ones `topic_names` learns
-        from)."""
+        """Requests that set the session (JoinGroup, SaslHandshake) and responses that can state topic ids
+        beside their names (the only ones `topic_names` learns from)."""
         if direction == "request":
             return api_key in embedded.TEACHING_REQUESTS
-        if api_key in embedded.TEACHING_RESPONSES:
-            return True
         key = (api_key, version)
         teaches = self._teaching.get(key)
         if teaches is None:

@@ -28,10 +28,8 @@ from kdissect.schema.versioned import read_versioned
 API_KEYS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 """The APIs that carry payloads inside payloads."""
 TEACHING_REQUESTS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SASL_HANDSHAKE})
-"""Requests whose reading `annotate` keeps in the session for later messages: group protocol types, the SASL
-mechanism."""
-TEACHING_RESPONSES = frozenset({ApiKey.JOIN_GROUP})
-"""Responses it keeps: the protocol each group chose, which SyncGroup before v5 does not repeat."""
+"""Requests whose reading `annotate` keeps in the session for later messages: group protocol types (and the
+protocol, when a member offers only one), the SASL mechanism."""
 CONSUMER = "consumer"
 STREAMS = "stream"
 """The name Kafka Streams' assignor joins a consumer group under (its user data is read as a protocol of its own)."""
@@ -135,6 +133,11 @@ def annotate(
         if direction == "request":
             if group is not None and kind is not None:
                 session.protocol_types[group] = kind
+            offered = {_text(item.get("Name")) for _, item in _each(body.get("Protocols"))}
+            if group is not None and len(offered) == 1:  # Kafka Streams offers its "stream" assignor alone
+                (only,) = offered
+                if only is not None:
+                    session.protocol_names[group] = only
             for i, item in _each(body.get("Protocols")):
                 reading.payload(item, "Metadata", f"Protocols[{i}]", "subscription", kind, _text(item.get("Name")))
         else:

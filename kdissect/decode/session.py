@@ -13,5 +13,7 @@ class Session:
         self.protocol_types: dict[str, str] = {}
         """Group id -> protocol type from JoinGroup, for SyncGroup versions that do not repeat it."""
         self.protocol_names: dict[str, str] = {}
-        """Group id -> the protocol the coordinator chose (JoinGroup's answer), for the same SyncGroup versions: a
-        consumer group's "stream" assignor says its assignments carry Kafka Streams' user data."""
+        """Group id -> the protocol of the group, for the same SyncGroup versions: a consumer group's "stream"
+        assignor says its assignments carry Kafka Streams' user data. From a JoinGroup request that offers one
+        protocol (Streams offers its assignor alone), which is decoded even under a filter, and from the answer that
+        names the coordinator's choice."""

@@ -104,12 +104,12 @@ def _shown(data: bytes | None) -> bytes:
 
 def _shown_part(record: Record | LegacyMessage, part: str) -> bytes:
     """For people, a record of one of Kafka's own topics: what its key (after the record's kind) or value holds, as
-    compact JSON; any other record's bytes as `_shown` writes them."""
+    compact JSON, every control character escaped; any other record's bytes as `_shown` writes them."""
     reading, data = record.reading, getattr(record, part)
     held = getattr(reading, part) if reading is not None else None
     if reading is None or held is None:
         return _shown(data)
-    text = json.dumps(value_json(held), ensure_ascii=False, separators=(",", ":"))
+    text = printable(json.dumps(value_json(held), ensure_ascii=False, separators=(",", ":")))
     return (f"{reading.record} {text}" if part == "key" else text).encode()
 
 
