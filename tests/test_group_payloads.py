@@ -20,6 +20,7 @@ from kdissect.decode.misread import Misread
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.limits import DEFAULT_LIMITS
 from kdissect.schema import BUILTIN, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT
 from kdissect.testing.body_encoder import encode_body
@@ -262,6 +263,18 @@ def test_a_lying_count_never_allocates_what_it_claims():
     head = KAFKA["connect.v0.assignment.leader"][:36]
     found, wrong = connect.assignment(head[:32] + struct.pack(">i", 2**31 - 1))
     assert wrong and wrong[0].code == "embedded.malformed" and found is not None
+
+
+def test_a_huge_payload_costs_its_bytes_and_no_more():
+    """A million tasks in one connector (4 MB) keep as many elements as a body's array keeps (max_array_elements);
+    JSON past 1 MiB is not parsed."""
+    tasks = [{"Connector": "c", "Tasks": list(range(1_000_000))}]
+    data = encode_payload(CONNECT_ASSIGNMENT, 1, {"Leader": "l", "LeaderUrl": "u", "Assignment": tasks, "Revoked": []})
+    found, wrong = connect.assignment(data)
+    assert wrong == [] and len(found["Assignment"][0]["Tasks"]) == DEFAULT_LIMITS.max_array_elements
+    assert found["ScheduledDelay"] == 0  # read past the elements not kept
+    found, (misread,) = registry.identity(b'{"host": "' + b"x" * (2 << 20) + b'"}')
+    assert found is None and "more than kdissect reads" in misread.message
 
 
 def test_schema_registry_json():

@@ -12,6 +12,9 @@ from kdissect.schema.tree import Struct
 
 MAX_DEPTH = 16
 """Objects nested deeper than this (Schema Registry writes two levels) are kept as JSON text."""
+MAX_SIZE = 1 << 20
+"""Bytes of JSON read at most: an identity is a hundred; a larger payload is not read (parsed, JSON can take many times
+its size in memory)."""
 
 
 def identity(data: bytes) -> tuple[Struct | None, list[Misread]]:
@@ -27,6 +30,8 @@ def assignment(data: bytes) -> tuple[Struct | None, list[Misread]]:
 
 
 def _read(data: bytes, what: str) -> tuple[Struct | None, list[Misread]]:
+    if len(data) > MAX_SIZE:
+        return None, [Misread("embedded.malformed", f"{what}: {len(data)} bytes of JSON, more than kdissect reads ({MAX_SIZE})", MAX_SIZE)]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

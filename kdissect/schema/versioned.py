@@ -11,12 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kdissect.limits import DEFAULT_LIMITS
 from kdissect.schema import MessageSpec, pick
 from kdissect.schema.compiler import Compiler
 from kdissect.schema.model import nearest_version
 from kdissect.schema.tree import Partial, Struct
 
-_compilers = (Compiler(records=lambda buf, start, end: bytes(buf[start:end])), Compiler(lambda buf, start, end: None, spans=True))
+KEEP = DEFAULT_LIMITS.max_array_elements
+"""Elements of a payload's array built, as a body's are: the rest are read and dropped, so a payload that claims a
+million tasks costs its bytes and no more."""
+_compilers = (
+    Compiler(records=lambda buf, start, end: bytes(buf[start:end]), keep=KEEP),
+    Compiler(lambda buf, start, end: None, spans=True, keep=KEEP),
+)
 """Data schemas carry no records fields; one compiler serves them all, and one with spans says where a field lies."""
 VERSION_WIDTHS = {"int16": 2, "int32": 4}
 
