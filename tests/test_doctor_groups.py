@@ -20,6 +20,8 @@ from kdissect.doctor.next_groups import NextGroups
 from kdissect.doctor.streams import Streams
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+FAMILIES = ("connect", "streams", "heartbeat", "share")
+"""The first part of these families' finding ids."""
 
 
 def expected(name: str) -> set[str]:
@@ -41,25 +43,38 @@ def test_connect_titles_tell_the_numbers():
     found = titles("doctor-connect-crafted")
     assert (
         found["connect.task-churn"]
-        == "group connect-storm: 3 generations revoked work (5 connectors and tasks revoked; jdbc-source-1 2 times)"
+        == "3 SyncGroups of group connect-storm revoked work in 3 generations (5 connectors and tasks revoked; jdbc-source-1 2 times)"
     )
     assert (
         found["connect.stale-config-offset"]
         == "1 JoinGroup from workers behind the config topic (a worker at 10, the group's assignment at 12)"
     )
-    assert found["connect.config-mismatch"] == "1 assignment answered CONFIG_MISMATCH"  # told by the leader and by the worker: once
-    assert found["connect.duplicate-task"] == "1 connector or task run by two workers at once: jdbc-source-1"
-    assert found["connect.scheduled-rebalance"] == "2 assignments with a scheduled rebalance (up to 30.0 s held back)"
+    # told by the leader and by the worker: once
+    assert found["connect.config-mismatch"] == "1 SyncGroup told CONFIG_MISMATCH (1 assignment)"
+    assert found["connect.duplicate-task"] == "1 JoinGroup showed 1 connector or task run by two workers at once: jdbc-source-1"
+    assert found["connect.scheduled-rebalance"] == "1 SyncGroup told a scheduled rebalance (2 assignments, up to 30.0 s held back)"
 
 
 def test_streams_and_next_groups_titles():
     found = titles("doctor-streams-crafted")
-    assert found["streams.probing-rebalance"] == "orders-app: 4 generations in a row scheduled a probing rebalance (warm-ups not caught up)"
-    assert found["streams.assignor-error"] == "2 payloads with an assignor error: INCOMPLETE_SOURCE_TOPIC_METADATA×2"
+    probing = "4 generations of orders-app scheduled a probing rebalance, 4 in a row (warm-ups not caught up)"
+    assert found["streams.probing-rebalance"] == probing
+    told = "2 exchanges with an assignor error in Kafka Streams' user data: INCOMPLETE_SOURCE_TOPIC_METADATA×2"
+    assert found["streams.assignor-error"] == told
     assert "task 1_0" in found["streams.task-lag"] and "250,000 records behind" in found["streams.task-lag"]
     found = titles("doctor-next-groups-crafted")
-    assert found["heartbeat.fenced-loop"] == "1 member fenced in a loop (member clicks-1-3f2e1d0c of clicks-app 3 times)"
+    assert found["heartbeat.fenced-loop"] == "3 heartbeats fenced 1 member in a loop (member clicks-1-3f2e1d0c of clicks-app 3 times)"
     assert "payments-1-a1b2 of payments: epoch 4, 3 in a row, the coordinator's 5" in found["heartbeat.epoch-not-adopted"]  # not payments-2
+
+
+def test_every_title_counts_its_evidence():
+    """A title starts with the number of exchanges its evidence holds: the heartbeats of a member fenced three
+    times, all four generations of a probing run, not only those after the threshold was met."""
+    for name in ("doctor-connect-crafted", "doctor-streams-crafted", "doctor-next-groups-crafted"):
+        findings, _ = diagnose(packets_of(CAPTURES / f"{name}.pcap"))
+        for f in findings:
+            if f.id.split(".")[0] in FAMILIES:
+                assert f.title.split()[0] == str(f.evidence.exchange_count) == str(len(set(f.evidence.exchanges))), f.title
 
 
 def test_thresholds_move_the_rules():
@@ -74,8 +89,4 @@ def test_a_cooperative_rebalance_and_a_caught_up_streams_app_are_healthy():
     """One revocation as a worker joins, a standby a few hundred records behind, a steady election: no finding of
     these families at all."""
     for name in ("connect-group-crafted", "streams-group-crafted", "schema-registry-kafka-python"):
-        assert not {
-            i
-            for i in ids(diagnose(packets_of(CAPTURES / f"{name}.pcap"))[0])
-            if i.split(".")[0] in ("connect", "streams", "heartbeat", "share")
-        }
+        assert not {i for i in ids(diagnose(packets_of(CAPTURES / f"{name}.pcap"))[0]) if i.split(".")[0] in FAMILIES}

@@ -104,6 +104,9 @@ class Connect(Family):
         """Group -> generation -> worker -> what its assignment revoked: each assignment is counted once, though the
         leader's SyncGroup tells it and the worker's own answer again."""
         self.churn: dict[str, Trail] = {}
+        """Group -> the SyncGroups that told a revocation first."""
+        self.churning: set[str] = set()
+        """Groups that revoked work in `threshold` of their kept generations, at some point."""
         self.times_revoked: dict[str, dict[str, int]] = {}
         self.config_offset: dict[str, int] = {}
         """Group -> the config offset of its newest assignment."""
@@ -189,22 +192,25 @@ class Connect(Family):
         for item in revoked:
             if item in counts or len(counts) < WORK_KEPT:
                 counts[item] = counts.get(item, 0) + 1
+        made(self.churn, group, Trail, self.scope).add(exchange, group)
         if self._revoking(group) >= self.threshold(TASK_CHURN):
-            made(self.churn, group, Trail, self.scope).add(exchange, group)
+            self.churning.add(group)
 
     def _revoking(self, group: str) -> int:
         """How many of the group's generations (of the last GENERATIONS_KEPT) revoked work."""
         return sum(1 for workers in self.assigned[group].values() if any(workers.values()))
 
     def findings(self) -> Iterator[Finding]:
-        for group, trail in sorted(self.churn.items()):
+        for group in sorted(self.churning):
+            trail = self.churn[group]
             if not trail:
                 continue
             total = sum(len(items) for workers in self.assigned[group].values() for items in workers.values())
             item, times = max(self.times_revoked[group].items(), key=lambda kv: kv[1])
             revoked = plural(total, "connector or task", "connectors and tasks")
             generations = plural(self._revoking(group), "generation")
-            title = f"group {group}: {generations} revoked work ({revoked} revoked; {item} {plural(times, 'time')})"
+            most = f"{item} {plural(times, 'time')}"
+            title = f"{plural(trail.count, 'SyncGroup')} of group {group} revoked work in {generations} ({revoked} revoked; {most})"
             yield TASK_CHURN.finding(title, trail.evidence())
         if self.stale and self.stale.count >= self.threshold(STALE_CONFIG):
             behind = "" if self.stale_gap is None else f" (a worker at {self.stale_gap[0]}, the group's assignment at {self.stale_gap[1]})"
@@ -212,15 +218,18 @@ class Connect(Family):
                 f"{plural(self.stale.count, 'JoinGroup')} from workers behind the config topic{behind}", self.stale.evidence()
             )
         if self.mismatch and self.mismatches >= self.threshold(MISMATCH):
-            yield MISMATCH.finding(f"{plural(self.mismatches, 'assignment')} answered CONFIG_MISMATCH", self.mismatch.evidence())
+            told = f"{plural(self.mismatch.count, 'SyncGroup')} told CONFIG_MISMATCH ({plural(self.mismatches, 'assignment')})"
+            yield MISMATCH.finding(told, self.mismatch.evidence())
         if self.duplicate:
             shown = ", ".join(self.duplicated[:5]) + (", ..." if len(self.duplicated) > 5 else "")
             yield DUPLICATE.finding(
+                f"{plural(self.duplicate.count, 'JoinGroup')} showed "
                 f"{plural(len(self.duplicated), 'connector or task', 'connectors and tasks')} run by two workers at once: {shown}",
                 self.duplicate.evidence(),
             )
         if self.delayed and self.delays >= self.threshold(DELAYED):
             yield DELAYED.finding(
-                f"{plural(self.delays, 'assignment')} with a scheduled rebalance (up to {span(self.longest_delay * 1e6)} held back)",
+                f"{plural(self.delayed.count, 'SyncGroup')} told a scheduled rebalance "
+                f"({plural(self.delays, 'assignment')}, up to {span(self.longest_delay * 1e6)} held back)",
                 self.delayed.evidence(),
             )

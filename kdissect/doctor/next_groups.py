@@ -22,7 +22,9 @@ FENCING = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID,
 MEMBERS_KEPT = 10_000
 """Members followed at once; past it, new ones are not (a capture of a huge fleet still ends)."""
 WINDOWS_KEPT = 16
-"""ShareFetch windows and ShareAcknowledge times remembered per member and broker."""
+"""ShareFetch windows and ShareAcknowledge requests remembered per member and broker."""
+HELD = 16
+"""A member's heartbeats held until it has been fenced (or out of step) `threshold` times: then they are evidence."""
 
 FENCED_LOOP = Rule(
     "heartbeat.fenced-loop",
@@ -68,10 +70,14 @@ ACK_IN_FLIGHT = Rule(
 class Member:
     """One member's heartbeats, as far as the rules need them."""
 
-    __slots__ = ("fenced", "answered", "off_step")
+    __slots__ = ("fenced", "answered", "off_step", "fences", "steps")
 
     def __init__(self) -> None:
         self.fenced = 0
+        self.fences: list[Exchange] = []
+        """Its fenced heartbeats, until it has been fenced often enough to tell."""
+        self.steps: list[Exchange] = []
+        """The heartbeats of its run out of step, until the run is long enough to tell."""
         self.answered: int | None = None
         """The epoch of the coordinator's last answer without an error."""
         self.off_step = 0
@@ -92,8 +98,8 @@ class NextGroups(Family):
         """The longest run of heartbeats out of step: (length, member, epoch sent, the coordinator's)."""
         self.fetches: dict[tuple[str, str, int], deque[tuple[int, int]]] = {}
         """(group, member, connection) -> the last ShareFetch windows (request sent, response arrived)."""
-        self.acks: dict[tuple[str, str, int], deque[tuple[int, int]]] = {}
-        """The same key -> the last ShareAcknowledge requests (time sent, exchange id)."""
+        self.acks: dict[tuple[str, str, int], deque[Exchange]] = {}
+        """The same key -> the last ShareAcknowledge exchanges."""
         self.racing = Trail(scope)
         self.raced: set[int] = set()
 
@@ -119,23 +125,34 @@ class NextGroups(Family):
         sent = integer(request, "MemberEpoch")
         if any(code in FENCING for code in answer):
             member.fenced += 1
-            member.answered, member.off_step = None, 0
+            member.answered, member.off_step, member.steps = None, 0, []
+            member.fences = self._hold(member.fences, exchange, group, self.loops, member.fenced >= self.threshold(FENCED_LOOP))
             if member.fenced >= self.threshold(FENCED_LOOP):
                 self.looping[key] = member.fenced
-                self.loops.add(exchange, group)
             return
         if answer:
             return
         if sent is not None and sent > 0 and member.answered is not None and sent != member.answered:
             member.off_step += 1
-            if member.off_step >= self.threshold(EPOCH_IGNORED):
+            told = member.off_step >= self.threshold(EPOCH_IGNORED)
+            member.steps = self._hold(member.steps, exchange, group, self.ignored, told)
+            if told:
                 self.ignored_members.add(key)
-                self.ignored.add(exchange, group)
                 if self.longest is None or member.off_step > self.longest[0]:
                     self.longest = (member.off_step, key, sent, member.answered)
         else:
-            member.off_step = 0
+            member.off_step, member.steps = 0, []
         member.answered = integer(response, "MemberEpoch")
+
+    @staticmethod
+    def _hold(held: list[Exchange], exchange: Exchange, group: str, trail: Trail, told: bool) -> list[Exchange]:
+        """One more heartbeat of a member's: held while it has too few to tell, evidence once it has enough."""
+        held = [*held[-HELD + 1 :], exchange]
+        if not told:
+            return held
+        for one in held:
+            trail.add(one, group)
+        return []
 
     def _share(self, exchange: Exchange, fetch: bool) -> None:
         request = fields(exchange.request)
@@ -146,29 +163,31 @@ class NextGroups(Family):
         if fetch:
             window = (exchange.ts, exchange.response.ts)
             made(self.fetches, key, deque, (), WINDOWS_KEPT).append(window)
-            for sent, ack in self.acks.get(key, ()):
-                if window[0] < sent < window[1]:
-                    self._raced(exchange, group, ack)
+            for ack in self.acks.get(key, ()):
+                if window[0] < ack.ts < window[1]:
+                    self._raced(ack, group)
         else:
-            made(self.acks, key, deque, (), WINDOWS_KEPT).append((exchange.ts, exchange.id))
+            made(self.acks, key, deque, (), WINDOWS_KEPT).append(exchange)
             if any(start < exchange.ts < end for start, end in self.fetches.get(key, ())):
-                self._raced(exchange, group, exchange.id)
+                self._raced(exchange, group)
 
-    def _raced(self, exchange: Exchange, group: str, ack: int) -> None:
-        if ack not in self.raced:
-            self.raced.add(ack)
-            self.racing.add(exchange, group)
+    def _raced(self, ack: Exchange, group: str) -> None:
+        """The ShareAcknowledge is the evidence, whether it or the ShareFetch it raced completed last."""
+        if ack.id not in self.raced:
+            self.raced.add(ack.id)
+            self.racing.add(ack, group)
 
     def findings(self) -> Iterator[Finding]:
         if self.loops:
             (group, member), times = max(self.looping.items(), key=lambda item: item[1])
-            title = f"{plural(len(self.looping), 'member')} fenced in a loop (member {member} of {group} {plural(times, 'time')})"
+            fenced = f"{plural(self.loops.count, 'heartbeat')} fenced {plural(len(self.looping), 'member')} in a loop"
+            title = f"{fenced} (member {member} of {group} {plural(times, 'time')})"
             yield FENCED_LOOP.finding(title, self.loops.evidence())
         if self.ignored and self.longest is not None:
             run, (group, member), sent, answered = self.longest
             members = plural(len(self.ignored_members), "member")
             which = f"{member} of {group}: epoch {sent}, {run} in a row, the coordinator's {answered}"
-            title = f"{members} kept heartbeating with an epoch the coordinator never adopted ({which})"
+            title = f"{plural(self.ignored.count, 'heartbeat')} from {members} with an epoch the coordinator never adopted ({which})"
             yield EPOCH_IGNORED.finding(title, self.ignored.evidence())
         if self.racing and len(self.raced) >= self.threshold(ACK_IN_FLIGHT):
             yield ACK_IN_FLIGHT.finding(

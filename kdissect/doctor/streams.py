@@ -18,6 +18,8 @@ from kdissect.schema.tree import Struct
 
 NEVER = 2**63 - 1
 """AssignmentInfo's nextRebalanceMs when no follow-up rebalance is wanted (Long.MAX_VALUE)."""
+RUN_HELD = 64
+"""SyncGroups of a probing run held until the run reaches the threshold (a huge threshold holds no more)."""
 
 PROBING = Rule(
     "streams.probing-rebalance",
@@ -82,8 +84,9 @@ class Streams(Family):
 
     def __init__(self, settings: Settings, scope: Scope) -> None:
         super().__init__(settings, scope)
-        self.probing: dict[str, list[int]] = {}
-        """Group -> the generations in a row, up to the last one seen, whose assignments schedule a probing rebalance."""
+        self.probing: dict[str, tuple[int, int, list[Exchange]]] = {}
+        """Group -> its run of generations in a row, up to the last one seen, whose assignments schedule a probing
+        rebalance: (the last generation, how many, their SyncGroups while fewer than the threshold)."""
         self.probes: dict[str, Trail] = {}
         self.longest_run: dict[str, int] = {}
         self.lagging = Trail(scope)
@@ -100,24 +103,26 @@ class Streams(Family):
         if request is None or group is None:
             return
         if key == ApiKey.JOIN_GROUP:
-            for protocol in each(request, "Protocols"):
-                self._error(exchange, group, _user_data(protocol, "Metadata"), "errorCode")
+            self._error(exchange, group, [_user_data(protocol, "Metadata") for protocol in each(request, "Protocols")], "errorCode")
             members = [(text(m, "MemberId") or "?", _user_data(m, "Metadata")) for m in each(response, "Members")]
             self._lag(exchange, group, [(member, info) for member, info in members if info is not None])
         else:
             answers = [_user_data(a, "Assignment") for a in each(request, "Assignments")] + [_user_data(response, "Assignment")]
             infos = [info for info in answers if info is not None and "activeTasks" in info]
-            self._error(exchange, group, _user_data(response, "Assignment"), "errCode")  # each member's own answer, once
+            self._error(exchange, group, [_user_data(response, "Assignment")], "errCode")  # each member's own answer, once
             generation = integer(request, "GenerationId")
             if infos and generation is not None:
                 probing = any((integer(info, "nextRebalanceMs") or NEVER) < NEVER for info in infos)
                 self._probe(exchange, group, generation, probing)
 
-    def _error(self, exchange: Exchange, group: str, info: Struct | None, field: str) -> None:
-        code = integer(info, field)
-        if code:
-            name = ASSIGNOR_ERRORS.get(code, f"UNKNOWN_ASSIGNOR_ERROR_{code}")
-            self.error_names[name] = self.error_names.get(name, 0) + 1
+    def _error(self, exchange: Exchange, group: str, infos: list[Struct | None], field: str) -> None:
+        told = False
+        for code in (integer(info, field) for info in infos):
+            if code:
+                name = ASSIGNOR_ERRORS.get(code, f"UNKNOWN_ASSIGNOR_ERROR_{code}")
+                self.error_names[name] = self.error_names.get(name, 0) + 1
+                told = True
+        if told:
             self.errors.add(exchange, group)
 
     def _lag(self, exchange: Exchange, group: str, members: list[tuple[str, Struct]]) -> None:
@@ -140,30 +145,37 @@ class Streams(Family):
             self.lagging.add(exchange, group)
 
     def _probe(self, exchange: Exchange, group: str, generation: int, probing: bool) -> None:
-        run = made(self.probing, group, list)
-        if run and run[-1] == generation:
+        last, length, waiting = self.probing.get(group, (None, 0, []))
+        if last == generation:
             return  # another SyncGroup of the same generation
         if not probing:
-            run.clear()
+            self.probing.pop(group, None)
             return
-        run.append(generation)
-        self.longest_run[group] = max(self.longest_run.get(group, 0), len(run))
-        if len(run) >= self.threshold(PROBING):
-            made(self.probes, group, Trail, self.scope).add(exchange, group)
-        del run[: -int(self.threshold(PROBING)) - 1]
+        length += 1
+        waiting = [*waiting[-RUN_HELD + 1 :], exchange]
+        self.longest_run[group] = max(self.longest_run.get(group, 0), length)
+        if length >= self.threshold(PROBING):
+            trail = made(self.probes, group, Trail, self.scope)
+            for syncs in waiting:
+                trail.add(syncs, group)
+            waiting = []
+        self.probing[group] = (generation, length, waiting)
 
     def findings(self) -> Iterator[Finding]:
         for group, trail in sorted(self.probes.items()):
             if trail:
-                title = f"{group}: {self.longest_run[group]} generations in a row scheduled a probing rebalance (warm-ups not caught up)"
+                generations = plural(trail.count, "generation")
+                run = self.longest_run[group]
+                title = f"{generations} of {group} scheduled a probing rebalance, {run} in a row (warm-ups not caught up)"
                 yield PROBING.finding(title, trail.evidence())
         if self.lagging and self.worst is not None:
             behind, task, member = self.worst
             title = f"{plural(self.lagging.count, 'join')} with task copies far behind: task {task} on {member} {behind:,} records behind"
             yield TASK_LAG.finding(title, self.lagging.evidence())
-        if self.errors and self.errors.count >= self.threshold(ASSIGNOR_ERROR):
+        if self.errors and sum(self.error_names.values()) >= self.threshold(ASSIGNOR_ERROR):
             told = ", ".join(f"{name}×{n}" for name, n in sorted(self.error_names.items(), key=lambda item: -item[1]))
-            yield ASSIGNOR_ERROR.finding(f"{plural(self.errors.count, 'payload')} with an assignor error: {told}", self.errors.evidence())
+            title = f"{plural(self.errors.count, 'exchange')} with an assignor error in Kafka Streams' user data: {told}"
+            yield ASSIGNOR_ERROR.finding(title, self.errors.evidence())
 
 
 def _user_data(struct: Struct | None, field: str) -> Struct | None:
