@@ -7,16 +7,17 @@ from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
-from kdissect.decode.body_run import BodyRun, Holes
+from kdissect.decode.body_run import BodyRun, Holes, in_frame
 from kdissect.decode.guess import guess_response
 from kdissect.decode.redaction import carries_secrets, redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
+from kdissect.records.internal import internal_topic, read_records
 from kdissect.records.values import RecordSet
 from kdissect.schema import ApiKey, Catalog, ErrorCode
-from kdissect.schema.tree import Struct
+from kdissect.schema.tree import Partial, Struct
 
 UNSUPPORTED_VERSION = struct.pack(">h", ErrorCode.UNSUPPORTED_VERSION)
 """What a broker says first to an ApiVersions request at a version it does not know, as it is on the wire."""
@@ -54,6 +55,8 @@ class Decoder:
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
         self._teaching: dict[tuple[int, int], bool] = {}
+        self._located: CompiledBodies | None = None
+        """Bodies decoded again with spans, to say where a payload inside them could not be read: made when first needed."""
 
     def new_capture(self) -> None:
         """The capture's record budget again, its compiled decoders kept: the Spark job hands one decoder to
@@ -90,12 +93,16 @@ class Decoder:
         if fields is not None:
             if api_key in embedded.API_KEYS:
                 request_body = request.body if request is not None and isinstance(request.body, Body) else None
-                embedded.annotate(api_key, direction, fields, request_body.fields if request_body else None, session, self.show_secrets)
+                locate = self._locator(fields, api_key, version, direction, message.frame, header.length)
+                request_fields = request_body.fields if request_body else None
+                diagnostics += embedded.annotate(api_key, direction, fields, request_fields, session, self.show_secrets, locate)
             if target.plan is not None:
                 found = meaning.Findings()
                 meaning.walk(fields, target.plan, found, self.topic_names)
                 if found.topic_ids and direction == "response":
                     self.topic_names.update(found.topic_ids)
+                if found.records:
+                    diagnostics += _read_internal(found, run)
                 errors, records = tuple(found.errors), tuple(found.records)
                 if found.secrets and not self.show_secrets:
                     redact(found.secrets)
@@ -130,6 +137,32 @@ class Decoder:
         if run.found:
             diagnostics += run.records_diagnostics()
         return fields, run, diagnostics
+
+    def _locator(self, fields: Struct, api_key: int, version: int, direction: Direction, frame: Frame, start: int) -> embedded.Locate:
+        """Where a bytes field of this body starts in the frame, for what its payload's reader could not read: from
+        the body's spans, or (decoded without them) from decoding it again with spans, once, only when asked."""
+        spanned: list[Struct | None] = [fields] if fields.spans is not None else []
+
+        def locate(path: str, field: str) -> int | None:
+            if not spanned:
+                spanned.append(self._spanned(api_key, version, direction, frame, start))
+            holder = _follow(spanned[0], path)
+            span = holder.span(field) if holder is not None else None
+            value = holder.get(field) if holder is not None else None
+            return None if span is None or not isinstance(value, bytes) else span[1] - len(value)
+
+        return locate
+
+    def _spanned(self, api_key: int, version: int, direction: Direction, frame: Frame, start: int) -> Struct | None:
+        if self._located is None:
+            self._located = CompiledBodies(self.catalog, lambda buf, lo, hi: None, True, self.limits.max_array_elements)
+        target = self._located.target(api_key, version, direction)
+        if target is None:
+            return None
+        try:
+            return target.decode(frame.data if frame.size == len(frame.data) else frame.filled(), start)[0]
+        except Partial as failure:
+            return failure.value  # type: ignore[no-any-return]
 
     def carries_state(self, api_key: int, version: int, direction: str) -> bool:
         """Requests that set the session (JoinGroup, SaslHandshake) and responses that can state topic ids
@@ -224,6 +257,36 @@ class Decoder:
         return new_message(
             message.frame, message.header, new_body(SASL_TOKEN_SCHEMA, 0, fields, False, None, (), (), (), ()), message.diagnostics
         )
+
+
+def _read_internal(found: meaning.Findings, run: BodyRun) -> list[Diagnostic]:
+    """The records fields of Kafka's own topics read again, their records holding what their keys and values say, put
+    in place of the fields' first reading; what does not read, as diagnostics located in the frame."""
+    told = []
+    for i, placed in enumerate(found.records):
+        topic = internal_topic(placed.topic)
+        if topic is None:
+            continue
+        records, said = read_records(topic, placed.records)
+        holder, index = found.holders[i]
+        holder.values[index] = records
+        found.records[i] = meaning.PlacedRecords(placed.path, placed.topic, placed.partition, records)
+        told += in_frame(run.starts.get(id(placed.records), 0), said)
+    return told
+
+
+def _follow(struct: Struct | None, path: str) -> Struct | None:
+    """The struct at a path such as "Groups[0].Members[1]" ("" for the body itself)."""
+    for part in path.split(".") if path else ():
+        name, _, index = part.partition("[")
+        value = struct.get(name) if struct is not None else None
+        struct = None
+        if isinstance(value, list) and index:
+            i = int(index.rstrip("]"))
+            struct = value[i] if i < len(value) and isinstance(value[i], Struct) else None
+        elif isinstance(value, Struct):
+            struct = value
+    return struct
 
 
 def _first_uncovered(holes: tuple[tuple[int, int], ...], covered: list[tuple[int, int]]) -> int | None:

@@ -46,13 +46,15 @@ class ErrorAt:
 class Findings:
     """What one walk collects; the decoder turns it into the body's derived facts."""
 
-    __slots__ = ("errors", "topics", "groups", "records", "topic_ids", "secrets")
+    __slots__ = ("errors", "topics", "groups", "records", "holders", "topic_ids", "secrets")
 
     def __init__(self) -> None:
         self.errors: list[ErrorAt] = []
         self.topics: list[str] = []
         self.groups: list[str] = []
         self.records: list[PlacedRecords] = []
+        self.holders: list[tuple[Struct, int]] = []
+        """(struct, index of the value) of each records field, beside `records`: where a field read again goes."""
         self.topic_ids: list[tuple[str, str]] = []
         """(topic id, topic name) pairs stated side by side in this body."""
         self.secrets: list[tuple[Struct, int]] = []
@@ -189,6 +191,7 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
     for name, value in records:
         if isinstance(value, RecordSet):
             found.records.append(PlacedRecords(_text(path, name), topic, partition, value))
+            found.holders.append((struct, names.index(name)))
     for name, many, sub in children:
         try:
             value = values[names.index(name)]

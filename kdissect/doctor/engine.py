@@ -15,6 +15,7 @@ from kdissect.doctor import ledger
 from kdissect.doctor.admin import Admin
 from kdissect.doctor.capture import Capture
 from kdissect.doctor.clients import Clients
+from kdissect.doctor.connect import Connect
 from kdissect.doctor.connections import Connections
 from kdissect.doctor.consumers import Consumers
 from kdissect.doctor.dialects import worded
@@ -23,14 +24,28 @@ from kdissect.doctor.finding import SEVERITIES, Finding
 from kdissect.doctor.groups import Groups
 from kdissect.doctor.latency import Latency
 from kdissect.doctor.ledger import Ledger
+from kdissect.doctor.next_groups import NextGroups
 from kdissect.doctor.producers import Producers
 from kdissect.doctor.protocol import Protocol
 from kdissect.doctor.rule import Rule, Settings
+from kdissect.doctor.streams import Streams
 from kdissect.doctor.trail import Scope, plural, span
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.filter import EVERYTHING, Filter
 
-FAMILIES: tuple[type[Family], ...] = (Groups, Consumers, Producers, Connections, Protocol, Admin, Latency, Capture)
+FAMILIES: tuple[type[Family], ...] = (
+    Groups,
+    Connect,
+    Streams,
+    NextGroups,
+    Consumers,
+    Producers,
+    Connections,
+    Protocol,
+    Admin,
+    Latency,
+    Capture,
+)
 """In the order findings of the same severity are told."""
 RULES: dict[str, Rule] = {rule.id: rule for rules in (*(f.RULES for f in FAMILIES), ledger.RULES) for rule in rules}
 MOST_NAMES = 10_000

@@ -21,7 +21,17 @@ from kdissect.events.exchange import MALFORMED
 from kdissect.filter.errors import FilterError, did_you_mean
 from kdissect.filter.lexer import Token
 from kdissect.records.values import Control, LegacyMessage, Record, RecordBatch, RecordSet
-from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, ApiKey, Catalog, Field, MessageSpec
+from kdissect.schema import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    ApiKey,
+    Catalog,
+    Field,
+    MessageSpec,
+    schema_registry,
+)
+from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
+from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.schema.tree import Struct
 
 Values = Callable[[Exchange], list]
@@ -218,10 +228,12 @@ def _records_tree() -> PathNode:
         "key": _node({BYTES}),
         "value": _node({BYTES}),
     }
+    key, value = _internal_readings()
+    legacy["key"], legacy["value"] = key, value
     record = {
         **ints("offset", "timestamp", "offset_delta", "timestamp_delta", "attributes"),
-        "key": _node({BYTES}),
-        "value": _node({BYTES}),
+        "key": key,
+        "value": value,
         "headers": _node({STRUCT}, header),
         "control": _node({STRUCT}, control),
     }
@@ -254,13 +266,40 @@ def _records_tree() -> PathNode:
     )
 
 
-ANNOTATED = {
-    (ApiKey.JOIN_GROUP, "Metadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
-    (ApiKey.SYNC_GROUP, "Assignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
-    (ApiKey.DESCRIBE_GROUPS, "MemberMetadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
-    (ApiKey.DESCRIBE_GROUPS, "MemberAssignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
-}
-"""Bytes fields whose consumer-protocol reading a path can go into."""
+def _internal_readings() -> tuple[PathNode, PathNode]:
+    """A record's key and value, and under them what they hold in Kafka's own topics (records/internal.py): every
+    record type's key fields, and its value's version and fields."""
+    from kdissect.schema.generated_extras import INTERNAL_TOPICS
+
+    key, value = _node({BYTES}), _node({BYTES}, {"Version": _node({INT})})
+    seen: set[tuple[int, int]] = set()
+    for topic in INTERNAL_TOPICS.values():
+        for kind in topic.types.values():
+            for spec in kind.key:
+                _merge(key.children, spec.fields, spec.name, _node({STRUCT}), seen, {})
+            for spec in kind.value:
+                _merge(value.children, spec.fields, spec.name, _node({STRUCT}), seen, {})
+    return key, value
+
+
+def _annotated() -> dict[tuple[int | str, str], tuple[MessageSpec, ...]]:
+    """Bytes fields whose reading a path can go into, by (API key, or the payload spec that holds them; field name):
+    group payloads in every group protocol kdissect reads, and the payloads inside those."""
+    from kdissect.schema.generated_extras import STREAMS_SUBSCRIPTION_INFO
+
+    subscriptions = CONSUMER_PROTOCOL_SUBSCRIPTION + CONNECT_METADATA + schema_registry.IDENTITY
+    assignments = CONSUMER_PROTOCOL_ASSIGNMENT + CONNECT_ASSIGNMENT + schema_registry.ASSIGNMENT
+    return {
+        (ApiKey.JOIN_GROUP, "Metadata"): subscriptions,
+        (ApiKey.SYNC_GROUP, "Assignment"): assignments,
+        (ApiKey.DESCRIBE_GROUPS, "MemberMetadata"): subscriptions,
+        (ApiKey.DESCRIBE_GROUPS, "MemberAssignment"): assignments,
+        ("ConsumerProtocolSubscription", "UserData"): STREAMS_SUBSCRIPTION_INFO,
+        ("ConsumerProtocolAssignment", "UserData"): ASSIGNMENT_INFO,
+        ("ConnectProtocolMetadata", "Allocation"): CONNECT_ASSIGNMENT,
+    }
+
+
 INTS = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
 
 
@@ -272,10 +311,17 @@ def _kind(f: Field) -> str:
     return {"float64": FLOAT, "string": TEXT, "uuid": TEXT, "bytes": BYTES, "bool": BOOL}[f.type]
 
 
-def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | None, records: PathNode, seen: set[int]) -> None:
-    if id(fields) in seen:  # common structs are shared tuples: one visit each
+def _merge(
+    into: dict[str, PathNode],
+    fields: tuple[Field, ...],
+    owner: int | str,
+    records: PathNode,
+    seen: set[tuple[int, int]],
+    annotated: dict[tuple[int | str, str], tuple[MessageSpec, ...]],
+) -> None:
+    if (id(into), id(fields)) in seen:  # common structs are shared tuples: one visit each per place they stand
         return
-    seen.add(id(fields))
+    seen.add((id(into), id(fields)))
     for f in fields:
         node = into.setdefault(f.name, _node(set()))
         kind = _kind(f)
@@ -285,10 +331,10 @@ def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | 
             for name, child in records.children.items():
                 node.children.setdefault(name, child)
         elif f.is_struct:
-            _merge(node.children, f.fields, api_key, records, seen)
-        elif (api_key, f.name) in ANNOTATED:
-            for spec in ANNOTATED[(api_key, f.name)]:
-                _merge(node.children, spec.fields, None, records, seen)
+            _merge(node.children, f.fields, owner, records, seen, annotated)
+        elif (owner, f.name) in annotated:
+            for spec in annotated[(owner, f.name)]:
+                _merge(node.children, spec.fields, spec.name, records, seen, annotated)
 
 
 def body_tree(side: str, catalog: Catalog) -> PathNode:
@@ -300,11 +346,12 @@ def body_tree(side: str, catalog: Catalog) -> PathNode:
 def _body_tree(side: str, catalog: Catalog) -> PathNode:
     root = _node({STRUCT})
     records = _records_tree()
+    annotated = _annotated()
     for api in catalog.apis.values():
         specs: tuple[MessageSpec, ...] = api.requests if side == "request" else api.responses
-        seen: set[int] = set()
+        seen: set[tuple[int, int]] = set()
         for spec in specs:
-            _merge(root.children, spec.fields, api.key, records, seen)
+            _merge(root.children, spec.fields, api.key, records, seen, annotated)
     return root
 
 
@@ -338,6 +385,10 @@ def _step(name: str, last: bool) -> Callable[[list], list]:
                 value = node[header_index]
             elif kind in (Record, RecordBatch, LegacyMessage, Control):
                 value = getattr(node, name, None)
+                if not last and header_index is not None and kind is not RecordBatch and kind is not Control:
+                    reading = node.reading  # a record of Kafka's own topics: the path goes on in what its key or value holds
+                    if reading is not None:
+                        value = getattr(reading, name)
             else:
                 continue
             if value is None:

@@ -7,15 +7,16 @@ The JSON column is `views.json_lines.exchange_tree` encoded by `views.json_lines
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
-from kdissect.records.values import LegacyMessage, RecordBatch
+from kdissect.records.values import KafkaRecord, LegacyMessage, RecordBatch
 from kdissect.schema.tree import Struct
-from kdissect.views.json_lines import encode, exchange_tree
+from kdissect.views.json_lines import encode, exchange_tree, value_json
 
 OFFSET_BITS = 20
 """exchange_id = first packet number << 20 | the frame's stream offset mod 2**20: unique within a capture, as
@@ -242,6 +243,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                             "transactional": batch.transactional,
                             "control": batch.control,
                             "control_type": control.name if control is not None else None,
+                            "reading": _reading(r.reading),
                         }
                         ordinal += 1
                 else:
@@ -265,8 +267,14 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                             "transactional": False,
                             "control": False,
                             "control_type": None,
+                            "reading": _reading(m.reading),
                         }
                         ordinal += 1
+
+
+def _reading(reading: KafkaRecord | None) -> str | None:
+    """A record of one of Kafka's own topics: what its key and value hold, as the JSON layout writes it."""
+    return None if reading is None else json.dumps(value_json(reading), ensure_ascii=False, separators=(",", ":"))
 
 
 def _legacy(message: LegacyMessage, codec: str | None) -> Iterator[tuple[str, LegacyMessage]]:

@@ -92,6 +92,7 @@ RECORDS = pa.schema(
         ("transactional", pa.bool_()),
         ("control", pa.bool_()),
         ("control_type", pa.string()),
+        ("reading", pa.string()),
     ]
 )
 

@@ -34,6 +34,19 @@ class Control:
 
 
 @dataclass(frozen=True, slots=True)
+class KafkaRecord:
+    """A record of one of Kafka's own topics (__consumer_offsets, __transaction_state, ...) read by its schemas: its
+    kind, the fields of its key, and its value's version and fields (null in a tombstone, which deletes the key).
+    `key` and `value` are as far as they read; a diagnostic says when that was not to the end."""
+
+    record: str
+    """The record type's name: OffsetCommit, GroupMetadata, TransactionLog, ShareSnapshot, ..."""
+    type: int
+    key: Struct | None
+    value: Struct | None
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
     """One record of a v2 batch, with its offset and timestamp made absolute.
 
@@ -49,6 +62,8 @@ class Record:
     value: bytes | None
     headers: tuple[Header, ...]
     control: Control | None = None
+    reading: KafkaRecord | None = None
+    """What the key and value hold, for a record of one of Kafka's own topics (records/internal.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +122,8 @@ class LegacyMessage:
     uncompressed_size: int = 0
     """Bytes of the wrapped message set once decompressed."""
     messages: tuple[LegacyMessage, ...] = ()
+    reading: KafkaRecord | None = None
+    """As a Record's: __consumer_offsets was written in message sets before Kafka 0.11."""
 
     @property
     def headers(self) -> tuple[Header, ...]:

@@ -65,7 +65,7 @@ reading a number costs time quadratic in its digits."""
 MAX_NESTING = 32
 """The deepest structs may nest in a spec (Kafka's nest 6 deep): the builder, the compiler and the views walk them
 by recursion."""
-_QUOTE_OR_COMMENT = re.compile(r'"|//')
+_QUOTE_OR_COMMENT = re.compile(r'"|//|/\*')
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +103,9 @@ class _LongNumber(ValueError):
 
 
 def strip_comments(text: str) -> str:
-    """Drop `//` comments outside strings; line breaks stay, so offsets keep their lines. Strings are skipped by
-    the JSON decoder's own string scanner: time and memory linear in the text however long a string is."""
+    """Drop `//` and `/* */` comments outside strings (Kafka reads its specs with Jackson's ALLOW_COMMENTS, which
+    takes both); line breaks stay, so offsets keep their lines. Strings are skipped by the JSON decoder's own string
+    scanner: time and memory linear in the text however long a string is."""
     parts = []
     at = 0
     while (found := _QUOTE_OR_COMMENT.search(text, at)) is not None:
@@ -116,10 +117,16 @@ def strip_comments(text: str) -> str:
                 break
             parts.append(text[at:end])
             at = end
-        else:
+        elif found.group() == "//":
             parts.append(text[at:start])
             newline = text.find("\n", start)
             at = len(text) if newline < 0 else newline
+        else:
+            close = text.find("*/", start + 2)
+            if close < 0:  # an unclosed comment: the decoder will say where
+                break
+            parts.append(text[at:start] + "\n" * text.count("\n", start, close))
+            at = close + 2
     parts.append(text[at:])
     return "".join(parts)
 
@@ -429,11 +436,12 @@ class MessageBuilder:
         array = type_name.startswith("[]")
         element = type_name[2:] if array else type_name
         nested = self.nested(node, element, where)
-        versions = self.versions(node, "versions", where, required=True)
+        tagged = self.versions(node, "taggedVersions", where)
+        # Kafka's generator (FieldSpec) takes taggedVersions for a tagged field that does not give its versions
+        versions = tagged if tagged and "versions" not in node else self.versions(node, "versions", where, required=True)
         nullable = self.versions(node, "nullableVersions", where)
         if nullable and not (array or element in NULLABLE or is_struct_name(element)):
             self.problem(node, where, f"a field of type {element} cannot be nullable", "nullableVersions")
-        tagged = self.versions(node, "taggedVersions", where)
         tag = node.get("tag")
         if isinstance(tag, str) and tag.isdigit():  # Kafka's reader takes "0" for 0, and some specs say so
             tag = int(tag)

@@ -16,7 +16,7 @@ from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted, carries_secrets
 from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
 from kdissect.printable import printable
-from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
+from kdissect.records.values import KafkaRecord, LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import Catalog, error_name
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.json_lines import time_text
@@ -152,7 +152,7 @@ class DetailView:
             if isinstance(value, UnknownTag):
                 node.add(Text(f"{printable(name)}: ", style="yellow") + preview(value.data))
             elif isinstance(value, Struct):
-                self._struct(self._mark(node.add(Text(name, style="bold") + self._span(struct, name, data)), span), value, data)
+                self._struct(self._mark(node.add(Text(printable(name), style="bold") + self._span(struct, name, data)), span), value, data)
             elif isinstance(value, list) and value and isinstance(value[0], Struct):
                 child = self._mark(node.add(Text(f"{printable(name)} [{len(value)}]", style="bold") + self._span(struct, name, data)), span)
                 for i, item in enumerate(value):
@@ -231,8 +231,19 @@ class DetailView:
             control = child.add(Text(f"control {r.control.name} (key v{r.control.version})", style="yellow"))
             if r.control.value is not None:
                 DetailView._values(control, r.control.value)
+        if r.reading is not None:
+            DetailView._reading(child, r.reading)
         for key, value in r.headers:
             child.add(Text(f"header {key!r}: ") + preview(value))
+
+    @staticmethod
+    def _reading(node: Tree, reading: KafkaRecord) -> None:
+        """A record of one of Kafka's own topics: what its key and value hold."""
+        child = node.add(Text(f"{reading.record} (type {reading.type}, read by kdissect)", style="italic"))
+        if reading.key is not None:
+            DetailView._values(child.add(Text("key", style="bold")), reading.key)
+        if reading.value is not None:
+            DetailView._values(child.add(Text("value", style="bold")), reading.value)
 
     @staticmethod
     def _values(node: Tree, struct: Struct) -> None:
@@ -243,7 +254,7 @@ class DetailView:
                 for i, item in enumerate(value):
                     DetailView._values(child.add(Text(f"[{i}]", style="dim")), item)
             elif isinstance(value, Struct):
-                DetailView._values(node.add(Text(name, style="bold")), value)
+                DetailView._values(node.add(Text(printable(name), style="bold")), value)
             else:
                 node.add(Text(f"{printable(name)}: ") + scalar(name, value))
 
@@ -259,6 +270,8 @@ class DetailView:
                 self._legacy(child, inner, None)
         else:
             child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
+            if m.reading is not None:
+                self._reading(child, m.reading)
 
     @staticmethod
     def _dump(side: str, message: Message, hidden: bool) -> RenderableType:

@@ -231,7 +231,7 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
 def _record_tree(record: Record) -> dict[str, Any]:
     timestamp = record.timestamp
     headers = record.headers
-    return {
+    out = {
         "offset": record.offset,
         "timestamp": timestamp,
         "time": record_time(timestamp),
@@ -243,6 +243,9 @@ def _record_tree(record: Record) -> dict[str, Any]:
         "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
+    if record.reading is not None:
+        out["_kdissect"] = record.reading
+    return out
 
 
 def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any]:
@@ -264,6 +267,8 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
         "compressed_size": message.compressed_size,
         "uncompressed_size": message.uncompressed_size,
     }
+    if message.reading is not None:
+        out["_kdissect"] = message.reading
     if messages:
         out["messages"] = [_legacy_tree(m) for m in message.messages]
     return out
@@ -544,6 +549,7 @@ def streamed_record_json(item: Any) -> dict[str, Any]:
         "key": encode_bytes(record.key),
         "value": encode_bytes(record.value),
         "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
+        **({"_kdissect": value_json(record.reading)} if record.reading is not None else {}),
     }
 
 

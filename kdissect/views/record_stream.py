@@ -22,6 +22,7 @@ from kdissect.decode.body import Body
 from kdissect.events import Exchange
 from kdissect.printable import printable
 from kdissect.records.values import LegacyMessage, Record, format_timestamp
+from kdissect.views.json_lines import value_json
 from kdissect.views.output import FormatError as OutputFormatError
 
 DIRECTIONS = ("produce", "fetch")
@@ -101,6 +102,17 @@ def _shown(data: bytes | None) -> bytes:
         return b"0x" + data.hex().encode()
 
 
+def _shown_part(record: Record | LegacyMessage, part: str) -> bytes:
+    """For people, a record of one of Kafka's own topics: what its key (after the record's kind) or value holds, as
+    compact JSON, every control character escaped; any other record's bytes as `_shown` writes them."""
+    reading, data = record.reading, getattr(record, part)
+    held = getattr(reading, part) if reading is not None else None
+    if reading is None or held is None:
+        return _shown(data)
+    text = printable(json.dumps(value_json(held), ensure_ascii=False, separators=(",", ":")))
+    return (f"{reading.record} {text}" if part == "key" else text).encode()
+
+
 def _length(data: bytes | None) -> bytes:
     return b"-1" if data is None else str(len(data)).encode()
 
@@ -120,7 +132,9 @@ def _safe(value: Any) -> bytes:
 
 def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], bytes]:
     """The format string as a function from a record to its line's bytes; `human` quotes keys and values."""
-    value, name = (_shown, _safe) if human else (_raw, _text)
+    name = _safe if human else _text
+    key_of = (lambda r: _shown_part(r.record, "key")) if human else (lambda r: _raw(r.record.key))
+    value_of = (lambda r: _shown_part(r.record, "value")) if human else (lambda r: _raw(r.record.value))
     headers = (
         (lambda r: b"".join(b"  " + _safe(k) + b"=" + _shown(v) for k, v in r.record.headers))
         if human
@@ -130,9 +144,9 @@ def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], 
         "t": lambda r: name(r.topic if r.topic is not None else "?"),
         "p": lambda r: _text(r.partition if r.partition is not None else "?"),
         "o": lambda r: _text(r.record.offset),
-        "k": lambda r: value(r.record.key),
+        "k": key_of,
         "K": lambda r: _length(r.record.key),
-        "s": lambda r: value(r.record.value),
+        "s": value_of,
         "S": lambda r: _length(r.record.value),
         "T": lambda r: _text(_timestamp(r.record)),
         "Z": lambda r: _text(format_timestamp(_timestamp(r.record))),

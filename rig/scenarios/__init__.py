@@ -49,7 +49,7 @@ class Scenario:
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor", "faults", "habits", "healthy", "hostile")
+MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor", "faults", "habits", "healthy", "hostile", "registry")
 
 
 def scenario(name: str, title: str, **options) -> Callable:
