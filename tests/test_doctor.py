@@ -522,4 +522,5 @@ def test_every_finding_is_proven_somewhere_in_this_file() -> None:
     proven |= {finding for true in TRUE_OF.values() for finding in true}
     proven |= {"protocol.removed-in-kafka-4", "capture.lost-segments", "protocol.unanswered", "capture.one-sided", "capture.mid-stream"}
     proven |= {"capture.tls-hidden"}  # test_tls_without_keys_is_a_finding_and_with_them_none
+    proven |= {"doctor.bounds"}  # tests/test_hostile_doctor.py
     assert proven == set(RULES)

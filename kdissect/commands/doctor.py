@@ -98,7 +98,7 @@ def doctor(
             doctor.add(event)
             if isinstance(event, Exchange) and wanted.matches(event):
                 run.took()
-        report = doctor.report()
+        report = doctor.report(lambda: run.interrupted)
         for finding in report.findings:
             output.finding(finding)
         output.end(Closing(report=report))

@@ -36,5 +36,5 @@ def stats(common: Common) -> None:
             elif isinstance(event, ConnectionEnd):
                 totals.add_connection(event)
         notes = tuple(n for n in run.notes() if n.code.startswith("run."))
-        output.end(Closing(notes=notes, stats=totals, report=doctor.report()))
+        output.end(Closing(notes=notes, stats=totals, report=doctor.report(lambda: run.interrupted)))
     run.finish()

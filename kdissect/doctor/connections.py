@@ -11,7 +11,7 @@ from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, made, plural, span
+from kdissect.doctor.trail import KEEP_WAITING_ALL, Scope, Trail, made, plural, span
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.events.exchange import MALFORMED
 from kdissect.schema import ApiKey
@@ -97,7 +97,10 @@ class Connections(Family):
     def __init__(self, settings: Settings, scope: Scope, ledger: Ledger, clients: Clients) -> None:
         super().__init__(settings, scope, ledger, clients)
         self.waiting: dict[int, list[Exchange]] = {}
-        """Connection id -> its unanswered requests, until a later answer or its end says why."""
+        """Connection id -> its unanswered requests, until a later answer or its end says why: `MOST_WAITING` per
+        connection, `KEEP_WAITING_ALL` in all (`held`); the others are told skipped at once, and counted (`past`)."""
+        self.held = 0
+        self.past = 0
         self.told: dict[str, Trail] = {rule.id: self.trail() for rule in (UNANSWERED, BROKER_CLOSED, GAVE_UP, CLIENT_CLOSED, CAPTURE_ENDED)}
         self.closed: dict[str, dict[str, int]] = {rule.id: {} for rule in (BROKER_CLOSED, GAVE_UP, CLIENT_CLOSED, CAPTURE_ENDED)}
         self.longest = 0
@@ -112,13 +115,15 @@ class Connections(Family):
         connection = exchange.connection.id
         if exchange.status == "unanswered":
             waiting = made(self.waiting, connection, list)
-            if len(waiting) < MOST_WAITING:
+            if len(waiting) < MOST_WAITING and self.held < KEEP_WAITING_ALL:
                 waiting.append(exchange)
+                self.held += 1
                 self.defer(exchange, "unanswered")
             else:
+                self.past += 1
                 self._tell(UNANSWERED, exchange)
         elif exchange.response is not None and exchange.request is not None and connection in self.waiting:
-            for skipped in self.waiting.pop(connection):
+            for skipped in self._forget(connection):
                 self._tell(UNANSWERED, skipped)
         if exchange.status in ("malformed", "unreadable"):
             self._malformed(exchange)
@@ -148,8 +153,21 @@ class Connections(Family):
             what = f"{exchange.api_name or '?'} v{exchange.api_version}"
             self.closed[rule.id][what] = self.closed[rule.id].get(what, 0) + 1
 
+    def _forget(self, connection: int) -> list[Exchange]:
+        """The unanswered requests held for a connection, no longer held."""
+        waiting = self.waiting.pop(connection, [])
+        self.held -= len(waiting)
+        return waiting
+
+    def bounds(self) -> list[tuple[int, str]]:
+        told = super().bounds()
+        if self.past:
+            past = f"past {MOST_WAITING} per connection or {KEEP_WAITING_ALL} in all"
+            told.append((self.past, f"{self.past} unanswered requests told skipped at once, not held, {past}"))
+        return told
+
     def ended(self, end: ConnectionEnd) -> None:
-        waiting = self.waiting.pop(end.connection.id, ())
+        waiting = self._forget(end.connection.id)
         if not waiting:
             return
         rule = BROKER_CLOSED if end.closed_by == "broker" else CLIENT_CLOSED if end.closed_by == "client" else CAPTURE_ENDED
@@ -165,7 +183,7 @@ class Connections(Family):
 
     def findings(self) -> Iterator[Finding]:
         for connection in list(self.waiting):  # the capture ended with these waiting and the connection open
-            for exchange in self.waiting.pop(connection):
+            for exchange in self._forget(connection):
                 self._tell(CAPTURE_ENDED, exchange)
         for (sender, what, side), trail in sorted(self.malformed.items()):
             if trail:

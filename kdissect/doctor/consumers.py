@@ -12,7 +12,7 @@ from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural, where
+from kdissect.doctor.trail import KEEP_MANY, Kept, Scope, Trail, Window, made, plural, where
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema import ApiKey, ErrorCode
@@ -165,6 +165,8 @@ class Consumers(Family):
         self.seen: dict[str, list[int]] = {}
         """Client id -> [when its first records came, its latest exchange]."""
         self.fetch_trails: dict[str, Trail] = {}
+        self.partitions_kept = Kept(KEEP_MANY, "partitions fetched by a client: fetched partitions whose lag was not followed")
+        self.kept.append(self.partitions_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         header = exchange.request_header
@@ -238,13 +240,16 @@ class Consumers(Family):
             return
         lag = max(0, high - offset)
         key = (client, topic, partition)
-        seen = self.lags.get(key)
-        if seen is None:
-            self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)
-        else:
-            seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
-        group = self.groups.get(exchange.client_id or "")
-        made(self.lag_trails, (client, topic), Trail, self.scope).add(exchange, group, topic, partition)
+        kept = self.partitions_kept.admits(key)
+        if kept:
+            seen = self.lags.get(key)
+            if seen is None:
+                self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)
+            else:
+                seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
+        if kept or (client, topic) in self.lag_trails:  # a topic's trail counts every Fetch of it its filter selects
+            group = self.groups.get(exchange.client_id or "")
+            made(self.lag_trails, (client, topic), Trail, self.scope).add(exchange, group, topic, partition)
 
     def findings(self) -> Iterator[Finding]:
         worst: dict[tuple[str, str | None], tuple[int | None, Lag]] = {}

@@ -8,7 +8,8 @@ JoinGroups are shown, and a finding none of whose evidence is shown is left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from kdissect.doctor import ledger
@@ -20,14 +21,14 @@ from kdissect.doctor.connections import Connections
 from kdissect.doctor.consumers import Consumers
 from kdissect.doctor.dialects import worded
 from kdissect.doctor.family import Family
-from kdissect.doctor.finding import SEVERITIES, Finding
+from kdissect.doctor.finding import SEVERITIES, Evidence, Finding
 from kdissect.doctor.groups import Groups
 from kdissect.doctor.latency import Latency
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.next_groups import NextGroups
 from kdissect.doctor.producers import Producers
 from kdissect.doctor.protocol import Protocol
-from kdissect.doctor.rule import Rule, Settings
+from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.streams import Streams
 from kdissect.doctor.trail import Scope, plural, span
 from kdissect.events import ConnectionEnd, Exchange
@@ -47,7 +48,18 @@ FAMILIES: tuple[type[Family], ...] = (
     Capture,
 )
 """In the order findings of the same severity are told."""
-RULES: dict[str, Rule] = {rule.id: rule for rules in (*(f.RULES for f in FAMILIES), ledger.RULES) for rule in rules}
+BOUNDS = Rule(
+    "doctor.bounds",
+    "info",
+    "The doctor held its bookkeeping or its report to their bounds.",
+    "What the doctor keeps per client id, partition and connection is bounded, so that a capture naming a new "
+    "client id in every request, or 300 000 partitions, costs it a fixed amount of memory: events past those bounds "
+    "are counted, not followed one by one, and the rules about them see less. A report tells a bounded number of "
+    "findings of each rule; the title counts the others. No filter selects what was counted: the count is all there is.",
+    "Look at what the capture holds that is so numerous (`kdissect stats`); a capture of fewer clients or connections is followed in full.",
+    (Threshold("threshold", 100, "findings", "findings told of each rule; the others are counted in this one's title"),),
+)
+RULES: dict[str, Rule] = {rule.id: rule for rules in (*(f.RULES for f in FAMILIES), ledger.RULES, (BOUNDS,)) for rule in rules}
 MOST_NAMES = 10_000
 """Client ids and groups the census counts one by one; past it, more are counted as more."""
 
@@ -179,16 +191,42 @@ class Doctor:
                 family.ended(event)
             self.clients.ended(event.connection.id)
 
-    def findings(self) -> list[Finding]:
-        """Worst first; within a severity, in the families' order (the safety net last)."""
-        found = [finding for family in self.families for finding in family.findings()]
+    def findings(self, stopped: Callable[[], bool] = lambda: False) -> list[Finding]:
+        """Worst first; within a severity, in the families' order (the safety net last). At most
+        `doctor.bounds.threshold` of each rule, and a `doctor.bounds` finding when that or the bookkeeping's bounds
+        left anything out. `stopped` is asked between findings: asked to stop during this pass, the findings so far
+        are the answer (a run stopped before this pass gets them all, which the bounds keep quick to make)."""
+        found: list[Finding] = []
+        before = stopped()
+        for family in self.families:
+            for finding in family.findings():
+                found.append(finding)
+                if not before and stopped():
+                    return self._sorted([self._worded(self._linked(f, found)) for f in found])
         told = {f.id for f in found if f.severity != "info" or RULES[f.id].expected}
         found += self.ledger.findings(told)
         found = [self._worded(self._linked(f, found)) for f in found]
-        return sorted(found, key=lambda f: -SEVERITIES.index(f.severity))
+        most = int(self.settings(BOUNDS, "threshold"))
+        counted: Counter[str] = Counter()
+        kept = []
+        for finding in found:
+            counted[finding.id] += 1
+            if counted[finding.id] <= most:
+                kept.append(finding)
+        past = [(n - most, f"{n - most} more {rule} findings not told") for rule, n in counted.items() if n > most]
+        past += [said for family in self.families for said in family.bounds()]
+        if past:
+            total = sum(n for n, _ in past)
+            title = f"{total} counted past the doctor's bounds: {'; '.join(said for _, said in past)}"
+            kept.append(BOUNDS.finding(title, Evidence(count=total)))  # no filter selects them: the count is all there is
+        return self._sorted(kept)
 
-    def report(self) -> Report:
-        return Report(tuple(self.findings()), self.census)
+    def report(self, stopped: Callable[[], bool] = lambda: False) -> Report:
+        return Report(tuple(self.findings(stopped)), self.census)
+
+    @staticmethod
+    def _sorted(found: list[Finding]) -> list[Finding]:
+        return sorted(found, key=lambda f: -SEVERITIES.index(f.severity))
 
     @staticmethod
     def _linked(finding: Finding, found: list[Finding]) -> Finding:

@@ -10,7 +10,7 @@ from kdissect.doctor.clients import Clients
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings
-from kdissect.doctor.trail import Scope, Trail
+from kdissect.doctor.trail import Kept, Scope, Trail
 from kdissect.events import ConnectionEnd, Exchange
 
 
@@ -25,6 +25,8 @@ class Family:
         self.ledger = ledger
         self.clients = clients
         """Which library each client runs (`clients.py`)."""
+        self.kept: list[Kept] = []
+        """The bounds on the family's per-key tables whose keys the capture chooses."""
 
     def threshold(self, rule: Rule, name: str = "threshold") -> float:
         return self.settings(rule, name)
@@ -50,6 +52,11 @@ class Family:
 
     def ended(self, end: ConnectionEnd) -> None:
         """Every connection's totals."""
+
+    def bounds(self) -> list[tuple[int, str]]:
+        """What was counted past the family's bounds: how many events, and what of them, in the doctor's words
+        (engine.py's `doctor.bounds`)."""
+        return [(kept.past, kept.told()) for kept in self.kept if kept.past]
 
     def findings(self) -> Iterator[Finding]:
         """What the events added up to; called once, at the end."""

@@ -11,9 +11,9 @@ from kdissect.doctor.facts import among, codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
-from kdissect.doctor.rebalances import Rebalances
+from kdissect.doctor.rebalances import MOST_GROUPS, Rebalances
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural, span
+from kdissect.doctor.trail import KEEP_MANY, Kept, Scope, Trail, Window, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import ApiKey, ErrorCode, error_name
 
@@ -168,6 +168,9 @@ class Groups(Family):
         self.commit_codes: dict[int, int] = {}
         self.fenced = self.trail()
         self.fence_codes: dict[int, int] = {}
+        self.members_kept = Kept(KEEP_MANY, "group members: member requests not followed")
+        """The (group, member id) `last_seen`, `removed_members`, `ever_removed` and `rejoins` keep."""
+        self.kept.append(self.members_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         followed = self.rebalances.exchange(exchange)
@@ -205,6 +208,8 @@ class Groups(Family):
     def _member(self, exchange: Exchange, group: str, member: str, answer: list[int]) -> None:
         """A member's request: answered as gone after good answers, it had been removed in between."""
         key = (group, member)
+        if not self.members_kept.admits(key):
+            return
         gone = [c for c in answer if c in GONE]
         if gone:
             last = self.last_seen.pop(key, None)
@@ -242,7 +247,7 @@ class Groups(Family):
         made(self.joins, group, Trail, self.scope).add(exchange, group)
         made(self.rounds, group, Trail, self.scope).add(exchange, group)
         member = response.get("MemberId")
-        if isinstance(member, str) and member:
+        if isinstance(member, str) and member and self.members_kept.admits((group, member)):
             joined = made(self.rejoins, (group, member), Window, MINUTE).add(exchange.ts)
             if joined > self.threshold(STORM) and joined > self.storms.get(group, ("", 0))[1]:
                 self.storms[group] = (member, joined)
@@ -254,6 +259,14 @@ class Groups(Family):
                 self.fence_codes[c] = self.fence_codes.get(c, 0) + 1
             self.fenced.add(exchange, group)
             self.claim(exchange, FENCED, *(error_name(c) for c in fencing))
+
+    def bounds(self) -> list[tuple[int, str]]:
+        told = super().bounds()
+        if self.rebalances.untracked:
+            told.append(
+                (self.rebalances.untracked, f"{self.rebalances.untracked} group exchanges not followed past the first {MOST_GROUPS} groups")
+            )
+        return told
 
     def findings(self) -> Iterator[Finding]:
         groups = self.rebalances.groups

@@ -14,7 +14,7 @@ from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Histogram, Scope, Trail, made, plural, span
+from kdissect.doctor.trail import KEEP_GROUPS, Histogram, Kept, Scope, Trail, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import ApiKey
 
@@ -49,6 +49,8 @@ class Latency(Family):
         self.slowest: dict[tuple[int, str], list[tuple[int, int, Exchange]]] = {}
         self.queued: dict[tuple[int, str], int] = {}
         """(API, broker) -> the longest time one of its requests waited in line (left out of the measure)."""
+        self.pairs_kept = Kept(KEEP_GROUPS, "API and broker pairs: exchanges not timed")
+        self.kept.append(self.pairs_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         service, key = exchange.service, exchange.api_key
@@ -59,6 +61,8 @@ class Latency(Family):
             wait = request.get("MaxWaitMs") if request is not None else None
             service = max(0, service - max(0, wait if isinstance(wait, int) else 0) * 1_000_000)
         where = (key, broker(exchange))
+        if not self.pairs_kept.admits(where):
+            return
         made(self.histograms, where, Histogram).add(service)
         if exchange.queued:
             self.queued[where] = max(self.queued.get(where, 0), exchange.queued)

@@ -11,7 +11,7 @@ from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding, Severity
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, plural, span
+from kdissect.doctor.trail import KEEP_CLIENTS, KEEP_GROUPS, Kept, Scope, Trail, plural, span
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema import ApiKey, ErrorCode, error_name
@@ -236,12 +236,18 @@ class Producers(Family):
         self.long = self.trail()
         self.longest = 0
         self.last_ts = 0
+        self.clients_kept = Kept(KEEP_CLIENTS, "producing client ids: exchanges not followed per client")
+        self.throttles_kept = Kept(KEEP_GROUPS, "throttled client and broker pairs: throttles not told per client")
+        self.transactions_kept = Kept(KEEP_GROUPS, "open transactions: transactions not timed")
+        self.kept += [self.clients_kept, self.throttles_kept, self.transactions_kept]
 
     def _client(self, exchange: Exchange) -> Client:
         name = exchange.client_id or f"connection {exchange.connection.id}"
         client = self.producers.get(name)
-        if client is None:
-            client = self.producers[name] = Client(exchange.ts, self.trail(f"api == Produce and {who(name)}"))
+        if client is None:  # past the bound, a client of the moment: followed for this exchange only, never told
+            client = Client(exchange.ts, self.trail(f"api == Produce and {who(name)}"))
+            if self.clients_kept.admits(name):
+                self.producers[name] = client
         return client
 
     def exchange(self, exchange: Exchange) -> None:
@@ -251,7 +257,8 @@ class Producers(Family):
             if isinstance(throttle, int) and throttle > 0:
                 self.throttled.add(exchange)
                 who = (exchange.client_id or "?", broker(exchange))
-                self.throttled_by[who] = max(self.throttled_by.get(who, 0), throttle)
+                if self.throttles_kept.admits(who):
+                    self.throttled_by[who] = max(self.throttled_by.get(who, 0), throttle)
         answer = codes(exchange.response)
         if ErrorCode.NOT_LEADER_OR_FOLLOWER in answer:
             self.not_leader.add(exchange)
@@ -260,7 +267,8 @@ class Producers(Family):
         self.last_ts = max(self.last_ts, exchange.ts)
         if key in (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN):
             for transaction in transactional_ids(exchange):
-                self.open.setdefault(transaction, exchange)
+                if transaction not in self.open and self.transactions_kept.admits(transaction):
+                    self.open[transaction] = exchange
         if key == ApiKey.METADATA:
             if self.unknown.count:
                 self.metadata_after += 1
@@ -276,6 +284,7 @@ class Producers(Family):
             request = fields(exchange.request)
             if request is not None:
                 opened = self.open.pop(request.get("TransactionalId"), None)
+                self.transactions_kept.release(request.get("TransactionalId"))
                 if opened is not None:
                     self._transaction(opened, exchange.ts, exchange)
                 committed = bool(request.get("Committed"))
@@ -291,7 +300,8 @@ class Producers(Family):
             client.init.add(exchange)
             for c in answer:
                 client.refusals[c] = client.refusals.get(c, 0) + 1
-            self.claim(exchange, INIT_REFUSED)
+            if self.producers.get(exchange.client_id or f"connection {exchange.connection.id}") is client:  # else never told
+                self.claim(exchange, INIT_REFUSED)
         elif response is not None and isinstance(response.get("ProducerId"), int) and response.get("ProducerId") >= 0:
             client.started = True
 

@@ -12,7 +12,7 @@ from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural
+from kdissect.doctor.trail import KEEP_CLIENTS, Kept, Scope, Trail, Window, made, plural
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import ApiKey, ErrorCode
 
@@ -131,6 +131,8 @@ class Protocol(Family):
         self.sasl = self.trail("api in {SaslHandshake, SaslAuthenticate} and error")
         self.names: dict[int, str] = {}
         """API key -> its name in the run's catalogue, as the headers told it."""
+        self.clients_kept = Kept(KEEP_CLIENTS, "client ids: exchanges not followed per client")
+        self.kept.append(self.clients_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         header, connection = exchange.request_header, exchange.connection.id
@@ -140,20 +142,22 @@ class Protocol(Family):
         if key == ApiKey.API_VERSIONS:
             self._api_versions(exchange)
         who = client_id or "(none)"
-        software = self.clients.of(exchange)
-        name = f"{software} client" if software is not None else f"client id {who}"
-        client = made(self.inventory, name, dict)
-        if not client:
-            client.update(ids=set(), apis={}, exchanges=0)
-        client["exchanges"] += 1
-        client["ids"].add(who)
-        client["apis"].setdefault(key, set()).add(version)
         if header.api_name is not None:
             self.names[key] = header.api_name
-        made(self.inventory_trails, name, Trail, self.scope).add(exchange)
-        if removed(key, version):
-            made(self.removed, name, Trail, self.scope).add(exchange)
-            self.removed_versions.setdefault(name, set()).add((key, version))
+        per_client = self.clients_kept.admits(who)  # the inventory, churn and metadata tables are per client id
+        if per_client:
+            software = self.clients.of(exchange)
+            name = f"{software} client" if software is not None else f"client id {who}"
+            client = made(self.inventory, name, dict)
+            if not client:
+                client.update(ids=set(), apis={}, exchanges=0)
+            client["exchanges"] += 1
+            client["ids"].add(who)
+            client["apis"].setdefault(key, set()).add(version)
+            made(self.inventory_trails, name, Trail, self.scope).add(exchange)
+            if removed(key, version):
+                made(self.removed, name, Trail, self.scope).add(exchange)
+                self.removed_versions.setdefault(name, set()).add((key, version))
         answer = codes(exchange.response)
         if ErrorCode.UNSUPPORTED_VERSION in answer:
             if key == ApiKey.API_VERSIONS:
@@ -170,10 +174,11 @@ class Protocol(Family):
             self.above.add(exchange)
         if connection not in self.started:
             self.started.add(connection)
-            if made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
+            if per_client and made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
                 made(self.churn_trails, who, Trail, self.scope).add(exchange)
-        if key == ApiKey.METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
-            made(self.metadata_trails, who, Trail, self.scope).add(exchange)
+        if per_client and key == ApiKey.METADATA:
+            if made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
+                made(self.metadata_trails, who, Trail, self.scope).add(exchange)
 
     def _api_versions(self, exchange: Exchange) -> None:
         response = fields(exchange.response)

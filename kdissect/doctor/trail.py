@@ -1,5 +1,7 @@
 """Bounded bookkeeping for the rules: evidence as it accumulates, counts over a sliding window, latency
-percentiles from a histogram. Each holds a fixed amount whatever the length of the capture."""
+percentiles from a histogram, each of a fixed size whatever the length of the capture; and the bounds on the tables
+the rules keep per client id, partition, group or connection (`Kept`), whose keys a capture chooses: past them,
+events are counted, not followed, and the doctor says so once (engine.py's `doctor.bounds`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,15 @@ KEEP = 10
 """Evidence lists keep the first this many of each kind for people to open."""
 ID_CAP = 5000
 """Exchange (and connection) ids a trail keeps for its filter when no expression says what its evidence is."""
+KEEP_CLIENTS = 10_000
+"""Client ids a family keeps tables for; a normal capture names dozens, a hostile one a new id per request."""
+KEEP_MANY = 50_000
+"""Keys that come many to a client: (client, topic, partition) lags (a consumer of every partition of a large
+cluster, not a Fetch of 300 000 made-up ones)."""
+KEEP_GROUPS = 10_000
+"""Open transactions, (API, broker) pairs and (client, broker) throttles followed, each."""
+KEEP_WAITING_ALL = 100_000
+"""Unanswered requests kept across all connections until a later answer or their connection's end says why."""
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -27,6 +38,39 @@ def made(table: dict[K, V], key: K, make: Callable[..., V], *args: Any) -> V:
     if value is None:
         value = table[key] = make(*args)
     return value
+
+
+class Kept:
+    """The keys a family keeps per-key tables for: at most `most`, the first ones to come. Events of the other keys
+    are counted (`past`), not followed, so the tables stop growing with the capture; `told` says it."""
+
+    __slots__ = ("most", "what", "keys", "past")
+
+    def __init__(self, most: int, what: str) -> None:
+        self.most = most
+        self.what = what
+        """What the keys are and what was not followed of the rest: "client ids: exchanges not followed per client"."""
+        self.keys: set[Any] = set()
+        self.past = 0
+
+    def admits(self, key: Any) -> bool:
+        """Whether `key` has tables (making it one of the kept keys while there is room); else one more event past."""
+        keys = self.keys
+        if key in keys:
+            return True
+        if len(keys) < self.most:
+            keys.add(key)
+            return True
+        self.past += 1
+        return False
+
+    def release(self, key: Any) -> None:
+        """The tables let go of `key`: room for another."""
+        self.keys.discard(key)
+
+    def told(self) -> str:
+        name, _, then = self.what.partition(": ")
+        return f"{self.past} {then} past the first {self.most} {name}"
 
 
 class Scope:
