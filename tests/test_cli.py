@@ -138,10 +138,7 @@ def test_filters_combine_with_the_fixed_options_and_with_each_other():
 def test_show_and_stats_take_the_filter():
     shown = kdissect("show", CAPTURE, "-Y", "api == Heartbeat and error").stdout.decode()
     assert shown.count("Exchange ") == 2 and "Exchange 31  Heartbeat v4" in shown and "Exchange 47  Heartbeat v4" in shown
-    tables = {
-        json.loads(line)["table"]: json.loads(line)["rows"]
-        for line in kdissect("stats", CAPTURE, "--json", "-Y", "api == Heartbeat").stdout.splitlines()
-    }
+    tables = stats_tables("-Y", "api == Heartbeat")
     assert {row["api_name"] for row in tables["apis"]} == {"Heartbeat"} and sum(row["count"] for row in tables["apis"]) == 3
 
 
@@ -225,8 +222,15 @@ def test_show_selects_by_exchange_correlation_id_and_packet():
     assert "@26-39 [0d 6b 64 72" in hexed and "Request frame bytes" in hexed
 
 
+def stats_tables(*args: str) -> dict[str, list]:
+    """`stats --json`'s tables by name; its last line is the doctor's verdict."""
+    lines = [json.loads(line) for line in kdissect("stats", CAPTURE, "--json", *args).stdout.splitlines()]
+    assert [line["type"] for line in lines[-1:]] == ["verdict"]
+    return {line["table"]: line["rows"] for line in lines[:-1]}
+
+
 def test_stats_json_has_every_table():
-    tables = {json.loads(line)["table"]: json.loads(line)["rows"] for line in kdissect("stats", CAPTURE, "--json").stdout.splitlines()}
+    tables = stats_tables()
     assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances", "findings"}
     assert [g["group"] for g in tables["groups"]] == ["kdrig-kgroup"]
     assert [r["generation"] for r in tables["rebalances"]] == [0, 1, 2]
