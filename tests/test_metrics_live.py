@@ -6,7 +6,9 @@ metrics on the namespace's loopback, where a Prometheus started by the test (its
 stopped by its PID) scrapes it every second. The test then asks Prometheus' HTTP API, as a dashboard would, and
 holds the answers against what is known of the traffic without kdissect's live path: the capture's manifest
 (records per topic and partition), the rig's own reader (rig/pcapinfo.py: requests per API and version), the
-file read by `kdissect read`'s core (errors by name) and the packet count of the file. Takes about 20 seconds.
+file read by `kdissect read`'s core (errors by name) and the packet count of the file. The same tap pushes over
+OTLP/HTTP (`--otlp`) every second to a receiver in the namespace, and its newest complete push must say what
+Prometheus says. Takes about 25 seconds.
 
 Needs root, iproute2, ethtool, tcpreplay and prometheus (Debian: apt-get install iproute2 ethtool tcpreplay
 prometheus); skipped, saying which is missing, otherwise.
@@ -39,6 +41,28 @@ CAPTURE = ROOT / "captures" / "consumer-group-confluent.pcap"
 TAP = "127.0.0.1:9465"
 PROMETHEUS = "127.0.0.1:9090"
 """Both on the namespace's own loopback: fixed ports are free in a namespace made for the test."""
+OTLP = "127.0.0.1:4318"
+RECEIVER = """
+import http.server, itertools, os, pathlib, sys
+out, count = pathlib.Path(sys.argv[1]), itertools.count()
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        name = out / f"{next(count):06d}.pb"
+        name.with_suffix(".part").write_bytes(body)
+        os.rename(name.with_suffix(".part"), name)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[2])), Receiver)
+(out / "ready").touch()
+server.serve_forever()
+"""
+"""An OTLP/HTTP receiver in the namespace, each request's body kept as a file (no OpenTelemetry Collector installs
+from PyPI, Debian or npm here; the bodies are decoded with opentelemetry-proto, as a Collector's receiver would)."""
 GET = "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
 """Run inside the namespace to reach its loopback (the test itself is outside)."""
 
@@ -105,17 +129,23 @@ def wait_for(check, seconds: float, what: str, logs: list[Path]):
 
 
 @pytest.fixture
-def rig(tmp_path: Path) -> Iterator[tuple[ReplayNs, list[Path]]]:
-    """The namespace with the tap and Prometheus running in it; both stopped, and the namespace deleted, after."""
+def rig(tmp_path: Path) -> Iterator[tuple[ReplayNs, list[Path], Path]]:
+    """The namespace with the tap, Prometheus and an OTLP receiver running in it; all stopped, and the namespace
+    deleted, after."""
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
         f"scrape_configs:\n  - job_name: kdissect\n    static_configs:\n      - targets: ['{TAP}']\n"
     )
-    logs = [tmp_path / "kdissect.log", tmp_path / "prometheus.log"]
+    logs = [tmp_path / "kdissect.log", tmp_path / "prometheus.log", tmp_path / "receiver.log"]
+    pushed = tmp_path / "otlp"
+    pushed.mkdir()
     with replay_ns(f"m{time.monotonic_ns() % 100000}") as ns:
+        receiver = started(inside(ns.name, [sys.executable, "-c", RECEIVER, str(pushed), OTLP.rpartition(":")[2]]), logs[2])
+        wait_for(lambda: (pushed / "ready").exists(), 30, "the OTLP receiver did not start", logs)
         env_python = [sys.executable, "-c", "import sys; from kdissect.cli import main; main(sys.argv[1:])"]
-        tap = started(inside(ns.name, [*env_python, "live", "-i", ns.capture, "--metrics", TAP]), logs[0])
+        live = ["live", "-i", ns.capture, "--metrics", TAP, "--otlp", f"http://{OTLP}", "--otlp-interval", "1"]
+        tap = started(inside(ns.name, [*env_python, *live]), logs[0])
         prometheus = started(
             inside(
                 ns.name,
@@ -133,14 +163,29 @@ def rig(tmp_path: Path) -> Iterator[tuple[ReplayNs, list[Path]]]:
             wait_for(lambda: "listening on" in logs[0].read_text(), 30, "kdissect live did not start listening", logs)
             wait_for(lambda: get(ns, f"http://{PROMETHEUS}/-/ready").strip(), 30, "Prometheus was not ready", logs)
             wait_for(lambda: scalar(ns, m.PACKETS) == 0, 30, "Prometheus did not scrape the tap", logs)
-            yield ns, logs
+            yield ns, logs, pushed
         finally:
             stop(prometheus)
             stop(tap)
+            stop(receiver)
 
 
-def test_prometheus_scrapes_what_the_traffic_was(rig: tuple[ReplayNs, list[Path]]) -> None:
-    ns, logs = rig
+def pushed_values(payload: bytes, metric: m.Metric, *by: str) -> Counter:
+    """A metric's values in one OTLP request, summed by the attributes `by` (a histogram's count)."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    sent = ExportMetricsServiceRequest.FromString(payload)
+    out: Counter = Counter()
+    for found in (x for rm in sent.resource_metrics for sm in rm.scope_metrics for x in sm.metrics if x.name == metric.name):
+        for point in getattr(found, found.WhichOneof("data")).data_points:
+            attributes = {a.key: a.value.string_value or str(a.value.int_value) for a in point.attributes}
+            value = point.count if metric.kind == "histogram" else getattr(point, point.WhichOneof("value"))
+            out[tuple(attributes.get(a, "") for a in by)] += round(value)
+    return out
+
+
+def test_prometheus_scrapes_and_otlp_receives_what_the_traffic_was(rig: tuple[ReplayNs, list[Path], Path]) -> None:
+    ns, logs, pushed = rig
     with open_capture(CAPTURE) as source:
         packets = list(source.packets())
         exchanges = [e for e in file_dissector(source, Options()).run(iter(packets)) if hasattr(e, "status")]
@@ -182,3 +227,17 @@ def test_prometheus_scrapes_what_the_traffic_was(rig: tuple[ReplayNs, list[Path]
     for (name,), count in errors.items():
         assert sum(compile_filter([("-Y", f"error == {name}")], BUILTIN).matches(e) for e in exchanges) == count, name
     assert sum(summed(ns, m.REBALANCES).values()) >= 2
+
+    # the same metrics pushed over OTLP/HTTP every second: the newest push that has every packet says the same
+    def complete() -> bytes | None:
+        for path in sorted(pushed.glob("*.pb"), reverse=True):
+            payload = path.read_bytes()
+            if sum(pushed_values(payload, m.PACKETS).values()) == len(packets):
+                return payload
+        return None
+
+    payload = wait_for(complete, 20, "no OTLP push with every packet", logs)
+    assert pushed_values(payload, m.SENT, m.TOPIC, m.PARTITION) == summed(ns, m.SENT, m.TOPIC, m.PARTITION)
+    assert pushed_values(payload, m.REQUESTS, m.API, m.VERSION, m.STATUS) == summed(ns, m.REQUESTS, m.API, m.VERSION, m.STATUS)
+    assert pushed_values(payload, m.SERVICE, m.API) == summed(ns, m.SERVICE, m.API)
+    assert pushed_values(payload, m.ERRORS, m.ERROR) == errors
