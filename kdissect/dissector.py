@@ -154,6 +154,18 @@ class Dissector:
                 self._close(connection, "evicted", ts)
             self._forget(connection)
 
+    def evict_idle(self, before: int) -> list[Event]:
+        """Let go of the connections with no packet since `before` (ns): a tap that runs for days forgets the
+        connections whose end it never saw (lost with the packets the kernel dropped) and the ended ones it keeps for
+        a while to name late packets, instead of waiting for `max_connections` to fill. The live ones close as evicted."""
+        idle = {id(c): c for c, _ in self._flows.values() if c.last_ts < before}
+        for connection in idle.values():
+            if not connection.phase.over:
+                self.counters.evicted_connections += 1
+                self._close(connection, "evicted", before)
+            self._forget(connection)
+        return self._take()
+
     def _forget(self, connection: Connection) -> None:
         connection.detach()
         a, b = connection.ends

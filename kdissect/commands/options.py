@@ -422,6 +422,61 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
     ],
+    "metrics": [
+        _option(
+            "metrics_top",
+            Annotated[
+                int,
+                typer.Option(
+                    "--metrics-top",
+                    metavar="N",
+                    help="Client ids, topics, groups, hosts, brokers and software names with a label of their own, each; "
+                    "the rest are counted as 'other' (told once) until one goes idle.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            100,
+        ),
+        _option(
+            "metrics_series",
+            Annotated[
+                int,
+                typer.Option(
+                    "--metrics-series",
+                    metavar="N",
+                    help="Series per metric; past it, new ones are counted in one whose labels are all 'other'.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            10_000,
+        ),
+        _option(
+            "metrics_idle",
+            Annotated[
+                float,
+                typer.Option(
+                    "--metrics-idle",
+                    metavar="SECONDS",
+                    help="A series, a label value or a producer/consumer relation without traffic this long is let go.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            600.0,
+        ),
+        _option(
+            "metrics_window",
+            Annotated[
+                float,
+                typer.Option(
+                    "--metrics-window",
+                    metavar="SECONDS",
+                    help="The doctor's window: the findings exported are those of the last window's traffic.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            60.0,
+        ),
+    ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
 READS = ("capture", "input", "filters", "output", "count")
@@ -460,6 +515,8 @@ class Common:
     """-e: the fields the fields formats write, compiled."""
     layout: Any = None
     """-E: the fields formats' layout."""
+    tap: Any = None
+    """The `metrics.tap.TapSettings` of the --metrics-* options, for a command that takes them."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -574,7 +631,20 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
         *make_format(catalog, command, values),
+        make_tap(values) if "metrics_top" in values else None,
     )
+
+
+def make_tap(values: dict[str, Any]) -> Any:
+    """The tap's settings from the --metrics-* options; a UserError for one out of range."""
+    from kdissect.metrics.tap import TapSettings
+
+    top, series, idle, window = (values[f"metrics_{name}"] for name in ("top", "series", "idle", "window"))
+    if top < 1 or series < 1:
+        raise UserError("--metrics-top and --metrics-series take a number from 1 up")
+    if idle <= 0 or window <= 0:
+        raise UserError("--metrics-idle and --metrics-window take seconds above 0")
+    return TapSettings(top, series, idle, window)
 
 
 def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tuple[str, tuple[Any, ...], Any]:

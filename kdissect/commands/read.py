@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,7 +12,7 @@ from kdissect.commands.options import READS, Common, UserError, takes
 from kdissect.commands.reading import Reading
 
 
-@takes(*READS, "fields", "decoding", "detail", "secrets")
+@takes(*READS, "fields", "decoding", "detail", "secrets", "metrics")
 def read(
     common: Common,
     all_events: Annotated[
@@ -29,6 +30,22 @@ def read(
             rich_help_panel="Limits",
         ),
     ] = None,
+    metrics: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--metrics",
+            metavar="OUT.prom",
+            help="Also write the metrics `live --metrics` serves, as OpenMetrics text with a snapshot every "
+            "--metrics-interval of capture time, each with its timestamp (docs/metrics.md).",
+            rich_help_panel="Metrics",
+        ),
+    ] = None,
+    metrics_interval: Annotated[
+        float,
+        typer.Option(
+            "--metrics-interval", metavar="SECONDS", help="Capture time between two snapshots of --metrics.", rich_help_panel="Metrics"
+        ),
+    ] = 15.0,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.views.output import Closing
@@ -45,6 +62,10 @@ def read(
         raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
     if text and common.output is None and sys.stdout.isatty():
         jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
+    if metrics is not None:
+        if metrics_interval <= 0:
+            raise UserError("--metrics-interval takes seconds above 0")
+        jobs = 1  # the tap measures decoded bodies, which several processes decode apart
     settings = {"detail": common.detail, "all_events": all_events}
 
     def worker_sink(stream):
@@ -54,11 +75,20 @@ def read(
     with Reading(common, jobs=jobs, every_body=text) as run:
         sink = EventSink(common.wanted, run.writes("read", **settings), totals=text)  # --json and fields print no totals
         doctor = _doctor(common) if text else None
+        tap = None
+        if metrics is not None:
+            from kdissect.commands.tapping import FileTap
+
+            tap = FileTap(common.tap, common.wanted, metrics, metrics_interval, run.dissector.counters)
         for event in run.events(worker_sink):
             if doctor is not None:
                 doctor.add(event.exchange if type(event) is Settled else event)
+            if tap is not None:
+                tap.add(event)
             if sink.add(event):
                 run.took()
+        if tap is not None:
+            tap.close()
         if text:
             counts = run.dissector.counters, tuple(run.source.linktypes()), tuple(run.notes())
             run.output.end(Closing(sink.summary, *counts, report=doctor.report() if doctor is not None else None))

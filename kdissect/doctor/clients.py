@@ -57,6 +57,8 @@ class Software:
     dialect: str | None
     inferred: str | None = None
     """How it was inferred (None when the client named itself)."""
+    version: str | None = None
+    """The version it named, which ends `name` (None when inferred, or not named)."""
 
     def __str__(self) -> str:
         return self.name if self.inferred is None else f"{self.name} ({self.inferred})"
@@ -77,8 +79,9 @@ class Clients:
         name = request.get("ClientSoftwareName") if request is not None else None
         software: Software | None
         if isinstance(name, str) and name:
-            version = request.get("ClientSoftwareVersion") if request is not None else None
-            software = Software(f"{name} {version}".strip() if isinstance(version, str) else name, NAMED.get(name.lower()))
+            given = request.get("ClientSoftwareVersion") if request is not None else None
+            version = given.strip() if isinstance(given, str) and given.strip() else None
+            software = Software(f"{name} {version}" if version else name, NAMED.get(name.lower()), None, version)
         else:
             software = self._inferred(header.client_id, header.api_version)
         if software is None:

@@ -130,6 +130,27 @@ def long_poll(exchange: Exchange, fraction: float) -> bool:
     return not any(placed.records.batches for placed in getattr(body, "records", ()))
 
 
+def fetched(request: Struct, response: Struct) -> Iterator[tuple[str | None, int | None, Struct, object]]:
+    """Each partition of a Fetch response: its topic, its index, its struct, and the offset the request fetched it from."""
+    offsets = {
+        (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
+        for topic in each(request, "Topics")
+        for partition in each(topic, "Partitions")
+    }
+    for topic in each(response, "Responses"):
+        name = topic_of(topic)
+        for partition in each(topic, "Partitions"):
+            index = partition.get("PartitionIndex")
+            yield name, index, partition, offsets.get((name, index))
+
+
+def records_behind(offset: object, high: object) -> int | None:
+    """Records between a fetch offset and the high watermark; None unless both are offsets."""
+    if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
+        return None
+    return max(0, high - offset)
+
+
 def follower(request: Struct) -> bool:
     """Whether a Fetch comes from a broker replicating (ReplicaId, or v15's ReplicaState), not a consumer."""
     state = request.get("ReplicaState")
@@ -198,19 +219,11 @@ class Consumers(Family):
             self.sessions.add(exchange)
             self.claim(exchange, FETCH_SESSION, "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH")
         client = client_id or f"connection {exchange.connection.id}"
-        offsets = {
-            (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
-            for topic in each(request, "Topics")
-            for partition in each(topic, "Partitions")
-        }
-        for topic in each(response, "Responses"):
-            name = topic_of(topic)
-            for partition in each(topic, "Partitions"):
-                index = partition.get("PartitionIndex")
-                if partition.get("ErrorCode") == ErrorCode.OFFSET_OUT_OF_RANGE:
-                    self.out_of_range.add(exchange, None, name, index)
-                    self.claim(exchange, OUT_OF_RANGE, "OFFSET_OUT_OF_RANGE")
-                self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
+        for name, index, partition, offset in fetched(request, response):
+            if partition.get("ErrorCode") == ErrorCode.OFFSET_OUT_OF_RANGE:
+                self.out_of_range.add(exchange, None, name, index)
+                self.claim(exchange, OUT_OF_RANGE, "OFFSET_OUT_OF_RANGE")
+            self._lag(exchange, client, name, index, records_behind(offset, partition.get("HighWatermark")))
         placements = getattr(getattr(exchange.response, "body", None), "records", ())
         batches = sum(len(placed.records.batches) for placed in placements)
         if batches and client_id:
@@ -235,18 +248,17 @@ class Consumers(Family):
             if per_second > self.threshold(EMPTY_SPIN) and per_second > self.peaks.get(client, 0):
                 self.peaks[client] = per_second
 
-    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, offset, high) -> None:
-        if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
+    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, behind: int | None) -> None:
+        if behind is None:
             return
-        lag = max(0, high - offset)
         key = (client, topic, partition)
         kept = self.partitions_kept.admits(key)
         if kept:
             seen = self.lags.get(key)
             if seen is None:
-                self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)
+                self.lags[key] = Lag(behind, behind, behind, exchange.ts, exchange.ts)
             else:
-                seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
+                seen.last, seen.last_ts, seen.most = behind, exchange.ts, max(seen.most, behind)
         if kept or (client, topic) in self.lag_trails:  # a topic's trail counts every Fetch of it its filter selects
             group = self.groups.get(exchange.client_id or "")
             made(self.lag_trails, (client, topic), Trail, self.scope).add(exchange, group, topic, partition)

@@ -28,6 +28,7 @@ from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.next_groups import NextGroups
 from kdissect.doctor.producers import Producers
 from kdissect.doctor.protocol import Protocol
+from kdissect.doctor.rebalances import Rebalances
 from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.streams import Streams
 from kdissect.doctor.trail import Scope, plural, span
@@ -162,14 +163,15 @@ class Report:
 
 
 class Doctor:
-    def __init__(self, changes: Iterable[str] = (), wanted: Filter = EVERYTHING) -> None:
+    def __init__(self, changes: Iterable[str] = (), wanted: Filter = EVERYTHING, clients: Clients | None = None) -> None:
         """`changes`: `ID.threshold=VALUE` settings (a `SettingError` names a bad one); `wanted`: the display
-        filter, whose text every evidence filter adds."""
+        filter, whose text every evidence filter adds; `clients`: what an earlier doctor learnt of the clients'
+        software, for one that takes over from it on the same traffic (a tap's next window)."""
         self.settings = Settings(RULES, tuple(changes))
         self.scope = Scope(filtered=wanted.active, text=wanted.text)
         self.shown = wanted.matches if wanted.active else None
         self.ledger = Ledger(self.scope)
-        self.clients = Clients()
+        self.clients = Clients() if clients is None else clients
         self.census = Census()
         self.families = [family(self.settings, self.scope, self.ledger, self.clients) for family in FAMILIES]
 
@@ -190,6 +192,11 @@ class Doctor:
             for family in self.families:
                 family.ended(event)
             self.clients.ended(event.connection.id)
+
+    @property
+    def rebalances(self) -> Rebalances:
+        """The groups' generations, rebalances and commits, as the groups family follows them."""
+        return next(f.rebalances for f in self.families if isinstance(f, Groups))
 
     def findings(self, stopped: Callable[[], bool] = lambda: False) -> list[Finding]:
         """Worst first; within a severity, in the families' order (the safety net last). At most

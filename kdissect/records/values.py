@@ -162,6 +162,11 @@ class RecordSet:
             if not (isinstance(record, Record) and record.control is not None):
                 yield record
 
+    @property
+    def data_count(self) -> int:
+        """How many records a consumer sees (transaction markers left out), those past the record budget included."""
+        return sum(1 for _ in self.data_records()) + self.not_shown
+
 
 def _leaves(message: LegacyMessage) -> Iterator[LegacyMessage]:
     if message.codec == "none":

@@ -103,7 +103,7 @@ class Stats:
                 continue
             for placed in body.records:
                 counts = self.topics[(placed.topic, placed.partition)]
-                counts[f"{kind}_records"] += sum(1 for _ in placed.records.data_records()) + placed.records.not_shown  # markers are no data
+                counts[f"{kind}_records"] += placed.records.data_count
                 counts[f"{kind}_bytes"] += placed.records.size
 
     def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
