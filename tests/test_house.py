@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "doctor": CORE_STAGES | {"filter"},  # a finding's evidence is a display filter: the doctor writes the language
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
-    "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
+    "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
     "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor"},
     "cli": {"commands", "printable"},
