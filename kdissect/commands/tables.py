@@ -40,6 +40,7 @@ def tables(
     from kdissect.views.console import make_console
     from kdissect.views.spark_summary import print_summary
 
+    need_tables_extra("pyarrow")
     refuse_numbered(common)
     started = time.perf_counter()
     errors = make_console(sys.stderr)
@@ -68,3 +69,12 @@ def tables(
     totals.skipped = skipped
     progress("done")
     print_summary(totals, out, time.perf_counter() - started, "kdissect tables")
+
+
+def need_tables_extra(*modules: str) -> None:
+    """A UserError naming the extra to install when pyarrow or DuckDB is missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"{' and '.join(missing)} missing: pip install 'kdissect[tables]'")
