@@ -1,6 +1,6 @@
 """A table written with pyarrow as the Spark job writes it: hive partition directories (`date=…/api=…`), Parquet
 files of at most `FILE_ROWS` rows, timestamps in microseconds adjusted to UTC, no dictionary tried for the columns
-whose values nearly all differ (job.UNIQUE). What reads Spark's tables reads these (tests/test_tables.py compares
+whose values nearly all differ (job.UNIQUE). What reads Spark's tables reads these (tests/test_pipeline.py compares
 the two engines' tables row by row, and their schemas).
 
 Rows are buffered per partition directory and written as row groups of about `GROUP_BYTES`, so a file is a few
