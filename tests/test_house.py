@@ -43,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "metrics": CORE_STAGES | {"filter", "doctor"},  # the tap: events into metrics, and their exporters; no view
-    "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
+    "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
     "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics"},
     "cli": {"commands", "printable"},

@@ -5,6 +5,7 @@ settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk,
     ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
     ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
     ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
+captures ──one task each: the doctor (findings_stage.py)──▶ findings (partitioned by date)
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from kdissect.pipeline.inputs import InputFile, expand
 from kdissect.pipeline.splits import DEFAULT_SPLIT, plan_ranges
 
 TABLES = ("exchanges", "records", "diagnostics")
+"""The tables of the core stage's rows; `findings` comes from a stage of its own."""
+WRITTEN = (*TABLES, "findings")
 KIND_OF = {"exchanges": "exchange", "records": "record", "diagnostics": "diagnostic"}
 FORMATS = ("parquet", "orc", "json")
 UNIQUE = {
@@ -46,6 +49,7 @@ class Totals:
     exchanges: int = 0
     records: int = 0
     diagnostics: int = 0
+    findings: int = 0
     seconds: float = 0.0
     stages: list[tuple[str, float]] = field(default_factory=list)
 
@@ -78,6 +82,16 @@ def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int)
         .sortWithinPartitions("file_id", "key", "split", "chunk")
         .mapInArrow(CoreStage(config), from_arrow_schema(tables.CORE_OUTPUT))
     )
+
+
+def judge(spark, config: dict[str, Any]):
+    """The findings of every capture in `config["judged"]`, one task each, as one DataFrame."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from kdissect.pipeline.findings_stage import FindingsStage
+
+    count = len(config["judged"])
+    return spark.range(0, count, 1, count).mapInArrow(FindingsStage(config), from_arrow_schema(tables.FINDINGS_OUTPUT))
 
 
 def topic_names(output) -> dict[str, str]:
@@ -113,7 +127,7 @@ def check_local_out(out: str) -> None:
     """JobError when tables are already under a local `out`: checked before Spark starts."""
     import os
 
-    for name in TABLES:
+    for name in WRITTEN:
         if os.path.exists(os.path.join(out, name)):
             raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
 
@@ -121,7 +135,7 @@ def check_local_out(out: str) -> None:
 def _check_out(spark, out: str) -> None:
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    for name in TABLES:
+    for name in WRITTEN:
         path = jvm.org.apache.hadoop.fs.Path(_join(out, name))
         if path.getFileSystem(conf).exists(path):
             raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
@@ -195,5 +209,14 @@ def run(
             stage(f"write {name}")
     finally:
         output.unpersist()
+    progress(f"judging {len(paths)} capture{'s' if len(paths) != 1 else ''} (the doctor, one task each)")
+    findings = judge(spark, {**config, "judged": sorted(paths)}).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        totals.findings = findings.count()
+        writer = findings.hint("rebalance", "date").write.partitionBy("date").format(fmt).mode("errorifexists")
+        writer.save(_join(out, "findings"))
+        stage("findings")
+    finally:
+        findings.unpersist()
     totals.seconds = time.perf_counter() - started
     return totals

@@ -151,14 +151,18 @@ def topic_id_at(fields: Struct | None, path: str) -> str | None:
     return found
 
 
-def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str], records: int) -> dict[str, Any]:
-    """The exchanges-table row, given the exchange's record count (its rows in `records`).
+def exchange_row(
+    exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str], records: int, ahead: int | None = None
+) -> dict[str, Any]:
+    """The exchanges-table row, given the exchange's record count (its rows in `records`) and the exchange_id of the
+    exchange it waited behind (`Exchange.ahead`), if it waited.
 
     Its errors, topics and groups are the JSON tree's own lists (`exchange_tree`), made once for both."""
     request, response = exchange.request, exchange.response
     document = exchange_tree(exchange)
     errors = document["errors"]
     document["id"] = xid
+    document["queued_behind"] = ahead
     document["connection"] = {**document["connection"], "id": cid}  # the tree's connection object is shared
     diagnostics = []
     for side, message in (("request", request), ("response", response)):
@@ -203,6 +207,11 @@ def _header_key(key: str | bytes) -> str:
     return key if isinstance(key, str) else key.decode("utf-8", "backslashreplace")
 
 
+DIRECTION = {"request": "produce", "response": "fetch"}
+"""A record's direction as `kdissect records` says it (views/record_stream.DIRECTIONS): produced in a request,
+fetched in a response."""
+
+
 def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterator[dict[str, Any]]:
     """One row per record of every records field in the exchange (Produce requests, Fetch responses)."""
     for side, body in _bodies(exchange):
@@ -213,7 +222,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                 "capture": capture,
                 "exchange_id": xid,
                 "connection_id": cid,
-                "direction": side,
+                "direction": DIRECTION[side],
                 "api_key": exchange.api_key,
                 "api_version": exchange.api_version,
                 "topic": placed.topic,

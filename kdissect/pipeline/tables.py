@@ -111,6 +111,35 @@ DIAGNOSTICS = pa.schema(
     ]
 )
 
+PARTITION = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
+FINDINGS = pa.schema(
+    [
+        ("capture", pa.string()),
+        ("finding", pa.string()),
+        ("severity", pa.string()),
+        ("title", pa.string()),
+        ("explanation", pa.string()),
+        ("advice", pa.string()),
+        ("software", pa.string()),
+        ("caused_by", pa.list_(pa.string())),
+        ("evidence_count", pa.int64()),
+        ("evidence_unit", pa.string()),
+        ("evidence_filter", pa.string()),
+        ("exchange_ids", pa.list_(pa.int64())),
+        ("connection_ids", pa.list_(pa.int64())),
+        ("client_ids", pa.list_(pa.string())),
+        ("groups", pa.list_(pa.string())),
+        ("partitions", pa.list_(PARTITION)),
+        ("first_time", TIME),
+        ("last_time", TIME),
+        ("first_ts_ns", pa.int64()),
+        ("last_ts_ns", pa.int64()),
+    ]
+)
+"""The doctor's findings of each capture (doctor/finding.py), partitioned by `date` alone (of the first evidence)."""
+FINDINGS_OUTPUT = FINDINGS.append(pa.field("date", pa.string()))
+"""The findings stage's output: the rows with their partition value."""
+
 TOPICS = pa.schema([("topic_id", pa.string()), ("name", pa.string())])
 
 STATS = pa.schema(
@@ -127,6 +156,9 @@ KINDS = {"exchange": EXCHANGES, "record": RECORDS, "diagnostic": DIAGNOSTICS, "t
 """The core stage's output: one struct column per kind, the others null in each row."""
 
 PARTITIONS = [("date", pa.string()), ("api", pa.string())]
+TABLES = {"exchanges": EXCHANGES, "records": RECORDS, "diagnostics": DIAGNOSTICS, "findings": FINDINGS}
+"""Every table by name, as written (exchanges still with its internal column)."""
+PARTITIONED_BY = {"exchanges": ("date", "api"), "records": ("date", "api"), "diagnostics": ("date", "api"), "findings": ("date",)}
 
 CORE_OUTPUT = pa.schema([("kind", pa.string()), *PARTITIONS, *((kind, pa.struct(list(schema))) for kind, schema in KINDS.items())])
 
