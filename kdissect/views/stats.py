@@ -11,10 +11,12 @@ from rich.console import Console
 from rich.text import Text
 
 from kdissect.decode.body import Body
+from kdissect.decode.meaning import PlacedRecords
 from kdissect.diagnostic import Diagnostic
 from kdissect.doctor.rebalances import Rebalances, Round
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.printable import printable
+from kdissect.records.values import RecordBatch
 from kdissect.schema import ApiKey, error_name
 from kdissect.schema.tree import Struct
 from kdissect.views.summary import exchange_errors, percentile
@@ -38,6 +40,19 @@ def _round_row(r: Round) -> dict[str, Any]:
         "leader": r.leader,
         "reasons": dict(r.reasons),
     }
+
+
+def data_records(placed: PlacedRecords) -> int:
+    """The records a records field holds for consumers: transaction markers are no data; records past the record
+    budget, counted but not built, are. What `RecordSet.data_records()` yields, counted without a generator per
+    record where the field holds v2 batches (only a control batch's records are markers)."""
+    found = placed.records
+    count = found.not_shown
+    for batch in found.batches:
+        if not isinstance(batch, RecordBatch):  # legacy messages: their compressed wrappers opened
+            return found.not_shown + sum(1 for _ in found.data_records())
+        count += sum(1 for r in batch.records if r.control is None) if batch.control else len(batch.records)
+    return count
 
 
 def _latency_cells(values: list[int]) -> dict[str, float | None]:
@@ -95,7 +110,7 @@ class Stats:
                 continue
             for placed in body.records:
                 counts = self.topics[(placed.topic, placed.partition)]
-                counts[f"{kind}_records"] += sum(1 for _ in placed.records.data_records()) + placed.records.not_shown  # markers are no data
+                counts[f"{kind}_records"] += data_records(placed)
                 counts[f"{kind}_bytes"] += placed.records.size
 
     def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
