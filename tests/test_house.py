@@ -42,9 +42,11 @@ ALLOWED: dict[str, set[str]] = {
     "doctor": CORE_STAGES | {"filter"},  # a finding's evidence is a display filter: the doctor writes the language
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
+    # floor 7½: the report page, made of the doctor's findings and stats' totals; the browser's `w` writes it too
+    "report": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
-    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor"},
+    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "report"},
     "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
