@@ -65,8 +65,10 @@ def kdissect(*args: object) -> bytes:
 def made(capture: Path, out: Path) -> tuple[Path, dict, list[dict]]:
     """The capture's page, and what stats and doctor say of it."""
     page = out / f"{capture.name}.html"
-    kdissect("report", capture, "-q", "-o", page)
-    lines = [json.loads(line) for line in kdissect("stats", capture, "--json").splitlines()]
+    keys = capture.with_suffix(".keylog")
+    tls = ("--tls-keylog", keys) if keys.exists() else ()  # a TLS capture beside its key log: its exchanges, decrypted
+    kdissect("report", capture, *tls, "-q", "-o", page)
+    lines = [json.loads(line) for line in kdissect("stats", capture, *tls, "--json").splitlines()]
     stats = {line["table"]: line["rows"] for line in lines if line["type"] == "stats"}
     doctor = [*stats.pop("findings"), lines[-1]]  # stats' findings and verdict are doctor --json's (test_report.py checks)
     return page, stats, doctor
@@ -124,7 +126,7 @@ def test_every_capture_renders_without_an_error_or_a_request_and_says_what_stats
             groups = [(printable(row["group"]), row["rebalances"]) for row in stats["groups"]]
             assert [(r[0], number(r[3])) for r in seen["groups"]] == groups, name
             assert len(seen["flows"]) == min(verdict["connections"], MOST_FLOWS), name
-            # the time axis holds exchanges and connections: a capture of TLS without its keys draws connections only
+            # the time axis holds exchanges and connections: a capture with neither draws nothing
             assert seen["drawn"] and (seen["charts"] > 0) == (verdict["exchanges"] + verdict["connections"] > 0), name
         finally:
             page.close()
