@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -378,7 +379,7 @@ def test_c_follows_the_connection_and_g_the_group():
     drive(GROUP, script)
 
 
-@pytest.mark.parametrize("suffix", [".pcap", ".ndjson"])
+@pytest.mark.parametrize("suffix", [".pcap", ".ndjson", ".html"])
 def test_w_writes_the_filtered_exchanges(tmp_path, suffix):
     chosen = exchanges(GROUP, "api == SyncGroup or api == Heartbeat")
     out = tmp_path / f"chosen{suffix}"
@@ -404,9 +405,27 @@ def test_w_writes_the_filtered_exchanges(tmp_path, suffix):
         assert sorted((e.api_key, e.correlation_id, str(e.connection.client), e.status) for e in again) == sorted(
             (e.api_key, e.correlation_id, str(e.connection.client), e.status) for e in chosen
         )
+    elif suffix == ".html":  # the report page of what the list shows, as `kdissect report -Y` writes it
+        from tests.test_report import page_data
+
+        page, command = page_data(out.read_text()), page_data(report(GROUP, "-Y", "api == SyncGroup or api == Heartbeat"))
+        assert page["stats"] == command["stats"] and page["findings"] == command["findings"] and page["verdict"] == command["verdict"]
+        assert page["stats"]["apis"] and {row["api_name"] for row in page["stats"]["apis"]} == {"SyncGroup", "Heartbeat"}
     else:
         written = [json.loads(line) for line in out.read_text().splitlines()]
         assert [w["id"] for w in written] == [e.id for e in chosen]
+
+
+def report(capture: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kdissect", "report", str(capture), *args],
+        capture_output=True,
+        cwd=ROOT,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return done.stdout
 
 
 def test_x_hides_the_hex_pane_and_question_mark_shows_the_keys():

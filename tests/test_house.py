@@ -43,9 +43,11 @@ ALLOWED: dict[str, set[str]] = {
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "metrics": CORE_STAGES | {"filter", "doctor"},  # the tap: events into metrics, and their exporters; no view
+    # floor 7½: the report page, made of the doctor's findings and stats' totals; the browser's `w` writes it too
+    "report": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
-    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics"},
+    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics", "report"},
     "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports

@@ -32,9 +32,11 @@ from kdissect.browse.flows import FlowTable
 from kdissect.browse.index import Index
 from kdissect.browse.indexer import Indexer
 from kdissect.browse.wire_text import literal, wire
-from kdissect.browse.write import JSON_SUFFIXES, write_set
+from kdissect.browse.write import JSON_SUFFIXES, PAGE_SUFFIXES, write_set
 from kdissect.dissector import Options
+from kdissect.filter import EVERYTHING, Filter
 from kdissect.printable import printable
+from kdissect.report.build import write_report_file
 
 SLOW = 2.0
 """While rows come, the charts are drawn again this often, and live, the findings so far asked for again."""
@@ -400,8 +402,22 @@ class BrowseApp(App[None]):
         if not name:
             return
         exchanges, index = self.exchanges, self.index
+        if Path(name).suffix.lower() in PAGE_SUFFIXES:  # the report page of what the list shows
+            wanted = compiled(exchanges.applied, self.options.catalog) if exchanges.matches is not None else None
+            self._write_page(Path(name), wanted or EVERYTHING)
+            return
         positions = list(exchanges.positions()[: exchanges.shown()])
         self._write(Path(name), [p + 1 for p in positions], [(index.first[p], index.last[p]) for p in positions])
+
+    @work(thread=True, group="write")
+    def _write_page(self, out: Path, wanted: Filter) -> None:
+        self.call_from_thread(self.notify, "writing the report page (a pass over the whole capture)…", markup=False)
+        try:
+            shown = write_report_file(out, self.path, self.options, wanted)
+        except OSError as exc:
+            self.call_from_thread(self.notify, printable(f"not written: {exc}"), severity="error", markup=False)
+            return
+        self.call_from_thread(self.notify, printable(f"wrote the report page of {shown} exchanges to {out}"), markup=False)
 
     @work(thread=True, group="write")
     def _write(self, out: Path, ids: list[int], packets: list[tuple[int, int]]) -> None:

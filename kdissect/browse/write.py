@@ -17,6 +17,8 @@ from kdissect.events import Exchange
 from kdissect.views.json_lines import JsonLinesWriter
 
 JSON_SUFFIXES = (".ndjson", ".jsonl", ".json")
+PAGE_SUFFIXES = (".html", ".htm")
+"""The report page (`kdissect report`'s) of what the list shows: report/build.py writes it."""
 
 
 def write_set(out: Path, path: Path, options: Options, ids: list[int], packets: list[tuple[int, int]]) -> int:
@@ -34,7 +36,7 @@ def write_set(out: Path, path: Path, options: Options, ids: list[int], packets: 
                     written += 1
         return written
     if out.suffix.lower() not in (".pcap", ".cap"):
-        raise ValueError(f"{out.name}: give a name ending in .pcap, .ndjson, .jsonl or .json")
+        raise ValueError(f"{out.name}: give a name ending in .pcap, .ndjson, .jsonl, .json or .html")
     ranges = _merged(sorted(packets))
     starts = [first for first, _ in ranges]
     with open_capture(path) as source, open(out, "wb") as stream:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import Annotated, Optional
+from pathlib import Path
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -75,6 +76,12 @@ def doctor(
         bool,
         typer.Option("--all", "-a", help="Show info findings too (what is normal but worth knowing); --json writes them all anyway."),
     ] = False,
+    html: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--html", metavar="FILE", help="Also write the findings with timelines, a ladder and the inventory: kdissect report's page."
+        ),
+    ] = None,
 ) -> None:
     """Findings: rebalance storms, removed members, lag, refused commits, throttling, versions Kafka 4.0 removed,
     latency outliers, what the capture lost... each with why it matters, what to check, and its evidence."""
@@ -91,18 +98,38 @@ def doctor(
         doctor = Doctor(settings or (), wanted)
     except SettingError as exc:
         raise UserError(str(exc)) from None
+    page = None
+    if html is not None:
+        from kdissect.report.build import Build
+
+        page = Build(doctor, wanted)
     # the rules read every body, whatever the filter shows
     with Reading(common, options=replace(common.options, keep=None)) as run:
         output = run.writes("doctor", everything=everything)
         for event in run.events():
-            doctor.add(event)
-            if isinstance(event, Exchange) and wanted.matches(event):
+            if page is not None:
+                shown = page.add(event)
+            else:
+                doctor.add(event)
+                shown = isinstance(event, Exchange) and wanted.matches(event)
+            if shown:
                 run.took()
         report = doctor.report(lambda: run.interrupted)
         for finding in report.findings:
             output.finding(finding)
         output.end(Closing(report=report))
+        if page is not None and html is not None:
+            _write_html(html, page, common, tuple(run.notes()))
     run.finish()
     findings = report.findings
     if fail_on is not None and any(SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on) for f in findings):
         raise ExitStatus(1)
+
+
+def _write_html(path: Path, page: Any, common: Common, notes: tuple[Any, ...]) -> None:
+    """--html: the report page, as `kdissect report` writes it."""
+    from kdissect.commands.options import open_output
+    from kdissect.report.page import Told
+
+    with open_output(path) as stream:
+        page.write(stream, Told((common.capture or "-",), common.wanted.text, notes))

@@ -18,11 +18,13 @@ PROGRESS_EVERY = 0x1000
 """Packets between two updates of the progress display (a mask: 4096)."""
 
 
-def open_source(name: str) -> Any:
-    from kdissect.capture import CaptureError, open_capture
+def open_source(names: list[str]) -> Any:
+    """One capture, or several merged by time (`capture/merged.py`)."""
+    from kdissect.capture import CaptureError
+    from kdissect.capture.merged import open_captures
 
     try:
-        return open_capture(name)
+        return open_captures(names)
     except CaptureError as exc:
         raise UserError(str(exc)) from None
 
@@ -38,8 +40,12 @@ class Reading:
     so requests in flight are not reported as unanswered.
     """
 
-    def __init__(self, common: Common, options: Any = None, jobs: int = 1, every_body: bool = False) -> None:
+    def __init__(
+        self, common: Common, options: Any = None, jobs: int = 1, every_body: bool = False, captures: list[str] | None = None
+    ) -> None:
+        """`captures`: several captures to read as one, merged by time (`report`); else `common.capture`."""
         self.common = common
+        self.captures = captures or [common.capture or "-"]
         self.options = options or common.options
         self.jobs = jobs
         """Processes to read the capture with (`commands/jobs.py`); 1 unless the capture is a large enough file."""
@@ -61,7 +67,7 @@ class Reading:
         from kdissect.dissector import file_dissector
 
         with ExitStack() as stack:
-            self.source = stack.enter_context(open_source(self.common.capture or "-"))
+            self.source = stack.enter_context(open_source(self.captures))
             self.source.stops_when(lambda: self.stopper.stopping is not None)  # a long search over corrupt bytes too
             self.stream = stack.enter_context(self.common.open_output())
             self.stopper.install()

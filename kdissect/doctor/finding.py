@@ -33,6 +33,9 @@ class Evidence:
     counts it."""
     unit: Unit = "exchange"
     """What `count` counts of what the filter selects: exchanges, or the distinct connections they belong to."""
+    ids: tuple[int, ...] = ()
+    """Every exchange id the evidence kept (up to `trail.ID_CAP`, `exchanges` being the first few): what the report's
+    timelines mark when a finding is chosen."""
 
 
 @dataclass(frozen=True, slots=True)

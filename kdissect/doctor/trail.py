@@ -212,6 +212,7 @@ class Trail:
             self.last_ts,
             f"({chosen}) and ({self.scope.text})" if self.scope.filtered else chosen,
             unit,
+            tuple(self.ids),
         )
 
 

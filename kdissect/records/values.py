@@ -164,8 +164,15 @@ class RecordSet:
 
     @property
     def data_count(self) -> int:
-        """How many records a consumer sees (transaction markers left out), those past the record budget included."""
-        return sum(1 for _ in self.data_records()) + self.not_shown
+        """How many records a consumer sees (transaction markers left out), those past the record budget included;
+        counted without a generator per record where the field holds v2 batches (only a control batch's records are
+        markers)."""
+        count = self.not_shown
+        for batch in self.batches:
+            if not isinstance(batch, RecordBatch):  # legacy messages: their compressed wrappers opened
+                return self.not_shown + sum(1 for _ in self.data_records())
+            count += sum(1 for r in batch.records if r.control is None) if batch.control else len(batch.records)
+        return count
 
 
 def _leaves(message: LegacyMessage) -> Iterator[LegacyMessage]:

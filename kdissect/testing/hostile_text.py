@@ -1,8 +1,8 @@
 """A capture whose strings were chosen by an attacker: terminal escapes, line breaks, C1 controls, bidirectional
-overrides and rich markup in every place a capture carries text, written by kdissect's own encoders.
+overrides, rich markup and HTML in every place a capture carries text, written by kdissect's own encoders.
 
-Every view is tested with it (tests/test_wire_text.py, tests/test_browse.py): none may act on these strings, read
-them as markup, or fail on them.
+Every view is tested with it (tests/test_wire_text.py, tests/test_browse.py, tests/test_report_browser.py): none
+may act on these strings, read them as markup, or fail on them.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ HOSTILE = (
     "a[/x]b",  # a closing tag nothing opened: rich's and Textual's markup parsers raise
     "[bold red]x[/]",
     "[link=https://example.com]click[/link]",
+    "</script><script>alert(1)</script>",  # ends a script element that holds JSON
+    "<!--<script>",  # a script element's escaped state, where `</script>` no longer ends it
+    "<img src=x onerror=alert(2)>",  # markup, if anything wrote it as HTML
 )
 CALLS = 3
 """Exchanges per string: ApiVersions (the client software's name), Produce (topic, records, error messages) and
