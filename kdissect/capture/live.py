@@ -173,7 +173,8 @@ def _compile_tcpdump(tcpdump: str, expression: str, dlt: int) -> Program:
         raise LiveError(f"bad capture filter {expression!r}: {reason.removeprefix('tcpdump: ')}")
     lines = done.stdout.split("\n")
     count = int(lines[0])
-    return [tuple(int(v) for v in line.split()) for line in lines[1 : 1 + count]]  # type: ignore[misc]
+    instructions = (line.split() for line in lines[1 : 1 + count])
+    return [(int(code), int(jt), int(jf), int(k)) for code, jt, jf, k in instructions]
 
 
 def drop_outgoing(program: Program) -> Program:

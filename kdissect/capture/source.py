@@ -8,7 +8,7 @@ import sys
 import zlib
 from typing import BinaryIO, Callable, Iterator
 
-from kdissect.capture.chunked import ChunkedInput
+from kdissect.capture.chunked import ChunkedInput, Readable
 from kdissect.capture.oddities import Oddities, Oddity
 from kdissect.capture.packet import Packet
 from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
@@ -37,7 +37,7 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None, tuple[type[Exception], ...]]:
+def _decompressing(raw: BinaryIO | Unread, head: bytes) -> tuple[Readable, str | None, tuple[type[Exception], ...]]:
     """The stream to read, the compression's name, and the exceptions that mean its data is bad."""
     compression = compression_of(head)
     if compression == "gzip":
@@ -64,7 +64,7 @@ class ZstdStream:
     drops a decoded block when the cut falls on a block boundary; `decompressobj` knows whether a frame ended.
     """
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: Readable) -> None:
         import zstandard
 
         self._raw = raw
@@ -163,18 +163,19 @@ class CaptureFile:
         self, raw: BinaryIO, name: str, *, first: int = 0, prefix: bytes = b"", index_base: int = 0, stop: int | None = None
     ) -> None:
         self.name = name
-        self._raw = raw
+        self._raw: BinaryIO | Unread = raw
         self._size = _size_of(raw)
         self._odd = Oddities()
+        stream: Readable
         if first:
             raw.seek(first)
             stream, self.compression, errors, magic = raw, None, STREAM_ERRORS, prefix[:4]
         else:
             if not raw.seekable():
-                raw = self._raw = Unread(raw)
-            head = raw.read(4)
-            raw.seek(0)
-            stream, self.compression, errors = _decompressing(raw, head)
+                self._raw = Unread(raw)
+            head = self._raw.read(4)
+            self._raw.seek(0)
+            stream, self.compression, errors = _decompressing(self._raw, head)
             try:
                 prefix = magic = stream.read(4)
             except errors as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Literal
 
 from kdissect.capture.pcapng import EPB, KNOWN_SKIPPED, MAX_BLOCK, MIN_LENGTH, SECTION_BYTE_ORDER, SHB
 
@@ -129,7 +130,7 @@ def find_pcap_sync(
     """The first offset in [start, limit) of `buf` where a record chain starts; None if there is none, or if
     `buf` ends before one can be told."""
     frac_limit = rules.frac_limit
-    order = "little" if rules.order == "<" else "big"
+    order: Literal["little", "big"] = "little" if rules.order == "<" else "big"
     size = len(buf)
     end = size - PCAP_HEADER + 1 if not eof else size
     for pos in range(start, end if limit is None else min(end, limit)):
