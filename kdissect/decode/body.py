@@ -48,7 +48,7 @@ class Target:
     definition: MessageSpec
     used: int
     assumed: bool
-    plan: Plan
+    plan: Plan | None
 
 
 new_body = fast_constructor(Body)

@@ -50,7 +50,9 @@ def annotate(api_key: int, direction: str, body: Struct, request: Struct | None,
     if api_key == ApiKey.JOIN_GROUP:
         group = body.get("GroupId") if request is None else request.get("GroupId")
         kind = (
-            body.get("ProtocolType") if direction == "request" else (body.get("ProtocolType") or (request and request.get("ProtocolType")))
+            body.get("ProtocolType")
+            if direction == "request"
+            else (body.get("ProtocolType") or (request.get("ProtocolType") if request else None))
         )
         if direction == "request" and isinstance(group, str) and isinstance(kind, str):
             session.protocol_types[group] = kind
@@ -58,7 +60,7 @@ def annotate(api_key: int, direction: str, body: Struct, request: Struct | None,
             _protocol(item, "Metadata", CONSUMER_PROTOCOL_SUBSCRIPTION, kind)
     elif api_key == ApiKey.SYNC_GROUP:
         group = (request or body).get("GroupId")
-        kind = body.get("ProtocolType") or (request and request.get("ProtocolType")) or session.protocol_types.get(group)
+        kind = body.get("ProtocolType") or (request.get("ProtocolType") if request else None) or session.protocol_types.get(group)
         if direction == "request":
             for item in _each(body.get("Assignments")):
                 _protocol(item, "Assignment", CONSUMER_PROTOCOL_ASSIGNMENT, kind)

@@ -99,7 +99,8 @@ class Shared:
         header = request.header
         if not isinstance(header, RequestHeader):
             return False  # a raw SASL token: rare, and it may teach what later tokens need
-        return not self.decoder.carries_state(header.api_key, header.api_version, "request" if response is None else "response")  # type: ignore[union-attr]
+        direction = "request" if response is None else "response"
+        return not self.decoder.carries_state(header.api_key, header.api_version, direction)  # type: ignore[union-attr]  # asked only with a decoder
 
     def decode_request(self, message: Message, session: Any, info: ConnectionInfo) -> Message:
         if self.decoder is None or self._skip(info, message, None):
