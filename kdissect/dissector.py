@@ -9,11 +9,11 @@ way: `make_dissector(Options(...))`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from kdissect.capture.packet import Packet
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Event, Notice
+from kdissect.events import Ending, Event, Notice
 from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
 from kdissect.kafka.phase import EMPTY, IGNORED
 from kdissect.kafka.shared import BodyDecoder, Keep, Shared
@@ -22,6 +22,9 @@ from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, SYN
 from kdissect.schema import BUILTIN, Catalog
+
+if TYPE_CHECKING:
+    from kdissect.decode.decoder import Decoder
 
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
@@ -190,8 +193,8 @@ class Dissector:
         )
         self._shared.emit(Notice(Diagnostic("limits.buffered-bytes", message, "warning"), None, ts, 0))
 
-    def _close(self, connection: Connection, ended: str, ts: int) -> None:
-        connection.close(ended, ts)  # type: ignore[arg-type]
+    def _close(self, connection: Connection, ended: Ending, ts: int) -> None:
+        connection.close(ended, ts)
         self._live.pop(connection, None)
         if connection.phase is IGNORED:
             self.counters.ignored_connections += 1
@@ -262,7 +265,7 @@ class Options:
     """The APIs the run knows: the generated tables, with the user's specs (--spec-dir) over them."""
 
 
-def make_decoder(options: Options):
+def make_decoder(options: Options) -> Decoder | None:
     """The body decoder the options ask for, or None. Its compiled decoders are kept: share it to reuse them."""
     if not options.decode:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kdissect.decode.body import Body
 from kdissect.doctor.facts import codes, each, fields, topic_of
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
@@ -186,9 +187,10 @@ class Consumers(Family):
                     self.out_of_range.add(exchange, None, name, index)
                 self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
         body = getattr(exchange.response, "body", None)
-        batches = sum(len(placed.records.batches) for placed in getattr(body, "records", ()))
+        placed_records = body.records if isinstance(body, Body) else ()  # a Body: its fields were read above
+        batches = sum(len(placed.records.batches) for placed in placed_records)
         if batches and client_id:
-            records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
+            records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in placed_records for b in placed.records.batches)
             self.fetched[client_id] = self.fetched.get(client_id, 0) + records
             if client_id not in self.seen:
                 self.seen[client_id] = [exchange.ts, exchange.ts]
@@ -200,7 +202,7 @@ class Consumers(Family):
             if window.add(exchange.ts) > self.threshold(EMPTY_SPIN):
                 made(self.spin_trails, client, Trail, self.scope).add(exchange)
 
-    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, offset, high) -> None:
+    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, offset: object, high: object) -> None:
         if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
             return
         lag = max(0, high - offset)

@@ -12,6 +12,7 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import ApiKey, ErrorCode, error_name
+from kdissect.schema.tree import Struct
 
 MINUTE = 60_000_000_000
 
@@ -160,7 +161,7 @@ class Groups(Family):
             self.last_seen[key] = exchange.response.ts
             self.removed_members.discard(key)
 
-    def _join(self, exchange: Exchange, group: str, request, response, answer: list[int]) -> None:
+    def _join(self, exchange: Exchange, group: str, request: Struct, response: Struct | None, answer: list[int]) -> None:
         if ErrorCode.MEMBER_ID_REQUIRED in answer:
             self.handshakes.add(exchange, group)
         timeout = request.get("RebalanceTimeoutMs")

@@ -13,6 +13,7 @@ from kdissect.doctor.trail import Scope, Trail, made, plural, span
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema import ApiKey, ErrorCode
+from kdissect.schema.tree import Struct
 
 SECOND = 1_000_000_000
 KEEP_SEQUENCES = 100_000
@@ -187,7 +188,7 @@ class Producers(Family):
                 if not committed:
                     self.aborted.add(exchange)
 
-    def _produce(self, exchange: Exchange, response) -> None:
+    def _produce(self, exchange: Exchange, response: Struct | None) -> None:
         request = fields(exchange.request)
         if request is None:
             return

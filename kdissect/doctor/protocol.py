@@ -12,6 +12,7 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import Scope, Trail, Window, made, plural
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import ApiKey, ErrorCode
+from kdissect.schema.tree import Struct
 
 MINUTE = 60_000_000_000
 
@@ -169,7 +170,7 @@ class Protocol(Family):
             made(self.metadata_trails, who, Trail, self.scope).add(exchange)
         self._order(exchange)
 
-    def _api_versions(self, exchange: Exchange, request) -> None:
+    def _api_versions(self, exchange: Exchange, request: Struct | None) -> None:
         connection = exchange.connection.id
         if request is not None and isinstance(request.get("ClientSoftwareName"), str):
             self.software[connection] = f"{request.get('ClientSoftwareName')} {request.get('ClientSoftwareVersion') or ''}".strip()

@@ -242,7 +242,7 @@ def _records_tree() -> PathNode:
     )
 
 
-ANNOTATED = {
+ANNOTATED: dict[tuple[int, str], tuple[MessageSpec, ...]] = {
     (ApiKey.JOIN_GROUP, "Metadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
     (ApiKey.SYNC_GROUP, "Assignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
     (ApiKey.DESCRIBE_GROUPS, "MemberMetadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
@@ -274,7 +274,7 @@ def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | 
                 node.children.setdefault(name, child)
         elif f.is_struct:
             _merge(node.children, f.fields, api_key, records, seen)
-        elif (api_key, f.name) in ANNOTATED:
+        elif api_key is not None and (api_key, f.name) in ANNOTATED:
             for spec in ANNOTATED[(api_key, f.name)]:
                 _merge(node.children, spec.fields, None, records, seen)
 
