@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ def _fields(message: Any) -> Struct | None:
 
 def _latency_cells(values: list[int]) -> dict[str, float | None]:
     ordered = sorted(values)
-    cell = lambda q: None if not ordered else percentile(ordered, q) / 1e6
+    cell = lambda q: None if (value := percentile(ordered, q)) is None else value / 1e6
     return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
 
 
@@ -204,7 +204,7 @@ class Stats:
             current = group.rounds.get(generation) if isinstance(generation, int) else None
             if current is not None and response.get("ErrorCode") == 0:  # the last member's sync ends it
                 current.synced = True
-                current.end = exchange.response.ts  # type: ignore[union-attr]
+                current.end = exchange.response.ts  # type: ignore[union-attr]  # its fields were read: it is there
         elif key == ApiKey.HEARTBEAT and response is not None and response.get("ErrorCode") == ErrorCode.REBALANCE_IN_PROGRESS:
             group.event(exchange.ts, "heartbeat told REBALANCE_IN_PROGRESS", False)
         elif key == ApiKey.LEAVE_GROUP:
@@ -220,7 +220,7 @@ class Stats:
         if not isinstance(generation, int):
             group.event(exchange.ts, label, True)
             return
-        current = group.announce(name, generation, exchange.response.ts, exchange.ts)  # type: ignore[union-attr]
+        current = group.announce(name, generation, exchange.response.ts, exchange.ts)  # type: ignore[union-attr]  # it told the generation
         current.add(exchange.ts, label, True)
         assert response is not None
         joined = response.get("MemberId")
@@ -318,7 +318,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else duration(int(value * 1e6))
 
 
-TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str, ...]]]
+TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str | Text, ...]]]
 """(table, title, columns, the cells of a row at a width) for each table `print_stats` draws."""
 LAYOUTS: list[TableLayout] = [
     (
@@ -467,7 +467,7 @@ ALWAYS = ("apis", "clients")
 """Tables drawn even when empty; the others only when the capture has something for them."""
 
 
-def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) -> None:  # type: ignore[assignment]
+def print_stats(stats: Stats, console: Console, notes: Sequence[Diagnostic] = ()) -> None:
     """The tables, each fitted to the console's width; `notes` say why the totals are partial, if they are."""
     tables = dict(stats.tables())
     width = console.width

@@ -172,8 +172,8 @@ class Summary:
             self.diagnostics[code] += 1
             flow.diagnostics += 1
         flow.errors += len(facts.errors)
-        for code in facts.errors:
-            tally = self.errors.setdefault(code, ErrorTally())
+        for error_code in facts.errors:
+            tally = self.errors.setdefault(error_code, ErrorTally())
             tally.count += 1
             tally.apis[facts.label] += 1
             if len(tally.exchanges) < self.FIRST_EXCHANGES:

@@ -7,12 +7,13 @@ once and memory does not grow with it. Colours and control codes appear only on 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from rich.cells import cell_len
-from rich.console import COLOR_SYSTEMS, Console
+from rich.console import COLOR_SYSTEMS, Console, JustifyMethod
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -24,7 +25,7 @@ from kdissect.events import ConnectionEnd, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.printable import printable
 from kdissect.schema import error_name
-from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
+from kdissect.views.summary import Flow, Summary, api_label, exchange_errors, percentile
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class TableColumn:
     which columns a narrow terminal leaves out first (the highest number goes first; 0 always stays)."""
 
     name: str
-    justify: str = "left"
+    justify: JustifyMethod = "left"
     wrap: bool = False
     keep: int = 0
     max_width: int | None = None
@@ -112,7 +113,7 @@ def fitted_table(
         c = columns[i]
         table.add_column(
             c.name,
-            justify=c.justify,  # type: ignore[arg-type]
+            justify=c.justify,
             no_wrap=not c.wrap,
             overflow="ellipsis" if compact or not c.wrap else "fold",
             min_width=least(i, whole_words) if c.wrap else None,
@@ -179,11 +180,11 @@ def duration(ns: int | None) -> str:
     return f"{ns / 1e9:.0f} s"
 
 
-def size(n: int) -> str:
+def size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
+        n /= 1000
     return str(n)
 
 
@@ -306,6 +307,13 @@ BATCH = 256
 """Rows written to a file in one write."""
 STATUSES = 4096
 """Distinct status cells kept made (a bound: a hostile capture can make each exchange's different)."""
+
+
+class HasFlows(Protocol):
+    """What the flows table reads: a `Summary`, or the live screen's window on its latest flows."""
+
+    @property
+    def flows(self) -> Mapping[int, Flow]: ...
 
 
 class ReadView:
@@ -438,7 +446,7 @@ class ReadView:
             "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
         )
         tls = [flow.end for flow in summary.flows.values() if flow.end and flow.end.tls]
-        hidden = [end.connection.tls for end in tls if end.tls.exchanges_hidden]  # type: ignore[union-attr]
+        hidden = [end.connection.tls for end in tls if end.tls and end.tls.exchanges_hidden]
         keys = any(info and not info.secret and info.version for info in hidden)
         table.add_row(
             "connections",
@@ -463,7 +471,7 @@ class ReadView:
         return table
 
     @staticmethod
-    def _flows(summary: Summary, width: int, compact: bool = False) -> Table:
+    def _flows(summary: HasFlows, width: int, compact: bool = False) -> Table:
         """The flows table fitted to `width`; `compact` keeps each flow on one line (the live screen)."""
         columns = [
             TableColumn("#", "right", keep=0),

@@ -85,6 +85,7 @@ class TextOutput(Output):
         if closing.summary is not None:
             if command == "live" and self.title is not None:
                 self._rows.title(self.title.name, self.title.format, self.title.compression)
+            assert closing.counters is not None  # read and live hand their counters with their summary
             self._rows.closing(closing.summary, closing.counters, list(closing.linktypes), list(closing.notes))
         if closing.stats is not None:
             from kdissect.views.stats import print_stats
