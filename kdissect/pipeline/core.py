@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -29,8 +29,11 @@ from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
 from kdissect.schema import Catalog, catalog_with
 from kdissect.schema.user_specs import SpecFile, load
 
+if TYPE_CHECKING:
+    from kdissect.decode.decoder import Decoder
+
 BATCH_ROWS = 4096
-_decoders: dict[str, Any] = {}
+_decoders: dict[str, Decoder] = {}
 """A Python worker's decoders by the configuration that shapes them, kept across its tasks (Spark reuses
 workers): compiling a task's decoders costs about 0.15 s, a tenth of a 16 MiB range's work."""
 
@@ -47,7 +50,7 @@ class TopicNames(dict):
     def __contains__(self, key: object) -> bool:
         found = dict.__contains__(self, key)
         if not found:
-            self.missed.add(key)  # type: ignore[arg-type]
+            self.missed.add(key)  # type: ignore[arg-type]  # the decoder looks up topic ids, which are str
         return found
 
 
@@ -79,12 +82,14 @@ def options_of(config: dict[str, Any]) -> Options:
     )
 
 
-def _decoder(config: dict[str, Any], options: Options) -> Any:
+def _decoder(config: dict[str, Any], options: Options) -> Decoder:
     """The worker's decoder for `config` (limits, secrets, users' specs), its capture budget started again."""
     key = json.dumps([options.limits, options.show_secrets, config.get("spec_files"), config.get("spec_keys")], default=repr)
     decoder = _decoders.get(key)
     if decoder is None:
-        decoder = _decoders[key] = make_decoder(options)
+        made = make_decoder(options)
+        assert made is not None  # options_of decodes bodies
+        decoder = _decoders[key] = made
     decoder.new_capture()
     return decoder
 
@@ -133,7 +138,8 @@ class _Task:
                     self.file_diagnostics.append(blob)
                     self.stats["packets"] += packets
                     continue
-                feed = self.dissector.feed  # type: ignore[union-attr]
+                assert self.dissector is not None  # _start_group made one: the group is a connection's
+                feed = self.dissector.feed
                 for packet in unpack(blob):
                     events = feed(packet)
                     if events:
@@ -198,8 +204,8 @@ class _Task:
                     self.out["diagnostic"].add(d, date, api)
                     stats["diagnostics"] += 1
             elif isinstance(event, Notice):
-                cid = self._connection_id(event.connection.id) if event.connection is not None else None
-                self.out["diagnostic"].add(rows.notice_row(event, capture, cid), rows.day(event.ts or None), rows.NONE)
+                connection = self._connection_id(event.connection.id) if event.connection is not None else None
+                self.out["diagnostic"].add(rows.notice_row(event, capture, connection), rows.day(event.ts or None), rows.NONE)
                 stats["diagnostics"] += 1
             elif isinstance(event, ConnectionEnd):
                 stats["connections"] += 1

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kdissect.capture.ranges import Split
 from kdissect.pipeline import tables
 from kdissect.pipeline.inputs import InputFile, expand
 from kdissect.pipeline.splits import DEFAULT_SPLIT, plan_ranges
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 TABLES = ("exchanges", "records", "diagnostics")
 KIND_OF = {"exchanges": "exchange", "records": "record", "diagnostics": "diagnostic"}
@@ -65,7 +68,7 @@ def embedded_secrets(paths: dict[int, str]) -> dict[str, bytes]:
     return found
 
 
-def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int):
+def dissect(spark: SparkSession, ranges: list[Split], config: dict[str, Any], partitions: int) -> DataFrame:
     """The core's output for every range, as one DataFrame (see the module docstring)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -80,7 +83,7 @@ def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int)
     )
 
 
-def topic_names(output) -> dict[str, str]:
+def topic_names(output: DataFrame) -> dict[str, str]:
     """Topic id -> name, from every connection of the job (see core.py): a few rows per task, deduplicated here
     rather than by a shuffle, once for all the tables."""
     from pyspark.sql import functions as F
@@ -88,7 +91,7 @@ def topic_names(output) -> dict[str, str]:
     return {r["topic_id"]: r["name"] for r in output.where(F.col("kind") == "topic").select("topic.*").collect()}
 
 
-def name_topics(output, kind: str, names: dict[str, str]):
+def name_topics(output: DataFrame, kind: str, names: dict[str, str]) -> DataFrame:
     """A table's rows, with topics named by id (`topic_names`)."""
     from pyspark.sql import functions as F
 
@@ -118,8 +121,9 @@ def check_local_out(out: str) -> None:
             raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
 
 
-def _check_out(spark, out: str) -> None:
+def _check_out(spark: SparkSession, out: str) -> None:
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # set while a SparkContext runs
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     for name in TABLES:
         path = jvm.org.apache.hadoop.fs.Path(_join(out, name))
@@ -128,7 +132,7 @@ def _check_out(spark, out: str) -> None:
 
 
 def run(
-    spark,
+    spark: SparkSession,
     captures: list[str],
     out: str,
     fmt: str = "parquet",

@@ -159,7 +159,7 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
     errors = document["errors"]
     document["id"] = xid
     document["connection"] = {**document["connection"], "id": cid}  # the tree's connection object is shared
-    diagnostics = []
+    diagnostics: list[dict[str, Any]] = []
     for side, message in (("request", request), ("response", response)):
         if message is not None and message.diagnostics:
             diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)
