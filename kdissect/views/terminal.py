@@ -21,11 +21,11 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import ConnectionEnd, Exchange, TlsInfo
+from kdissect.events import ConnectionEnd, ConnectionInfo, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.printable import printable
 from kdissect.schema import error_name
-from kdissect.views.summary import Flow, Summary, api_label, exchange_errors, percentile
+from kdissect.views.summary import Flow, Labelled, Summary, api_label, exchange_errors, percentile
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +278,22 @@ def header_row(columns: tuple[Column, ...]) -> Text:
     return Text(" ".join(_cell(c.title, c) for c in columns) + " status", style="bold")
 
 
-def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None = None) -> str:
+class Listed(Labelled, Protocol):
+    """What an exchange's line reads up to its status: an `Exchange`, or the browser's index row."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def connection(self) -> ConnectionInfo: ...
+    @property
+    def correlation_id(self) -> int | None: ...
+    @property
+    def client_id(self) -> str | None: ...
+    @property
+    def latency(self) -> int | None: ...
+
+
+def row_cells(exchange: Listed, columns: tuple[Column, ...], when: int | None = None) -> str:
     """An exchange's row up to its status; `when` the completion time, where the exchange has no messages."""
     latency = exchange.latency
     cells = {
@@ -290,16 +305,21 @@ def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None 
         "latency": duration(latency) if latency is not None else "",
     }
     # the time's precision follows its column: microseconds in 15 characters, milliseconds in 12
-    at = completed(exchange) if when is None else when
-    texts = [_cell(clock(at, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
+    if when is None:
+        assert isinstance(exchange, Exchange)  # an index row hands its completion time
+        when = completed(exchange)
+    texts = [_cell(clock(when, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
     return " ".join(texts) + " "
 
 
-def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
+def exchange_row(exchange: Listed, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
     """A row of the exchange list. The browser's index rows have the exchange's header values but not its
     messages: they give the status cell and the completion time themselves."""
     row = Text(row_cells(exchange, columns, when))
-    row.append_text(status_text(exchange) if status is None else status)
+    if status is None:
+        assert isinstance(exchange, Exchange)  # an index row hands its status cell
+        status = status_text(exchange)
+    row.append_text(status)
     return row
 
 
