@@ -13,7 +13,7 @@ import copy
 import gc
 import os
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -74,14 +74,14 @@ class GroupedHelp(typer.core.TyperCommand):
     def format_options(self, ctx: Any, formatter: Any) -> None:
         sections: dict[str, list[tuple[str, str]]] = {}
         for param in self.get_params(ctx):
-            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
+            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:  # type: ignore[attr-defined]  # an Option
                 kind = param.type.name  # a list that splits `a,b` says so in its own metavar
                 param.metavar = METAVARS.get(kind, kind.upper())
             record = param.get_help_record(ctx)
             if record is None:
                 continue
             if param.param_type_name == "argument":
-                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))
+                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))  # type: ignore[union-attr]  # named
             else:
                 sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
         for panel in sorted(sections, key=lambda p: PANELS.index(p) if p in PANELS else len(PANELS)):
@@ -143,12 +143,12 @@ def main(argv: list[str] | None = None) -> None:
     _exit(status if isinstance(status, int) else 0)  # typer returns 130 for a KeyboardInterrupt it caught
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     print(f"kdissect: error: {printable(message)}", file=sys.stderr)
     _exit(code)
 
 
-def _exit(code: int | None) -> None:
+def _exit(code: int | None) -> NoReturn:
     """Exit, quietly even when a reader such as `head` has closed the pipe."""
     try:
         sys.stdout.flush()

@@ -26,7 +26,7 @@ import signal
 import struct
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -116,7 +116,7 @@ class Workers:
             os.close(write)
             self.children.append((pid, read))
 
-    def merge(self, events: Iterator[Any]) -> Iterator[Any]:
+    def merge(self, events: Iterator[Any]) -> Generator[Any, None, None]:
         """The first process's events, each exchange of another process's connection replaced by a `Settled`."""
         from kdissect.events import Exchange
         from kdissect.views.sink import Settled

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from typing import IO, Annotated, Optional
 
 import typer
 
@@ -47,7 +47,7 @@ def read(
         jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
     settings = {"detail": common.detail, "all_events": all_events}
 
-    def worker_sink(stream):
+    def worker_sink(stream: IO[str]) -> EventSink:
         """A worker's: its rows written as each is made, without the header (the first process writes it)."""
         return EventSink(common.wanted, common.make_output("read", stream, header=False, **settings), totals=text)
 
