@@ -74,14 +74,14 @@ class GroupedHelp(typer.core.TyperCommand):
     def format_options(self, ctx: Any, formatter: Any) -> None:
         sections: dict[str, list[tuple[str, str]]] = {}
         for param in self.get_params(ctx):
-            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:  # type: ignore[attr-defined]  # an Option
+            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:  # type: ignore[attr-defined]  # an option: click.Option has is_flag
                 kind = param.type.name  # a list that splits `a,b` says so in its own metavar
                 param.metavar = METAVARS.get(kind, kind.upper())
             record = param.get_help_record(ctx)
             if record is None:
                 continue
             if param.param_type_name == "argument":
-                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))  # type: ignore[union-attr]  # named
+                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))  # type: ignore[union-attr]  # click names every argument
             else:
                 sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
         for panel in sorted(sections, key=lambda p: PANELS.index(p) if p in PANELS else len(PANELS)):
