@@ -42,7 +42,9 @@ app = typer.Typer(
 GC_YOUNG = 50_000
 """Allocations between young-generation collections (Python's default is 700). A capture of many connections
 keeps millions of objects alive, each connection's with reference cycles, and collecting every 700 allocations
-made a 7 MB SYN flood take 35 s instead of 8 (benchmarks/bench_memory.py)."""
+made a 7 MB SYN flood take 35 s instead of 8 (benchmarks/bench_memory.py). Measured: without it, `kdissect read
+--json -q --jobs 1` of bench_memory.py's syn-flood family at --scale 0.3 (30,000 SYNs) takes 1.59x the CPU time
+(farm-bench, 5 alternated pairs, median)."""
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
