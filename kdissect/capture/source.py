@@ -8,6 +8,9 @@ import sys
 import zlib
 from typing import BinaryIO, Callable, Iterator
 
+import lz4.frame
+import zstandard
+
 from kdissect.capture.chunked import ChunkedInput, Readable
 from kdissect.capture.oddities import Oddities, Oddity
 from kdissect.capture.packet import Packet
@@ -43,12 +46,8 @@ def _decompressing(raw: BinaryIO | Unread, head: bytes) -> tuple[Readable, str |
     if compression == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="rb"), compression, (*STREAM_ERRORS, zlib.error)
     if compression == "zstd":
-        import zstandard
-
         return ZstdStream(raw), compression, (*STREAM_ERRORS, zstandard.ZstdError)
     if compression == "lz4":
-        import lz4.frame
-
         return lz4.frame.LZ4FrameFile(raw, mode="rb"), compression, (*STREAM_ERRORS, RuntimeError)
     return raw, None, STREAM_ERRORS
 
@@ -65,8 +64,6 @@ class ZstdStream:
     """
 
     def __init__(self, raw: Readable) -> None:
-        import zstandard
-
         self._raw = raw
         self._new = zstandard.ZstdDecompressor().decompressobj
         self._frame = self._new()

@@ -23,6 +23,7 @@ import io
 import os
 import pickle
 import signal
+import stat
 import struct
 import sys
 import traceback
@@ -60,8 +61,6 @@ def splits(capture: str | None, jobs: int) -> int:
         st = os.stat(capture)
     except OSError:
         return 1
-    import stat
-
     return jobs if stat.S_ISREG(st.st_mode) and st.st_size >= SPLIT_BYTES else 1
 
 

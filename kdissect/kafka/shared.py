@@ -6,6 +6,7 @@ to the dissector that owns them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -120,8 +121,6 @@ class Shared:
 
 
 def _decoder_failed(message: Message, exc: Exception) -> Message:
-    import logging  # only here: logging costs start-up time and a decoder failure is rare
-
     logging.getLogger(__name__).debug("decoder failure", exc_info=exc)
     diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
     return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))

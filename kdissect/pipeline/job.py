@@ -9,6 +9,7 @@ settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk,
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -114,8 +115,6 @@ def _join(out: str, name: str) -> str:
 
 def check_local_out(out: str) -> None:
     """JobError when tables are already under a local `out`: checked before Spark starts."""
-    import os
-
     for name in TABLES:
         if os.path.exists(os.path.join(out, name)):
             raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
@@ -144,8 +143,6 @@ def run(
     files: list[InputFile] | None = None,
 ) -> Totals:
     """Run the whole job; returns its totals. JobError / InputError for what the user can fix."""
-    import os
-
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -84,8 +85,6 @@ def check_master(master: str) -> None:
         )
     if not master.startswith("spark://"):
         return
-    import socket
-
     failures = []
     for address in master[len("spark://") :].split(","):
         host, _, port = address.rpartition(":")
