@@ -9,9 +9,10 @@ way: `make_dissector(Options(...))`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from kdissect.capture.packet import Packet
+from kdissect.decode.decoder import Decoder
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import Ending, Event, Notice
 from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
@@ -22,9 +23,6 @@ from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, SYN
 from kdissect.schema import BUILTIN, Catalog
-
-if TYPE_CHECKING:
-    from kdissect.decode.decoder import Decoder
 
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
@@ -269,8 +267,6 @@ def make_decoder(options: Options) -> Decoder | None:
     """The body decoder the options ask for, or None. Its compiled decoders are kept: share it to reuse them."""
     if not options.decode:
         return None
-    from kdissect.decode.decoder import Decoder  # decoding is optional: --headers-only never loads it
-
     return Decoder(options.catalog, options.limits, spans=options.spans, show_secrets=options.show_secrets)
 
 
