@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kdissect.decode.decoder import Decoder
 from kdissect.printable import printable
 from kdissect.schema import Catalog
 from kdissect.schema.user_specs import UserSpecs
@@ -139,6 +140,4 @@ def _what(builtin: dict | None) -> str:
 
 def print_source(catalog: Catalog, api_key: int, version: int, direction: Direction) -> None:
     """The generated Python that decodes one body."""
-    from kdissect.decode.decoder import Decoder
-
     print(Decoder(catalog).bodies.source(api_key, version, direction))
