@@ -13,7 +13,7 @@ import copy
 import gc
 import os
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -45,7 +45,9 @@ app = typer.Typer(
 GC_YOUNG = 50_000
 """Allocations between young-generation collections (Python's default is 700). A capture of many connections
 keeps millions of objects alive, each connection's with reference cycles, and collecting every 700 allocations
-made a 7 MB SYN flood take 35 s instead of 8 (benchmarks/bench_memory.py)."""
+made a 7 MB SYN flood take 35 s instead of 8 (benchmarks/bench_memory.py). Measured: without it, `kdissect read
+--json -q --jobs 1` of bench_memory.py's syn-flood family at --scale 0.3 (30,000 SYNs) takes 1.59x the CPU time
+(farm-bench, 5 alternated pairs, median)."""
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
@@ -77,14 +79,14 @@ class GroupedHelp(typer.core.TyperCommand):
     def format_options(self, ctx: Any, formatter: Any) -> None:
         sections: dict[str, list[tuple[str, str]]] = {}
         for param in self.get_params(ctx):
-            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:
+            if param.param_type_name == "option" and not param.is_flag and param.metavar is None:  # type: ignore[attr-defined]  # an option: click.Option has is_flag
                 kind = param.type.name  # a list that splits `a,b` says so in its own metavar
                 param.metavar = METAVARS.get(kind, kind.upper())
             record = param.get_help_record(ctx)
             if record is None:
                 continue
             if param.param_type_name == "argument":
-                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))
+                sections.setdefault("Arguments", []).append((param.metavar or param.name.upper(), record[1]))  # type: ignore[union-attr]  # click names every argument
             else:
                 sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
         for panel in sorted(sections, key=lambda p: PANELS.index(p) if p in PANELS else len(PANELS)):
@@ -98,7 +100,9 @@ for command in (read, show, stats, doctor, report, records, browse, live, tables
 
 def _command(argv: list[str]) -> Any:
     """The click command typer makes of the app: of its one command named first (making all twelve costs about 8 ms
-    of every start), or of all of them for anything else (the help, completion, a mistyped name)."""
+    of every start), or of all of them for anything else (the help, completion, a mistyped name). Measured when there
+    were nine: making all nine made `kdissect schema` take 1.04x the CPU time and `kdissect read
+    captures/client-confluent.pcap` 1.03x and 1.05x in two runs (farm-bench, 25 alternated pairs each, medians)."""
     named = [info for info in app.registered_commands if argv and info.callback is not None and info.callback.__name__ == argv[0]]
     if not named:
         return typer.main.get_command(app)
@@ -146,12 +150,12 @@ def main(argv: list[str] | None = None) -> None:
     _exit(status if isinstance(status, int) else 0)  # typer returns 130 for a KeyboardInterrupt it caught
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     print(f"kdissect: error: {printable(message)}", file=sys.stderr)
     _exit(code)
 
 
-def _exit(code: int | None) -> None:
+def _exit(code: int | None) -> NoReturn:
     """Exit, quietly even when a reader such as `head` has closed the pipe."""
     try:
         sys.stdout.flush()

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from kdissect.capture.packet import Packet
+from kdissect.decode.decoder import Decoder
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Event, Notice
+from kdissect.events import Ending, Event, Notice
 from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
 from kdissect.kafka.phase import EMPTY, IGNORED
 from kdissect.kafka.shared import BodyDecoder, Keep, Shared
@@ -205,8 +206,8 @@ class Dissector:
         )
         self._shared.emit(Notice(Diagnostic("limits.buffered-bytes", message, "warning"), None, ts, 0))
 
-    def _close(self, connection: Connection, ended: str, ts: int) -> None:
-        connection.close(ended, ts)  # type: ignore[arg-type]
+    def _close(self, connection: Connection, ended: Ending, ts: int) -> None:
+        connection.close(ended, ts)
         self._live.pop(connection, None)
         if connection.phase is IGNORED:
             self.counters.ignored_connections += 1
@@ -278,12 +279,10 @@ class Options:
     """The APIs the run knows: the generated tables, with the user's specs (--spec-dir) over them."""
 
 
-def make_decoder(options: Options):
+def make_decoder(options: Options) -> Decoder | None:
     """The body decoder the options ask for, or None. Its compiled decoders are kept: share it to reuse them."""
     if not options.decode:
         return None
-    from kdissect.decode.decoder import Decoder  # decoding is optional: --headers-only never loads it
-
     return Decoder(options.catalog, options.limits, spans=options.spans, show_secrets=options.show_secrets)
 
 

@@ -46,7 +46,7 @@ from kdissect.testing.craft import Clock, Conversation
 from kdissect.testing.hostile_text import CALLS, HOSTILE, hostile_capture
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
-from kdissect.views.terminal import clock, completed
+from kdissect.views.terminal import clock, completed, row_cells, row_columns
 from tests.test_live import needs_capture
 
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap"))
@@ -190,6 +190,21 @@ def test_the_index_holds_what_the_list_needs():
         assert row.errors == tuple(code for _, code, _ in exchange_errors(exchange))
         assert row.groups == tuple(dict.fromkeys(g for m in (exchange.request, exchange.response) if m for g in m.body.groups))
     assert len(indexer.offsets) == 6  # 96 exchanges over 330-odd packets: a checkpoint every 64
+
+
+def test_a_raw_sasl_token_is_listed_as_the_terminal_view_lists_it(tmp_path):
+    """An index row has no messages: what the line reads of it (the label "SASL token" among the rest) it holds."""
+    from tests.test_sasl_tokens import conversation
+
+    packets = conversation(b"PLAIN", [(b"\0alice\0pw", b"")])
+    path = tmp_path / "tokens.pcap"
+    with open(path, "wb") as stream:
+        PcapWriter(stream, packets[0].linktype).write_all(packets)
+    _, index = indexed(path)
+    columns = row_columns(200)
+    lines = [row_cells(index.row(i), columns, index.row(i).completed) for i in range(len(index))]
+    assert lines == [row_cells(exchange, columns) for exchange in exchanges(path)]
+    assert any("SASL token" in line for line in lines)
 
 
 # -- the app ----------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
@@ -165,7 +166,7 @@ class ChartsPane(VerticalScroll):
             super().__init__()
             self.charts = charts
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Static("", id="charts")
 
     def draw(self, index: Index, positions: Sequence[int], filtered: str, lanes: tuple[Lane, ...], width: int) -> None:

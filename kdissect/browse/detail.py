@@ -9,11 +9,13 @@ decodes that one next, so a cursor run down the list costs one decoding at a tim
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Group
 from rich.text import Text
 from rich.tree import Tree as RichTree
 from textual import on, work
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
@@ -43,7 +45,7 @@ class DetailPane(Horizontal):
             self.exchange = exchange
             self.failure = failure
 
-    def __init__(self, decode: Callable[[Row], Exchange | None], catalog: Catalog, show_secrets: bool, **kwargs) -> None:
+    def __init__(self, decode: Callable[[Row], Exchange | None], catalog: Catalog, show_secrets: bool, **kwargs: Any) -> None:
         """`decode`: the exchange of an index row read again from the file (called on a worker thread)."""
         super().__init__(**kwargs)
         self.decode = decode
@@ -62,7 +64,7 @@ class DetailPane(Horizontal):
         self._dump_side = ""
         """Which frame the hex pane shows: Request or Response."""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Tree(Text("(open an exchange with Enter)"), id="detail")
         with Vertical(id="hex-pane"):
             yield Static("", id="hex-title")

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import on
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -40,7 +41,7 @@ class FilterBar(Vertical):
             super().__init__()
             self.entered = entered
 
-    def __init__(self, catalog: Catalog, **kwargs) -> None:
+    def __init__(self, catalog: Catalog, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.catalog = catalog
         """The run's APIs: the filter's names and body fields."""
@@ -48,7 +49,7 @@ class FilterBar(Vertical):
         """The filter applied when the bar opened: what Esc goes back to."""
         self._applied = ""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Input(
             placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter", select_on_focus=False, highlighter=Escaped()
         )

@@ -9,8 +9,11 @@ whole, so they come when it ends; live, the findings so far are asked for while 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual import on
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
@@ -84,12 +87,12 @@ class FindingsPane(Vertical):
             super().__init__()
             self.expression = expression
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.findings: list[Finding] | None = None
         """None until the doctor has judged."""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="finding-scroll"):
             yield Static("", id="finding")

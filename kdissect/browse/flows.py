@@ -7,7 +7,7 @@ rows as `Flow` values from time to time; the pane holds the last ones it was sen
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual import on
@@ -53,7 +53,7 @@ class FlowTable(DataTable):
             super().__init__()
             self.connection = connection
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.shown: tuple[Flow, ...] = ()
 

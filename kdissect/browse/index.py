@@ -21,6 +21,8 @@ from kdissect.views.summary import exchange_errors
 NONE = -(1 << 62)
 """Stands for a missing number in the integer columns."""
 STATUSES: tuple[str, ...] = get_args(Status)
+SASL_TOKEN = -2
+"""The API column of a raw SASL token's exchange, which has no request header either."""
 T = TypeVar("T")
 
 
@@ -36,7 +38,7 @@ class Columns:
         """The connection id, the numbers of the interned client id, error codes, diagnostic codes and groups, and the
         exchange it waited behind in line (0 for none: a body decoded again on demand numbers its neighbours anew)."""
         self.api, self.version, self.assumed = array("h"), array("h"), array("h")
-        """-1 where the exchange has no request header, or no version was assumed."""
+        """-1 where the exchange has no request header (SASL_TOKEN for a raw SASL token), or no version was assumed."""
         self.status = array("b")
         """An index into STATUSES."""
 
@@ -126,7 +128,7 @@ class Rows:
         c.errors.append(self.error_sets.number(tuple(code for _, code, _ in exchange_errors(exchange))))
         c.diagnostics.append(self.diagnostic_sets.number(tuple(d.code for d in exchange.diagnostics if d.severity != "note")))
         c.groups.append(self.group_sets.number(tuple(dict.fromkeys(g for b in bodies for g in b.groups))))
-        c.api.append(-1 if header is None else header.api_key)
+        c.api.append((SASL_TOKEN if exchange.sasl_token else -1) if header is None else header.api_key)
         c.version.append(-1 if header is None else header.api_version)
         c.assumed.append(next((b.version for b in bodies if b.assumed), -1))
         c.status.append(STATUSES.index(exchange.status))
@@ -173,6 +175,7 @@ class Row:
     """The API's name in the run's catalogue (None for a key no spec defines), as the exchange's header had it."""
     ahead: int | None
     """The exchange it waited behind in line, if it waited."""
+    sasl_token: bool
 
 
 class Index(Columns):
@@ -219,6 +222,7 @@ class Index(Columns):
             self.last[i],
             None if api < 0 else self.names.get(api),
             self.ahead[i] or None,
+            api == SASL_TOKEN,
         )
 
     def flagged(self, i: int) -> bool:

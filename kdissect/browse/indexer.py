@@ -95,7 +95,7 @@ class Indexer:
         self.sessions: list[Session] = []
         """Each connection's decoder session (by connection id - 1: connections make theirs as they open)."""
         if self.decoder is not None:
-            self.decoder.new_session = self._new_session
+            self.decoder.new_session = self._new_session  # type: ignore[method-assign]  # the pass keeps every connection's session
         self.following: tuple[Any, int] | None = None
         """Live: a filter and its generation, tested on every exchange indexed after it came."""
         self._matched: list[int] = []

@@ -22,6 +22,7 @@ the socket address (LINKTYPE_LINUX_SLL). Timestamps are the kernel's, in nanosec
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import shutil
@@ -141,8 +142,6 @@ class _NoLibpcap(Exception):
 def _compile_libpcap(expression: str, dlt: int) -> Program:
     """pcap_compile on a "dead" handle of the link type: no interface, no privileges. (Not scapy's
     `compile_filter`, whose programs accept only 65535 bytes of a packet.)"""
-    import ctypes
-
     try:
         from scapy.libs import winpcapy as pcap
     except ImportError as exc:
@@ -178,7 +177,8 @@ def _compile_tcpdump(tcpdump: str, expression: str, dlt: int) -> Program:
         raise LiveError(f"bad capture filter {expression!r}: {reason.removeprefix('tcpdump: ')}")
     lines = done.stdout.split("\n")
     count = int(lines[0])
-    return [tuple(int(v) for v in line.split()) for line in lines[1 : 1 + count]]  # type: ignore[misc]
+    instructions = (line.split() for line in lines[1 : 1 + count])
+    return [(int(code), int(jt), int(jf), int(k)) for code, jt, jf, k in instructions]
 
 
 def drop_outgoing(program: Program) -> Program:
@@ -187,8 +187,6 @@ def drop_outgoing(program: Program) -> Program:
 
 
 def _attach(sock: socket.socket, program: Program) -> None:
-    import ctypes
-
     instructions = b"".join(struct.pack("HBBI", *insn) for insn in program)
     buffer = ctypes.create_string_buffer(instructions, len(instructions))
     fprog = struct.pack("HL", len(program), ctypes.addressof(buffer))
@@ -477,8 +475,6 @@ class PcapCapture:
     def __init__(
         self, interface: str, expression: str, *, snaplen: int = SNAPLEN, promisc: bool = False, buffer_bytes: int = BUFFER_BYTES
     ) -> None:
-        import ctypes
-
         try:
             from scapy.libs import winpcapy as pcap
         except ImportError as exc:

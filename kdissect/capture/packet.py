@@ -20,7 +20,7 @@ class Packet(NamedTuple):
     """The captured bytes, possibly fewer than were on the wire."""
     orig_len: int
     """Length on the wire; larger than len(data) when the snapshot length cut the packet."""
-    index: int
+    index: int  # type: ignore[assignment]  # a field named as Wireshark numbers packets hides tuple.index, which no caller uses
     """1-based packet number in the capture, as Wireshark counts."""
     offset: int = -1
     """Byte offset of the packet's record in the (uncompressed) capture file; -1 for live packets."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import BinaryIO, Iterable
+from typing import IO, Iterable
 
 from kdissect.capture.packet import Packet
 from kdissect.capture.pcapng import EPB, IDB, OPT_IF_TSOFFSET, OPT_IF_TSRESOL, SHB, SPB
@@ -26,7 +26,7 @@ class PcapWriter:
     """
 
     def __init__(
-        self, stream: BinaryIO, linktype: int, snaplen: int = DEFAULT_SNAPLEN, nanosecond: bool = False, big_endian: bool = False
+        self, stream: IO[bytes], linktype: int, snaplen: int = DEFAULT_SNAPLEN, nanosecond: bool = False, big_endian: bool = False
     ) -> None:
         self._stream = stream
         self.linktype = linktype
@@ -56,7 +56,7 @@ class PcapngWriter:
     """Writes pcapng: sections, interfaces with their own link type and timestamp resolution, and packets as
     enhanced (EPB), simple (SPB) or obsolete (PB) blocks. Any other block can be written raw with `block`."""
 
-    def __init__(self, stream: BinaryIO, big_endian: bool = False) -> None:
+    def __init__(self, stream: IO[bytes], big_endian: bool = False) -> None:
         self._stream = stream
         self._interfaces: list[tuple[int, int, int]] = []
         """(snaplen, timestamp units per second, offset in ns) of each interface of the current section."""

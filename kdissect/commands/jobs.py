@@ -24,10 +24,11 @@ import io
 import os
 import pickle
 import signal
+import stat
 import struct
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -61,8 +62,6 @@ def splits(capture: str | None, jobs: int) -> int:
         st = os.stat(capture)
     except OSError:
         return 1
-    import stat
-
     return jobs if stat.S_ISREG(st.st_mode) and st.st_size >= SPLIT_BYTES else 1
 
 
@@ -117,7 +116,7 @@ class Workers:
             os.close(write)
             self.children.append((pid, read))
 
-    def merge(self, events: Iterator[Any]) -> Iterator[Any]:
+    def merge(self, events: Iterator[Any]) -> Generator[Any, None, None]:
         """The first process's events, each exchange of another process's connection replaced by a `Settled`."""
         from kdissect.events import Exchange
         from kdissect.views.sink import Settled

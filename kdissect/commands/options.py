@@ -563,7 +563,7 @@ def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = Tru
             specs = user_specs(given.get("spec_dir"), given.get("key")) if install else None  # before the filters: --api may name them
             return command(make_common(given, specs, command.__name__), **values)
 
-        run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
+        run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]  # what typer reads the options from
         run.__annotations__ = {p.name: p.annotation for p in own + shared}
         return run
 
@@ -703,7 +703,7 @@ def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands
     """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`, over the catalogue's APIs; a
     UserError (one line with the column, a caret and what was meant) for a mistake. A list option's values may each be
     `a,b`."""
-    given = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
+    given: dict[str, Any] = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
     given.update({name: ",".join(given[name]) for name in ("api", "version", "connection") if given.get(name)})
     expressions = expressions or []
     if not expressions and all(value is None or value is False or value == [] or value == "" for value in given.values()):

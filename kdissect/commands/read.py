@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import IO, Annotated, Optional
 
 import typer
 
@@ -68,7 +68,7 @@ def read(
         jobs = 1  # the tap measures decoded bodies, which several processes decode apart
     settings = {"detail": common.detail, "all_events": all_events}
 
-    def worker_sink(stream):
+    def worker_sink(stream: IO[str]) -> EventSink:
         """A worker's: its rows written as each is made, without the header (the first process writes it)."""
         return EventSink(common.wanted, common.make_output("read", stream, header=False, **settings), totals=text)
 

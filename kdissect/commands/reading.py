@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import replace
+from types import TracebackType
 from typing import Any
 
 from kdissect.commands.options import Common, ExitStatus, UserError
@@ -86,8 +87,8 @@ class Reading:
         self.dissector = file_dissector(self.source, options)
         return self
 
-    def __exit__(self, *exc: object) -> bool | None:
-        return self._stack.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        return self._stack.__exit__(kind, exc, tb)
 
     def writes(self, command: str, **settings: Any) -> Any:
         """The run's output: `command`'s results in the chosen format, on the run's stream (`Common.make_output`);
@@ -140,7 +141,7 @@ class Reading:
                 if self.stopped_by or self.stopper.stopping:
                     return
 
-    def _dissected(self) -> Iterator[Any]:
+    def _dissected(self) -> Generator[Any, None, None]:
         stopper, feed, counters = self.stopper, self.dissector.feed, self.dissector.counters
         with self._progress() as advance:
             for packet in self.source.packets():

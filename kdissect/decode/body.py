@@ -49,7 +49,7 @@ class Target:
     definition: MessageSpec
     used: int
     assumed: bool
-    plan: Plan
+    plan: Plan | None
 
 
 new_body = fast_constructor(Body)

@@ -12,7 +12,7 @@ from kdissect.decode.guess import guess_response
 from kdissect.decode.redaction import carries_secrets, redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
+from kdissect.events import Frame, Message, RequestHeader, ResponseHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.records.internal import internal_topic, read_records
 from kdissect.records.values import RecordSet
@@ -89,7 +89,10 @@ class Decoder:
         self.records_left -= run.records_built
         if run.cuts:
             diagnostics += run.cut_diagnostics(header.length)
-        errors = topics = groups = records = ()
+        errors: tuple[meaning.ErrorAt, ...] = ()
+        records: tuple[meaning.PlacedRecords, ...] = ()
+        topics: tuple[str, ...] = ()
+        groups: tuple[str, ...] = ()
         if fields is not None:
             if api_key in embedded.API_KEYS:
                 request_body = request.body if request is not None and isinstance(request.body, Body) else None
@@ -223,8 +226,8 @@ class Decoder:
         """A response whose request the capture does not hold: its bytes kept raw, and read as well when they tell
         which API they answer."""
         frame, header = message.frame, message.header
-        assert header is not None
-        raw = bytes(frame.data[header.length :])  # after the correlation id: whether tagged fields follow is unknown
+        assert isinstance(header, ResponseHeader)  # an orphan is a response whose header was read
+        raw: bytes | None = bytes(frame.data[header.length :])  # after the correlation id: whether tagged fields follow is unknown
         guess = guess_response(frame.data, self.catalog) if frame.size == len(frame.data) else None
         if guess is None:
             body = Body("", -1, None, raw=raw)  # no schema: nothing tells which API it answers

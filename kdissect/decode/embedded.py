@@ -128,7 +128,9 @@ def annotate(
     if api_key == ApiKey.JOIN_GROUP:
         group = _text(body.get("GroupId") if request is None else request.get("GroupId"))
         kind = _text(
-            body.get("ProtocolType") if direction == "request" else (body.get("ProtocolType") or (request and request.get("ProtocolType")))
+            body.get("ProtocolType")
+            if direction == "request"
+            else (body.get("ProtocolType") or (request.get("ProtocolType") if request else None))
         )
         if direction == "request":
             if group is not None and kind is not None:
@@ -148,8 +150,12 @@ def annotate(
                 reading.payload(item, "Metadata", f"Members[{i}]", "subscription", kind, name)
     elif api_key == ApiKey.SYNC_GROUP:
         group = _text((request or body).get("GroupId"))
-        kind = _text(body.get("ProtocolType") or (request and request.get("ProtocolType"))) or session.protocol_types.get(group or "")
-        name = _text(body.get("ProtocolName") or (request and request.get("ProtocolName"))) or session.protocol_names.get(group or "")
+        kind = _text(body.get("ProtocolType") or (request.get("ProtocolType") if request else None)) or session.protocol_types.get(
+            group or ""
+        )
+        name = _text(body.get("ProtocolName") or (request.get("ProtocolName") if request else None)) or session.protocol_names.get(
+            group or ""
+        )
         if direction == "request":
             for i, item in _each(body.get("Assignments")):
                 reading.payload(item, "Assignment", f"Assignments[{i}]", "assignment", kind, name)

@@ -8,6 +8,7 @@ records). Walking the plan visits nothing else, so the pass costs little next to
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from kdissect.decode.redaction import secret_config
 from kdissect.records.values import RecordSet
@@ -18,10 +19,10 @@ from kdissect.schema.tree import Struct
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 PARTITION_FIELDS = frozenset({"Partition", "PartitionIndex", "Index", "PartitionId"})
 
-Plan = "tuple[tuple[tuple[str, str], ...], tuple[tuple[str, bool, Plan], ...]] | None"
+Plan: TypeAlias = "tuple[tuple[tuple[str, str], ...], tuple[tuple[str, bool, Plan], ...]]"
 """((field name, kind) of the fields that matter here, (name, is an array, sub-plan) of the structs leading to
-more); None when nothing under a struct matters."""
-Path = "tuple | None"
+more); a struct under which nothing matters has none (None)."""
+Path: TypeAlias = "tuple[Path, str, int | None] | None"
 """A field path kept as (parent, name, index) links and spelt out only when a finding needs it."""
 
 
@@ -81,7 +82,7 @@ def _kind(f: Field) -> str | None:
     return None
 
 
-Plans = dict[tuple[int, int], Plan]
+Plans = dict[tuple[int, int], "Plan | None"]
 """(id of a fields tuple, version) -> its plan: kept by the catalogue the tuples belong to (`plans`), whose life is
 theirs, so an id is never another tuple's."""
 
@@ -91,7 +92,7 @@ def plans(catalog: Catalog) -> Plans:
     return catalog.derived(plans, lambda _: {})
 
 
-def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan:
+def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan | None:
     """Which fields of a struct at `version` carry meaning, and which of its structs hold some; memoised in `made`."""
     key = (id(fields), version)
     if key in made:
@@ -114,11 +115,11 @@ def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan:
     return result
 
 
-def names_topic_ids(steps: Plan) -> bool:
+def names_topic_ids(steps: Plan | None) -> bool:
     """Whether bodies of this plan can state a topic id beside its name, which `walk` then reports."""
     if steps is None:
         return False
-    scalars, children = steps  # type: ignore[misc]
+    scalars, children = steps
     kinds = {kind for _, kind in scalars}
     return {"topic", "topic_id"} <= kinds or any(names_topic_ids(sub) for _, _, sub in children)
 
@@ -137,7 +138,7 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
     A struct that names its topic only by id gets the name learnt earlier in the capture, as an annotation.
     """
     names, values = struct.names, struct.values
-    scalars, children = steps  # type: ignore[misc]
+    scalars, children = steps
     topic_id = stated = partition = None
     records = []
     first_error = -1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kdissect.decode.body import Body
 from kdissect.doctor.clients import Clients
 from kdissect.doctor.facts import among, codes, each, fields, topic_of, who
 from kdissect.doctor.family import Family
@@ -224,7 +225,8 @@ class Consumers(Family):
                 self.out_of_range.add(exchange, None, name, index)
                 self.claim(exchange, OUT_OF_RANGE, "OFFSET_OUT_OF_RANGE")
             self._lag(exchange, client, name, index, records_behind(offset, partition.get("HighWatermark")))
-        placements = getattr(getattr(exchange.response, "body", None), "records", ())
+        body = getattr(exchange.response, "body", None)
+        placements = body.records if isinstance(body, Body) else ()  # a Body: its fields were read above
         batches = sum(len(placed.records.batches) for placed in placements)
         if batches and client_id:
             records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in placements for b in placed.records.batches)

@@ -16,6 +16,7 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import KEEP_MANY, Kept, Scope, Trail, Window, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import ApiKey, ErrorCode, error_name
+from kdissect.schema.tree import Struct
 
 MINUTE = 60_000_000_000
 
@@ -225,7 +226,7 @@ class Groups(Family):
             self.last_seen[key] = exchange.response.ts
             self.removed_members.discard(key)
 
-    def _join(self, exchange: Exchange, group: str, request, response, answer: list[int]) -> None:
+    def _join(self, exchange: Exchange, group: str, request: Struct, response: Struct | None, answer: list[int]) -> None:
         made(self.attempts, group, Trail, self.scope).add(exchange, group)
         for c in answer:
             counts = made(self.refusals, group, dict)

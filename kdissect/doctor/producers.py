@@ -15,6 +15,7 @@ from kdissect.doctor.trail import KEEP_CLIENTS, KEEP_GROUPS, Kept, Scope, Trail,
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema import ApiKey, ErrorCode, error_name
+from kdissect.schema.tree import Struct
 
 SECOND = 1_000_000_000
 KEEP_SEQUENCES = 100_000
@@ -292,7 +293,7 @@ class Producers(Family):
                 if not committed:
                     self.aborted.add(exchange)
 
-    def _init(self, exchange: Exchange, response, answer: list[int]) -> None:
+    def _init(self, exchange: Exchange, response: Struct | None, answer: list[int]) -> None:
         client = self._client(exchange)
         if answer:
             client.refused = True
@@ -305,7 +306,7 @@ class Producers(Family):
         elif response is not None and isinstance(response.get("ProducerId"), int) and response.get("ProducerId") >= 0:
             client.started = True
 
-    def _produce(self, exchange: Exchange, response) -> None:
+    def _produce(self, exchange: Exchange, response: Struct | None) -> None:
         request = fields(exchange.request)
         if request is None:
             return

@@ -82,7 +82,7 @@ def compile_node(node: Node, catalog: Catalog) -> tuple[Full, Early | None]:
     if isinstance(node, Not):
         inner, early = compile_node(node.item, catalog)
         return (lambda ex: not inner(ex)), (None if early is None else _early_not(early))
-    parts = [compile_node(item, catalog) for item in node.items]  # type: ignore[union-attr]
+    parts = [compile_node(item, catalog) for item in node.items]
     return conjunction(parts) if isinstance(node, And) else disjunction(parts)
 
 
@@ -294,7 +294,7 @@ def _text_literal(field: Resolved, op: Token, token: Token) -> str:
     if not field.kinds & {TEXT, STATUS, BYTES, API, ERROR}:
         raise FilterError(f"{op.text} reads text and bytes; {field.name} is {_kinds(field)}", op.column)
     if token.kind == "string":
-        return token.value  # type: ignore[return-value]
+        return token.value  # type: ignore[return-value]  # a string token's value is its characters
     return token.text
 
 
@@ -344,7 +344,7 @@ def _number_literal(field: Resolved, token: Token, kinds: set[str] | frozenset[s
         return _time_literal(field, token)
     if token.kind != "number":
         raise _mismatch(field, token)
-    value: float | int = token.value  # type: ignore[assignment]
+    value: float | int = token.value  # type: ignore[assignment]  # a number token's value is its number
     if token.unit is not None:
         if not field.milliseconds:
             raise FilterError(f"{token.text}: a unit (ms, s, us) goes only with durations such as latency_ms, and time", token.column)
@@ -373,7 +373,7 @@ def _time_literal(field: Resolved, token: Token) -> int:
     out_of_range = FilterError(f"{token.text}: a time lies between {FIRST_TIME} and {LAST_TIME} (UTC)", token.column)
     if token.kind == "number":
         scale = 1e9 / UNITS["s"] * UNITS[token.unit] if token.unit else 1e9
-        nanoseconds = token.value * scale  # type: ignore[operator]
+        nanoseconds = token.value * scale  # type: ignore[operator]  # as above, a number
         if not TIMES[0] <= nanoseconds <= TIMES[1]:
             raise out_of_range
         return round(nanoseconds)

@@ -66,12 +66,12 @@ def tokens(text: str) -> list[Token]:
             continue
         column = i + 1
         if c in "(){},":
-            out.append(Token(c, c, column))  # type: ignore[arg-type]
+            out.append(Token(c, c, column))  # type: ignore[arg-type]  # c is one of the punctuation kinds just tested
             i += 1
             continue
         if c in "\"'":
-            value, i = _string(text, i)
-            out.append(Token("string", text[column - 1 : i], column, value))
+            characters, i = _string(text, i)
+            out.append(Token("string", text[column - 1 : i], column, characters))
             continue
         two = text[i : i + 2]
         if two in SYMBOLS or c in SYMBOLS:

@@ -326,6 +326,7 @@ class Connection:
     # frames
 
     def _on_request(self, frame: Frame) -> None:
+        assert self.info is not None  # frames come from the framers, made with the info when the connection was oriented
         self.requests += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if self.phase is SASL:
@@ -355,6 +356,7 @@ class Connection:
         ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
         deferred = self.deferred
         if deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
+            assert ack is not None  # deferring starts at an acknowledgement, and peer_ack_seq never goes back to None
             if deferred is None:
                 deferred = self.deferred = deque()
             deferred.append((frame, ack, frame.last_packet, frame.ts))
@@ -397,6 +399,7 @@ class Connection:
             self._settle(tokens.popleft(), True)
 
     def _response(self, frame: Frame) -> None:
+        assert self.info is not None  # as in _on_request
         self.responses += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if self.phase is SASL and self.sasl_tokens:
@@ -411,7 +414,7 @@ class Connection:
         request, settled = self.pairing.match(INT32(frame.data, 0)[0])
         for entry in settled:
             self._settle(*entry)
-        request_header: RequestHeader | None = request.header if request else None  # type: ignore[assignment]
+        request_header: RequestHeader | None = request.header if request else None  # type: ignore[assignment]  # paired: its header was read
         try:
             header = parse_response_header(
                 frame.data,

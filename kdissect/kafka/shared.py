@@ -6,6 +6,7 @@ to the dissector that owns them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -99,7 +100,8 @@ class Shared:
         header = request.header
         if not isinstance(header, RequestHeader):
             return False  # a raw SASL token: rare, and it may teach what later tokens need
-        return not self.decoder.carries_state(header.api_key, header.api_version, "request" if response is None else "response")  # type: ignore[union-attr]
+        direction = "request" if response is None else "response"
+        return not self.decoder.carries_state(header.api_key, header.api_version, direction)  # type: ignore[union-attr]  # asked only with a decoder
 
     def decode_request(self, message: Message, session: Any, info: ConnectionInfo) -> Message:
         if self.decoder is None or self._skip(info, message, None):
@@ -119,8 +121,6 @@ class Shared:
 
 
 def _decoder_failed(message: Message, exc: Exception) -> Message:
-    import logging  # only here: logging costs start-up time and a decoder failure is rare
-
     logging.getLogger(__name__).debug("decoder failure", exc_info=exc)
     diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
     return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))

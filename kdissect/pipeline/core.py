@@ -69,7 +69,8 @@ class _Task:
                     self.file_diagnostics.append(blob)
                     self.stats["packets"] += packets
                     continue
-                feed = self.dissector.feed  # type: ignore[union-attr]
+                assert self.dissector is not None  # _start_group made one: the group is a connection's
+                feed = self.dissector.feed
                 for packet in unpack(blob):
                     events = feed(packet)
                     if events:

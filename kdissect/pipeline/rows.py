@@ -164,7 +164,7 @@ def exchange_row(
     document["id"] = xid
     document["queued_behind"] = ahead
     document["connection"] = {**document["connection"], "id": cid}  # the tree's connection object is shared
-    diagnostics = []
+    diagnostics: list[dict[str, Any]] = []
     for side, message in (("request", request), ("response", response)):
         if message is not None and message.diagnostics:
             diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)

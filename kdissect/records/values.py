@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import final
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import fast_constructor
@@ -66,6 +67,7 @@ class Record:
     """What the key and value hold, for a record of one of Kafka's own topics (records/internal.py)."""
 
 
+@final  # no subclass: views tell a batch from a legacy message by `type(batch) is RecordBatch`
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
     """A v2 record batch (magic 2), every header field as sent."""

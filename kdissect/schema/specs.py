@@ -15,7 +15,7 @@ import json.decoder
 import json.scanner
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kdissect.schema.model import NEVER, OPEN, PRIMITIVES, Field, Kind, MessageSpec, StructSpec, Versions
 from kdissect.schema.secrets import mark_secrets
@@ -96,6 +96,9 @@ class Node(dict):
     repeats with another value."""
 
     __slots__ = ("at", "values_at", "repeated")
+    at: int
+    values_at: dict[str, int]
+    repeated: list[tuple[str, int]]
 
 
 class _LongNumber(ValueError):
@@ -148,17 +151,24 @@ class _Reader(json.JSONDecoder):
     def __init__(self) -> None:
         super().__init__(parse_int=_number, parse_float=_number)
         self.parse_object = self._object
-        self.scan_once = json.scanner.py_make_scanner(self)
+        self.scan_once = json.scanner.py_make_scanner(self)  # type: ignore[attr-defined]  # json has it, typeshed does not
 
     @staticmethod
-    def _object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo):  # json's own signature
+    def _object(  # json's own signature
+        s_and_end: tuple[str, int],
+        strict: bool,
+        scan_once: Callable[[str, int], tuple[Any, int]],
+        object_hook: object,
+        object_pairs_hook: object,
+        memo: dict[str, str],
+    ) -> tuple[Node, int]:
         starts: list[int] = []
 
         def scan(text: str, at: int) -> Any:
             starts.append(at)  # one call per member value of this object: nested objects use their own scanner
             return scan_once(text, at)
 
-        pairs, end = json.decoder.JSONObject(s_and_end, strict, scan, None, _pairs, memo)
+        pairs, end = json.decoder.JSONObject(s_and_end, strict, scan, None, _pairs, memo)  # type: ignore[attr-defined]  # json has it, typeshed does not
         node = Node(pairs)
         node.at = s_and_end[1] - 1
         node.values_at = {}

@@ -12,7 +12,7 @@ class Struct:
     A plain slotted class, not a frozen dataclass: decoders build one per array element, often thousands per
     message, and frozen construction costs several times more. Treat it as immutable all the same.
     Values are Python natives (bool, int, float, str, bytes, None), lists for arrays, nested Structs, a
-    `RecordSet` for records fields, and `TaggedField`s for tags the schema does not know.
+    `RecordSet` for records fields, and `UnknownTag`s for tags the schema does not know.
     """
 
     __slots__ = ("names", "values", "spans", "annotations")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 from kdissect.schema.generated import APIS as BUILTIN_APIS
-from kdissect.schema.model import OPEN, Api, MessageSpec, all_versions
+from kdissect.schema.model import OPEN, Api, Kind, MessageSpec, all_versions
 from kdissect.schema.specs import Document, MessageBuilder, Problem, SpecError
 
 SUFFIXES = {"request": "Request", "response": "Response"}
@@ -132,7 +132,7 @@ def load(files: Sequence[SpecFile], keys: Sequence[str]) -> UserSpecs:
                 ignored.append((spec_file.path, f"a {kind} spec"))
             continue
         builder = MessageBuilder(document, spec_file.path)
-        message = builder.build(kind)
+        message = builder.build(cast(Kind, kind))  # one of SUFFIXES' keys, checked above
         named.add(message.name.removesuffix(SUFFIXES[kind]))
         problems += builder.problems
         if builder.problems:
@@ -201,12 +201,12 @@ def _pair(halves: list[_Half], given: dict[str, int], broken: set[str], problems
     for key, pair in sorted(by_key.items()):
         request, response = pair.get("request"), pair.get("response")
         if request is None or response is None:
-            half = request or response
-            assert half is not None
+            lone = request or response
+            assert lone is not None  # a key is in by_key only with a half under it
             missing = "request" if request is None else "response"
-            wanted = f"{half.base}{SUFFIXES[missing]}"
+            wanted = f"{lone.base}{SUFFIXES[missing]}"
             if wanted not in broken:
-                problems.append(_at(half.document, "name", f"{half.base} has no {missing} spec ({wanted}) for API key {key}"))
+                problems.append(_at(lone.document, "name", f"{lone.base} has no {missing} spec ({wanted}) for API key {key}"))
             continue
         if request.base != response.base:
             problems.append(_at(response.document, "name", f"API key {key} joins {request.message.name} and {response.message.name}"))

@@ -38,19 +38,19 @@ class Encoder:
                 self._field(out, f, version, flexible, value[f.name])
         if not flexible:
             return
-        tagged = []
-        for f in sorted((f for f in present if version in f.tagged), key=lambda f: f.tag):  # type: ignore[arg-type, return-value]
+        tagged: list[tuple[int, bytes]] = []
+        for tag, f in sorted(((f.tag, f) for f in present if version in f.tagged and f.tag is not None), key=lambda pair: pair[0]):
             if f.name in value:
                 data = bytearray()
                 self._field(data, f, version, flexible, value[f.name])
-                tagged.append((f.tag, bytes(data)))
+                tagged.append((tag, bytes(data)))
         for item in value.values:
             if isinstance(item, UnknownTag):
                 tagged.append((item.tag, item.data))
         tagged.sort(key=lambda t: t[0])
         out += write_uvarint(len(tagged))
-        for tag, data in tagged:
-            out += write_uvarint(tag) + write_uvarint(len(data)) + data
+        for tag, payload in tagged:
+            out += write_uvarint(tag) + write_uvarint(len(payload)) + payload
 
     def _field(self, out: bytearray, f: Field, version: int, flexible: bool, value: Any) -> None:
         compact = flexible if f.flexible is None else version in f.flexible

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 from kdissect.capture.linktypes import (
     LINKTYPE_ETHERNET,
@@ -134,7 +134,7 @@ def ipv4(
 def fragment_sizes(length: int, count: int) -> list[int]:
     """Split `length` bytes into `count` pieces, each but the last a multiple of 8 (as IP fragments must be)."""
     step = max(8, (length // count) // 8 * 8)
-    sizes = []
+    sizes: list[int] = []
     while length > 0 and len(sizes) < count - 1:
         sizes.append(min(step, length))
         length -= sizes[-1]
@@ -240,7 +240,7 @@ def tcp(
     return segment[:16] + struct.pack("!H", checksum(pseudo + segment)) + segment[18:]
 
 
-def ip(src: str, dst: str, payload: bytes, **options) -> bytes:
+def ip(src: str, dst: str, payload: bytes, **options: Any) -> bytes:
     """IPv4 or IPv6, whichever the addresses are."""
     return ipv6(src, dst, payload, **options) if ":" in src else ipv4(src, dst, payload, **options)
 
@@ -305,12 +305,12 @@ class Conversation:
         ack = self.next[1 - side] if ack is None else ack
         return tcp(src, dst, sport, dport, seq, ack if flags & ACK else 0, flags, payload)
 
-    def wrap(self, side: int, ip_payload: bytes, **ip_options) -> bytes:
+    def wrap(self, side: int, ip_payload: bytes, **ip_options: Any) -> bytes:
         src, dst = self.ends[side][0], self.ends[1 - side][0]
         return frame(self.linktype, ip(src, dst, ip_payload, **ip_options), self.vlans)
 
     def segment(
-        self, side: int, payload: bytes = b"", flags: int = ACK | PSH, seq: int | None = None, ack: int | None = None, **ip_options
+        self, side: int, payload: bytes = b"", flags: int = ACK | PSH, seq: int | None = None, ack: int | None = None, **ip_options: Any
     ) -> Packet:
         """One packet from `side`. Without an explicit `seq` the side's sequence number advances past it."""
         if seq is None:
@@ -404,7 +404,7 @@ def response(correlation_id: int, body: bytes = b"", header_version: int = 0, ta
 # -- copies of real conversations ------------------------------------------------------------------------------
 
 
-def conversation_copy(packets: Sequence[Packet], k: int, broker: bytes, start: int, t0: int, broker_port: int = 9092):
+def conversation_copy(packets: Sequence[Packet], k: int, broker: bytes, start: int, t0: int, broker_port: int = 9092) -> Iterator[Packet]:
     """The Ethernet/IPv4 packets of a capture as its copy `k`: client address 10.(100+k>>16).(k>>8).k, broker
     `broker`, times moved from `start` to `t0`; many copies make a large capture of distinct connections."""
     client = bytes([10, 100 + (k >> 16 & 0x3F), k >> 8 & 0xFF, k & 0xFF])

@@ -8,6 +8,7 @@ may act on these strings, read them as markup, or fail on them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
@@ -53,7 +54,7 @@ def hostile_capture(path: Path) -> Path:
             "ErrorMessage": text,
             "RecordErrors": [{"BatchIndex": 0, "BatchIndexErrorMessage": text}],
         }
-        calls = [
+        calls: list[tuple[int, int, dict[str, Any], dict[str, Any]]] = [
             (
                 ApiKey.API_VERSIONS,
                 3,

@@ -110,7 +110,7 @@ class DetailView:
             node.add(Text("No header: a raw SASL token after SaslHandshake v0", style="dim"))
         elif header is not None:
             hnode = self._mark(node.add(Text(f"Header v{header.version}", style="bold")), (0, header.length))
-            pairs = [("correlation_id", header.correlation_id)]
+            pairs: list[tuple[str, object]] = [("correlation_id", header.correlation_id)]
             if isinstance(header, RequestHeader):
                 pairs = [("api_key", header.api_key), ("api_version", header.api_version)] + pairs + [("client_id", header.client_id)]
             for name, value in pairs:

@@ -13,7 +13,7 @@ import dataclasses
 import json
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import IO, TYPE_CHECKING, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 import orjson
 
@@ -240,7 +240,7 @@ def _record_tree(record: Record) -> dict[str, Any]:
         "attributes": record.attributes,
         "key": encode_bytes(record.key),
         "value": encode_bytes(record.value),
-        "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
+        "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
     if record.reading is not None:
@@ -293,7 +293,7 @@ def _tagged(fields: tuple[TaggedField, ...]) -> list[dict[str, Any]]:
     return [{"tag": t.tag, "data": encode_bytes(t.data)} for t in fields]
 
 
-def header_json(header: RequestHeader | ResponseHeader | None) -> dict[str, Any] | None:
+def header_json(header: RequestHeader | ResponseHeader | SaslTokenHeader | None) -> dict[str, Any] | None:
     if isinstance(header, RequestHeader):
         return {
             "version": header.version,
@@ -477,7 +477,7 @@ def _heavy(value: Any) -> bool:
     return cls in _NESTS
 
 
-_RECORDS = {Record: _record_tree, RecordBatch: _batch_tree, LegacyMessage: _legacy_tree}
+_RECORDS: dict[type, Callable[[Any], dict[str, Any]]] = {Record: _record_tree, RecordBatch: _batch_tree, LegacyMessage: _legacy_tree}
 """What the encoder meets only inside a `RecordSet`, which `_tree` makes JSON whole: the streaming writer meets them
 on their own."""
 

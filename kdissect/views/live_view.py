@@ -135,7 +135,7 @@ class LiveView:
     def _flows_table(self, count: int) -> RenderableType:
         """The `count` most recently active flows, one line each."""
         flows = self._latest_flows(count)
-        table = ReadView._flows(flows, self.console.width, compact=True)  # type: ignore[arg-type]
+        table = ReadView._flows(flows, self.console.width, compact=True)
         hidden = len(self.summary.flows) - len(flows.flows)
         if hidden > 0:
             table.caption = f"{hidden} more" + (f"; {table.caption}" if table.caption else "")

@@ -64,8 +64,9 @@ def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(
 
 def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
     """The base offset the broker gave each records field of a Produce request, by the field's path."""
+    request = exchange.request.body if exchange.request is not None else None
     response = exchange.response.body if exchange.response is not None else None
-    if not isinstance(response, Body) or response.fields is None or not isinstance(exchange.request.body, Body):  # type: ignore[union-attr]
+    if not isinstance(response, Body) or response.fields is None or not isinstance(request, Body) or request.fields is None:
         return {}
     bases = {}
     for topic in response.fields.get("Responses") or ():
@@ -75,7 +76,7 @@ def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
             if partition.get("ErrorCode") == 0 and isinstance(base, int) and base >= 0:
                 bases[(name, partition.get("Index"))] = base
     paths = {}
-    for i, topic in enumerate(exchange.request.body.fields.get("TopicData") or ()):  # type: ignore[union-attr]
+    for i, topic in enumerate(request.fields.get("TopicData") or ()):
         name = topic.get("Name") or topic.get("TopicId")
         for j, partition in enumerate(topic.get("PartitionData") or ()):
             base = bases.get((name, partition.get("Index")))
@@ -187,7 +188,7 @@ class RecordLines:
     def __init__(self, stream: IO[str], fmt: str | None) -> None:
         self._line = compile_format(HUMAN, human=True) if fmt is None else compile_format(fmt)
         stream.flush()
-        self._out = stream.buffer  # type: ignore[attr-defined]
+        self._out = stream.buffer  # type: ignore[attr-defined]  # standard output or a file opened as text: a TextIOWrapper
 
     def write(self, record: StreamedRecord) -> None:
         self._out.write(self._line(record))

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -42,7 +42,7 @@ def _round_row(r: Round) -> dict[str, Any]:
 
 def _latency_cells(values: list[int]) -> dict[str, float | None]:
     ordered = sorted(values)
-    cell = lambda q: None if not ordered else percentile(ordered, q) / 1e6
+    cell = lambda q: None if (value := percentile(ordered, q)) is None else value / 1e6
     return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
 
 
@@ -194,7 +194,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else duration(int(value * 1e6))
 
 
-TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str, ...]]]
+TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str | Text, ...]]]
 """(table, title, columns, the cells of a row at a width) for each table `print_stats` draws."""
 LAYOUTS: list[TableLayout] = [
     (
@@ -343,7 +343,7 @@ ALWAYS = ("apis", "clients")
 """Tables drawn even when empty; the others only when the capture has something for them."""
 
 
-def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) -> None:  # type: ignore[assignment]
+def print_stats(stats: Stats, console: Console, notes: Sequence[Diagnostic] = ()) -> None:
     """The tables, each fitted to the console's width; `notes` say why the totals are partial, if they are."""
     tables = dict(stats.tables())
     width = console.width

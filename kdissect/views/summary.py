@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from kdissect.decode.body import Body
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
@@ -39,7 +39,20 @@ def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
     return out
 
 
-def api_label(exchange: Exchange) -> str:
+class Labelled(Protocol):
+    """What an API label reads: an `Exchange`, or the browser's index row (browse/index.py), which has no messages."""
+
+    @property
+    def api_key(self) -> int | None: ...
+    @property
+    def api_version(self) -> int | None: ...
+    @property
+    def api_name(self) -> str | None: ...
+    @property
+    def sasl_token(self) -> bool: ...
+
+
+def api_label(exchange: Labelled) -> str:
     key = exchange.api_key
     if key is None:
         return SASL_TOKEN_LABEL if exchange.sasl_token else "?"
@@ -186,8 +199,8 @@ class Summary:
             self.diagnostics[code] += 1
             flow.diagnostics += 1
         flow.errors += len(facts.errors)
-        for code in facts.errors:
-            tally = self.errors.setdefault(code, ErrorTally())
+        for error_code in facts.errors:
+            tally = self.errors.setdefault(error_code, ErrorTally())
             tally.count += 1
             tally.apis[facts.label] += 1
             if len(tally.exchanges) < self.FIRST_EXCHANGES:

@@ -7,12 +7,13 @@ once and memory does not grow with it. Colours and control codes appear only on 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from rich.cells import cell_len
-from rich.console import COLOR_SYSTEMS, Console
+from rich.console import COLOR_SYSTEMS, Console, JustifyMethod
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -20,11 +21,11 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import ConnectionEnd, Exchange, TlsInfo
+from kdissect.events import ConnectionEnd, ConnectionInfo, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.printable import printable
 from kdissect.schema import error_name
-from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
+from kdissect.views.summary import Flow, Labelled, Summary, api_label, exchange_errors, percentile
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class TableColumn:
     which columns a narrow terminal leaves out first (the highest number goes first; 0 always stays)."""
 
     name: str
-    justify: str = "left"
+    justify: JustifyMethod = "left"
     wrap: bool = False
     keep: int = 0
     max_width: int | None = None
@@ -112,7 +113,7 @@ def fitted_table(
         c = columns[i]
         table.add_column(
             c.name,
-            justify=c.justify,  # type: ignore[arg-type]
+            justify=c.justify,
             no_wrap=not c.wrap,
             overflow="ellipsis" if compact or not c.wrap else "fold",
             min_width=least(i, whole_words) if c.wrap else None,
@@ -179,11 +180,11 @@ def duration(ns: int | None) -> str:
     return f"{ns / 1e9:.0f} s"
 
 
-def size(n: int) -> str:
+def size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
+        n /= 1000
     return str(n)
 
 
@@ -277,7 +278,22 @@ def header_row(columns: tuple[Column, ...]) -> Text:
     return Text(" ".join(_cell(c.title, c) for c in columns) + " status", style="bold")
 
 
-def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None = None) -> str:
+class Listed(Labelled, Protocol):
+    """What an exchange's line reads up to its status: an `Exchange`, or the browser's index row."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def connection(self) -> ConnectionInfo: ...
+    @property
+    def correlation_id(self) -> int | None: ...
+    @property
+    def client_id(self) -> str | None: ...
+    @property
+    def latency(self) -> int | None: ...
+
+
+def row_cells(exchange: Listed, columns: tuple[Column, ...], when: int | None = None) -> str:
     """An exchange's row up to its status; `when` the completion time, where the exchange has no messages."""
     latency = exchange.latency
     cells = {
@@ -289,16 +305,21 @@ def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None 
         "latency": duration(latency) if latency is not None else "",
     }
     # the time's precision follows its column: microseconds in 15 characters, milliseconds in 12
-    at = completed(exchange) if when is None else when
-    texts = [_cell(clock(at, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
+    if when is None:
+        assert isinstance(exchange, Exchange)  # an index row hands its completion time
+        when = completed(exchange)
+    texts = [_cell(clock(when, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
     return " ".join(texts) + " "
 
 
-def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
+def exchange_row(exchange: Listed, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
     """A row of the exchange list. The browser's index rows have the exchange's header values but not its
     messages: they give the status cell and the completion time themselves."""
     row = Text(row_cells(exchange, columns, when))
-    row.append_text(status_text(exchange) if status is None else status)
+    if status is None:
+        assert isinstance(exchange, Exchange)  # an index row hands its status cell
+        status = status_text(exchange)
+    row.append_text(status)
     return row
 
 
@@ -306,6 +327,13 @@ BATCH = 256
 """Rows written to a file in one write."""
 STATUSES = 4096
 """Distinct status cells kept made (a bound: a hostile capture can make each exchange's different)."""
+
+
+class HasFlows(Protocol):
+    """What the flows table reads: a `Summary`, or the live screen's window on its latest flows."""
+
+    @property
+    def flows(self) -> Mapping[int, Flow]: ...
 
 
 class ReadView:
@@ -438,7 +466,7 @@ class ReadView:
             "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
         )
         tls = [flow.end for flow in summary.flows.values() if flow.end and flow.end.tls]
-        hidden = [end.connection.tls for end in tls if end.tls.exchanges_hidden]  # type: ignore[union-attr]
+        hidden = [end.connection.tls for end in tls if end.tls and end.tls.exchanges_hidden]
         keys = any(info and not info.secret and info.version for info in hidden)
         table.add_row(
             "connections",
@@ -463,7 +491,7 @@ class ReadView:
         return table
 
     @staticmethod
-    def _flows(summary: Summary, width: int, compact: bool = False) -> Table:
+    def _flows(summary: HasFlows, width: int, compact: bool = False) -> Table:
         """The flows table fitted to `width`; `compact` keeps each flow on one line (the live screen)."""
         columns = [
             TableColumn("#", "right", keep=0),

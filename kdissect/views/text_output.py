@@ -4,6 +4,10 @@ An exchange is a row (`read`, `live`) or a tree of every field (`read -V`, `show
 spirit (`records`); findings are grouped by severity (`doctor`); the closing prints the totals, flows, errors and
 diagnostics (`read`, `live`), the tables (`stats`) and the findings in brief. A live session on a terminal draws a
 screen updated in place instead of rows (`screen`).
+
+Each view is imported where the command that uses it is met. Measured: with all of them imported at the top,
+`kdissect read captures/client-confluent.pcap` takes 1.05x the CPU time (`stats` of it 1.02x; farm-bench, 30
+alternated pairs, medians).
 """
 
 from __future__ import annotations
