@@ -23,7 +23,7 @@ from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, SYN
 from kdissect.schema import BUILTIN, Catalog
-from kdissect.tls.keylog import KeyLog
+from kdissect.tls.keylog import KeyLog, KeyLogFile
 
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
@@ -272,7 +272,7 @@ class Options:
     keep: Keep | None = None
     """A verdict from headers (`kafka.shared.Keep`): the bodies of exchanges it rejects are not decoded, except
     those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
-    tls_keylog: bytes | KeyLog = b""
+    tls_keylog: bytes | KeyLogFile = b""
     """TLS secrets to decrypt TLS connections with: key log lines (NSS format), or a key log file already read
     (`tls.keylog.KeyLogFile`, which every dissector of these options shares)."""
     catalog: Catalog = BUILTIN

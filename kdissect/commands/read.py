@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Annotated, Optional
+from typing import IO, TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kdissect.commands.options import READS, Common, UserError, takes
 from kdissect.commands.reading import Reading
+
+if TYPE_CHECKING:
+    from kdissect.doctor.engine import Doctor
 
 
 @takes(*READS, "fields", "decoding", "detail", "secrets", "metrics")
@@ -97,7 +100,7 @@ def read(
     run.finish()
 
 
-def _doctor(common: Common):
+def _doctor(common: Common) -> Doctor:
     """The doctor whose verdict ends the text view (`kdissect doctor` tells the rest)."""
     from kdissect.doctor.engine import Doctor
 

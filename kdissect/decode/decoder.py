@@ -165,7 +165,7 @@ class Decoder:
         try:
             return target.decode(frame.data if frame.size == len(frame.data) else frame.filled(), start)[0]
         except Partial as failure:
-            return failure.value  # type: ignore[no-any-return]
+            return failure.value
 
     def carries_state(self, api_key: int, version: int, direction: str) -> bool:
         """Requests that set the session (JoinGroup, SaslHandshake) and responses that can state topic ids

@@ -14,7 +14,7 @@ from kdissect.doctor.trail import Scope, plural
 from kdissect.events import Exchange
 from kdissect.schema import BUILTIN, ApiKey, ErrorCode, error_name
 
-ALREADY = {
+ALREADY: dict[int, frozenset[int]] = {
     ApiKey.CREATE_TOPICS: frozenset({ErrorCode.TOPIC_ALREADY_EXISTS}),
     ApiKey.DELETE_TOPICS: frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID}),
     ApiKey.DELETE_GROUPS: frozenset({ErrorCode.GROUP_ID_NOT_FOUND}),
@@ -46,7 +46,8 @@ class Admin(Family):
         self.already = self.trail(" or ".join(parts))
 
     def exchange(self, exchange: Exchange) -> None:
-        errors = ALREADY.get(exchange.api_key)  # type: ignore[call-overload]
+        key = exchange.api_key
+        errors = None if key is None else ALREADY.get(key)
         if errors is None:
             return
         found = [c for c in codes(exchange.response) if c in errors]

@@ -242,7 +242,9 @@ class Groups(Family):
         if latency is not None and isinstance(timeout, int) and timeout > 0 and latency >= self.threshold(SLOW_JOIN) * timeout * 1e6:
             self.slow.add(exchange, group)
             self.slowest = max(self.slowest, latency)
-        generation = response.get("GenerationId") if response is not None and not answer else None
+        if response is None or answer:
+            return
+        generation = response.get("GenerationId")
         if not isinstance(generation, int):
             return
         made(self.joins, group, Trail, self.scope).add(exchange, group)

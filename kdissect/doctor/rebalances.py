@@ -137,7 +137,7 @@ class Rebalances:
             current = group.rounds.get(generation) if isinstance(generation, int) else None
             if current is not None and response.get("ErrorCode") == 0:  # the last member's sync ends it
                 current.synced = True
-                current.end = exchange.response.ts  # type: ignore[union-attr]
+                current.end = exchange.response.ts  # type: ignore[union-attr]  # its fields were read: it is there
         elif key == ApiKey.HEARTBEAT and response is not None and response.get("ErrorCode") == ErrorCode.REBALANCE_IN_PROGRESS:
             group.event(exchange.ts, "heartbeat told REBALANCE_IN_PROGRESS", False)
         elif key == ApiKey.LEAVE_GROUP:
@@ -155,7 +155,7 @@ class Rebalances:
         if not isinstance(generation, int):
             group.event(exchange.ts, label, True)
             return
-        current = group.announce(name, generation, exchange.response.ts, exchange.ts)  # type: ignore[union-attr]
+        current = group.announce(name, generation, exchange.response.ts, exchange.ts)  # type: ignore[union-attr]  # it told the generation
         current.add(exchange.ts, label, True)
         assert response is not None
         joined = response.get("MemberId")

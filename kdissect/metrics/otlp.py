@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import queue
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from kdissect.metrics.series import HistogramPoint, Snapshot
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricsData
 
 PATH = "/v1/metrics"
 """OTLP/HTTP's path for metrics, added to a URL that names none (http://collector:4318)."""
@@ -31,7 +35,7 @@ def endpoint(url: str) -> str:
     return url if parts.path not in ("", "/") else url.rstrip("/") + PATH
 
 
-def metrics_data(snapshot: Snapshot, resource: dict[str, str]):
+def metrics_data(snapshot: Snapshot, resource: dict[str, str]) -> MetricsData:
     """A snapshot as the SDK's `MetricsData`: what its OTLP exporters send."""
     from opentelemetry.sdk.metrics.export import (
         AggregationTemporality,
@@ -72,7 +76,7 @@ def metrics_data(snapshot: Snapshot, resource: dict[str, str]):
             data = Histogram(points, cumulative)
         else:
             numbers = [
-                NumberDataPoint(dict(zip(definition.attributes, p.labels)), p.created, now, p.value)  # type: ignore[arg-type]
+                NumberDataPoint(dict(zip(definition.attributes, p.labels)), p.created, now, p.value)  # type: ignore[arg-type]  # a counter's or gauge's point holds a number: HistogramPoint is a histogram's
                 for p in family.points
             ]
             data = Sum(numbers, cumulative, True) if definition.kind == "counter" else Gauge(numbers)

@@ -88,4 +88,4 @@ class _Families:
 
 def write(snapshots: Iterable[Snapshot], stream: IO[bytes]) -> None:
     """The OpenMetrics text of `snapshots` (with timestamps), ended by `# EOF`."""
-    stream.write(generate_latest(_Families(timeline(snapshots))))  # type: ignore[arg-type]
+    stream.write(generate_latest(_Families(timeline(snapshots))))

@@ -106,7 +106,7 @@ class Endpoint:
 
     def __init__(self, address: str, port: int, handoff: Handoff) -> None:
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Scraped(handoff))  # type: ignore[arg-type]
+        registry.register(_Scraped(handoff))
         ProcessCollector(registry=registry)
         try:
             self.server, self.thread = start_http_server(port, address, registry)

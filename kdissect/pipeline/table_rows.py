@@ -32,7 +32,7 @@ class TopicNames(dict):
     def __contains__(self, key: object) -> bool:
         found = dict.__contains__(self, key)
         if not found:
-            self.missed.add(key)  # type: ignore[arg-type]
+            self.missed.add(key)  # type: ignore[arg-type]  # the decoder looks up topic ids, which are str
         return found
 
 

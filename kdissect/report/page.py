@@ -85,7 +85,7 @@ def page(collector: Collector, report: Report, clients: Clients, told: Told) -> 
 
 
 def _asset(name: str) -> str:
-    return resources.files("kdissect.report").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("kdissect.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _digest(code: str) -> str:

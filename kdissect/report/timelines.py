@@ -85,7 +85,7 @@ def series_of(lines: object) -> list[Series]:
     """A line's series: itself, or each field of a group of them (ApiLines, TopicLines, ClientLines)."""
     if isinstance(lines, Series):
         return [lines]
-    return [getattr(lines, f.name) for f in fields_of(lines)]  # type: ignore[arg-type]
+    return [getattr(lines, f.name) for f in fields_of(lines)]  # type: ignore[arg-type]  # not a Series: a group of them, a dataclass
 
 
 @dataclass(slots=True)

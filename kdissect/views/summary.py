@@ -205,8 +205,8 @@ class Summary:
             tally.apis[facts.label] += 1
             if len(tally.exchanges) < self.FIRST_EXCHANGES:
                 tally.exchanges.append(facts.id)
-        for code, topic in facts.error_topics:
-            topics = self.errors[code].topics
+        for error_code, topic in facts.error_topics:
+            topics = self.errors[error_code].topics
             if topic in topics or len(topics) < self.MOST_TOPICS:
                 topics[topic] += 1
 
