@@ -100,18 +100,25 @@ class Decoder:
                 request_fields = request_body.fields if request_body else None
                 diagnostics += embedded.annotate(api_key, direction, fields, request_fields, session, self.show_secrets, locate)
             if target.plan is not None:
-                found = meaning.Findings()
-                meaning.walk(fields, target.plan, found, self.topic_names)
-                if found.topic_ids and direction == "response":
-                    self.topic_names.update(found.topic_ids)
-                if found.records:
-                    diagnostics += _read_internal(found, run)
-                errors, records = tuple(found.errors), tuple(found.records)
-                if found.secrets and not self.show_secrets:
-                    redact(found.secrets)
-                topics, groups = tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
+                errors, records, topics, groups = self._meaning(fields, target.plan, direction, run, diagnostics)
         body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
         return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)
+
+    def _meaning(
+        self, fields: Struct, plan: meaning.Plan, direction: Direction, run: BodyRun, diagnostics: list[Diagnostic]
+    ) -> tuple[tuple[meaning.ErrorAt, ...], tuple[meaning.PlacedRecords, ...], tuple[str, ...], tuple[str, ...]]:
+        """What a decoded body says by `plan`: its errors, records, topics and groups; a response's topic ids are
+        learnt, secrets redacted unless shown, and the diagnostics of records read in Kafka's own topics added to
+        `diagnostics`."""
+        found = meaning.Findings()
+        meaning.walk(fields, plan, found, self.topic_names)
+        if found.topic_ids and direction == "response":
+            self.topic_names.update(found.topic_ids)
+        if found.records:
+            diagnostics += _read_internal(found, run)
+        if found.secrets and not self.show_secrets:
+            redact(found.secrets)
+        return tuple(found.errors), tuple(found.records), tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
 
     def _body(self, target: Target, version: int, frame: Frame, start: int) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
         """The body, the run that read it, and its diagnostics, records' included; a frame with holes is read as far

@@ -274,19 +274,7 @@ class Groups(Family):
     def findings(self) -> Iterator[Finding]:
         groups = self.rebalances.groups
         formed = {name for name, g in groups.items() if g.generations}
-        never = sorted(name for name, trail in self.attempts.items() if name not in formed and trail.count >= self.threshold(NEVER_FORMS))
-        if never:
-            self.ledger.transfer(HANDSHAKE, NEVER_FORMS)  # a loop of handshakes is what kept these from forming
-        for name in never:
-            trail = made(self.attempts, name, Trail, self.scope)
-            trail.expr = f"api == JoinGroup and {among('group', [name])}"
-            first_ts, last_ts = trail.first_ts or 0, trail.last_ts or 0
-            if trail:
-                yield NEVER_FORMS.finding(
-                    f"{plural(trail.told, 'JoinGroup')} in {span(last_ts - first_ts)} from {plural(len(trail.clients), 'client')} and no "
-                    f"generation: group {name} never formed ({_codes(self.refusals.get(name, {}))})",
-                    trail.evidence(),
-                )
+        yield from self._never_formed(formed)
         for name, (member, peak) in sorted(self.storms.items()):
             trail = self.joins[name]
             trail.expr = f"api == JoinGroup and {among('group', [name])} and not error"
@@ -323,6 +311,26 @@ class Groups(Family):
             )
         if self.fenced and self.fenced.count >= self.threshold(FENCED):
             yield FENCED.finding(f"{plural(self.fenced.told, 'heartbeat')} fenced: {_codes(self.fence_codes)}", self.fenced.evidence())
+        yield from self._handshakes(formed)
+
+    def _never_formed(self, formed: set[str]) -> Iterator[Finding]:
+        """The groups joined again and again that never got a generation (`formed` are those that did)."""
+        never = sorted(name for name, trail in self.attempts.items() if name not in formed and trail.count >= self.threshold(NEVER_FORMS))
+        if never:
+            self.ledger.transfer(HANDSHAKE, NEVER_FORMS)  # a loop of handshakes is what kept these from forming
+        for name in never:
+            trail = made(self.attempts, name, Trail, self.scope)
+            trail.expr = f"api == JoinGroup and {among('group', [name])}"
+            first_ts, last_ts = trail.first_ts or 0, trail.last_ts or 0
+            if trail:
+                yield NEVER_FORMS.finding(
+                    f"{plural(trail.told, 'JoinGroup')} in {span(last_ts - first_ts)} from {plural(len(trail.clients), 'client')} and no "
+                    f"generation: group {name} never formed ({_codes(self.refusals.get(name, {}))})",
+                    trail.evidence(),
+                )
+
+    def _handshakes(self, formed: set[str]) -> Iterator[Finding]:
+        """The member-id handshakes of the groups that formed, told as the normal handshake they are."""
         shaken = sorted(name for name in self.handshakes if name in formed and self.handshakes[name])
         if shaken:
             trail = Trail(self.scope, f"api == JoinGroup and error == MEMBER_ID_REQUIRED and {among('group', shaken)}")

@@ -126,13 +126,7 @@ class NextGroups(Family):
         answer = codes(exchange.response)
         sent = integer(request, "MemberEpoch")
         if any(code in FENCING for code in answer):
-            if exchange.api_key != ApiKey.CONSUMER_GROUP_HEARTBEAT:  # the consumer group's fencings are group.member-fenced's
-                self.claim(exchange, FENCED_LOOP, *(error_name(c) for c in answer if c in FENCING))
-            member.fenced += 1
-            member.answered, member.off_step, member.steps = None, 0, []
-            member.fences = self._hold(member.fences, exchange, group, self.loops, member.fenced >= self.threshold(FENCED_LOOP))
-            if member.fenced >= self.threshold(FENCED_LOOP):
-                self.looping[key] = member.fenced
+            self._fenced(exchange, key, member, answer)
             return
         if answer:
             return
@@ -147,6 +141,16 @@ class NextGroups(Family):
         else:
             member.off_step, member.steps = 0, []
         member.answered = integer(response, "MemberEpoch")
+
+    def _fenced(self, exchange: Exchange, key: tuple[str, str], member: Member, answer: list[int]) -> None:
+        """A member told it is fenced: its epochs start again, and its fencings are held while they may loop."""
+        if exchange.api_key != ApiKey.CONSUMER_GROUP_HEARTBEAT:  # the consumer group's fencings are group.member-fenced's
+            self.claim(exchange, FENCED_LOOP, *(error_name(c) for c in answer if c in FENCING))
+        member.fenced += 1
+        member.answered, member.off_step, member.steps = None, 0, []
+        member.fences = self._hold(member.fences, exchange, key[0], self.loops, member.fenced >= self.threshold(FENCED_LOOP))
+        if member.fenced >= self.threshold(FENCED_LOOP):
+            self.looping[key] = member.fenced
 
     @staticmethod
     def _hold(held: list[Exchange], exchange: Exchange, group: str, trail: Trail, told: bool) -> list[Exchange]:

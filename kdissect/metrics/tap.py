@@ -25,6 +25,7 @@ from kdissect.doctor.clients import Clients, Software
 from kdissect.doctor.consumers import LONG_POLL, fetched, follower, long_poll, records_behind
 from kdissect.doctor.engine import Doctor, Report
 from kdissect.doctor.facts import fields
+from kdissect.doctor.rebalances import Group
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.filter import EVERYTHING, Filter
 from kdissect.metrics import definitions as m
@@ -261,15 +262,19 @@ class Tap:
                     self.families[m.MEMBERS.name].set((group,), len(round_.members), now)
             self.families[m.GENERATION.name].set((group,), generation, now)
         elif key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
-            group_lag = self.families[m.GROUP_LAG.name]
-            for (topic_name, partition), offset in followed.committed.items():
-                if not isinstance(offset, int) or not isinstance(topic_name, str):
-                    continue
-                topic, number = self.topics.label(topic_name, now), "" if partition is None else str(partition)
-                self.committed.put((group, topic, number), offset, now)
-                high = self.watermarks.get((topic, number), now)
-                if high is not None:
-                    group_lag.set((group, topic, number), max(0, high - offset), now)
+            self._committed(group, followed, now)
+
+    def _committed(self, group: str, followed: Group, now: int) -> None:
+        """What the group's commits leave its lag at, on each partition whose high watermark is known."""
+        group_lag = self.families[m.GROUP_LAG.name]
+        for (topic_name, partition), offset in followed.committed.items():
+            if not isinstance(offset, int) or not isinstance(topic_name, str):
+                continue
+            topic, number = self.topics.label(topic_name, now), "" if partition is None else str(partition)
+            self.committed.put((group, topic, number), offset, now)
+            high = self.watermarks.get((topic, number), now)
+            if high is not None:
+                group_lag.set((group, topic, number), max(0, high - offset), now)
 
     # --- the client inventory -------------------------------------------------------------------------
 

@@ -89,27 +89,31 @@ def print_findings(
             continue
         console.print(Text(severity.upper(), style=STYLES[severity]) + Text(f" ({len(these)})"), soft_wrap=False)
         for finding in these:
-            _hanging(console, Text(finding.id, style=STYLES[severity]) + Text(f"  {printable(finding.title)}"), 2, 4)
-            if not brief:
-                _hanging(console, Text(printable(finding.explanation), style="dim"), 4, 4)
-                _hanging(console, Text("advice", style="bold") + Text(f" {printable(finding.advice)}"), 4, 4)
-            if finding.caused_by:
-                _hanging(console, Text("caused by ", style="bold") + Text(", ".join(finding.caused_by)), 4, 4)
-            for line in evidence_lines(finding):
-                _hanging(console, Text(printable(line)), 4, 4)
-            if not brief:
-                check = check_line(finding, capture)
-                if check is not None:
-                    _hanging(console, Text(printable(check), style="dim"), 4, 4)
-                if finding.evidence.exchanges:
-                    opener = f"kdissect show {shlex.quote(capture)} --exchange {finding.evidence.exchanges[0]}"
-                    _hanging(console, Text(printable(f"open one: {opener}"), style="dim"), 4, 4)
+            _print_finding(finding, console, capture, brief)
         console.print()
     hidden = [f for f in findings if f not in shown]
     if hidden:
         counts = Counter(f.id for f in hidden)
         ids = ", ".join(name if n == 1 else f"{name} ×{n}" for name, n in counts.items())
         _hanging(console, Text(f"{plural(len(hidden), 'info finding')} not shown ({hidden_by} shows them): {ids}", style="dim"), 0, 2)
+
+
+def _print_finding(finding: Finding, console: Console, capture: str, brief: bool) -> None:
+    _hanging(console, Text(finding.id, style=STYLES[finding.severity]) + Text(f"  {printable(finding.title)}"), 2, 4)
+    if not brief:
+        _hanging(console, Text(printable(finding.explanation), style="dim"), 4, 4)
+        _hanging(console, Text("advice", style="bold") + Text(f" {printable(finding.advice)}"), 4, 4)
+    if finding.caused_by:
+        _hanging(console, Text("caused by ", style="bold") + Text(", ".join(finding.caused_by)), 4, 4)
+    for line in evidence_lines(finding):
+        _hanging(console, Text(printable(line)), 4, 4)
+    if not brief:
+        check = check_line(finding, capture)
+        if check is not None:
+            _hanging(console, Text(printable(check), style="dim"), 4, 4)
+        if finding.evidence.exchanges:
+            opener = f"kdissect show {shlex.quote(capture)} --exchange {finding.evidence.exchanges[0]}"
+            _hanging(console, Text(printable(f"open one: {opener}"), style="dim"), 4, 4)
 
 
 def print_rule(rule: Rule, console: Console) -> None:
