@@ -77,7 +77,7 @@ def test_help_explains_every_command(command):
         (("show", str(CAPTURE), "-Y", "client_id > 3"), "> compares numbers and times; client_id is text"),
         (("live", "-i", "lo", "-Y", 'client_id matches "("'), "bad regular expression"),
         (("spark", str(CAPTURE), "--out", "x", "-Y", "api == Fetc"), "Fetc is not an API name (did you mean 'Fetch'?)"),
-        (("spark", str(CAPTURE), "--out", "x", "--connection", "2"), "a Spark job cannot filter on connection"),
+        (("spark", str(CAPTURE), "--out", "x", "--connection", "2"), "the tables cannot be filtered on connection"),
         (("read", str(CAPTURE), "-T", "xml"), "-T xml: choose one of text, json, fields"),
         (("read", str(CAPTURE), "-T", "fields"), "-T fields needs the fields to write"),
         (("read", str(CAPTURE), "-e", "latncy_ms"), "-e at column 1: unknown field 'latncy_ms'"),
