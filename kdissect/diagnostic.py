@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning", "note"]
-Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", ""]
+Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", "value", ""]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,8 @@ class Diagnostic:
 
     `code` is stable and dotted by stage (``tcp.gap``, ``frame.too-large``, ``body.truncated``); scripts match on it.
     `offset` counts bytes within `scope`: the capture file, the TCP stream of one direction, the Kafka frame
-    (size prefix excluded), or a decompressed batch. `path` names the field, when a message decoder raised it.
+    (size prefix excluded), a decompressed batch, or one record's key or value (`value`: its bytes as the record
+    holds them). `path` names the field, when a message decoder raised it.
     """
 
     code: str

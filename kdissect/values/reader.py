@@ -1,0 +1,257 @@
+"""A record's key or value read for what it says: its framing detected and named, its schema found, its bytes decoded.
+
+`ValueReader.read` gives a `Decoded` for what is more than text or bytes (framed by a registry's wire format, or JSON)
+and None for the rest, quickly: a capture of plain values pays one look at each value's first byte and its headers.
+
+Nothing is guessed silently. A prefix that spells Confluent framing is taken as framing when its schema is known,
+when what follows it is not text, or when a schema is known for the record's topic (subject `TOPIC-key` or
+`TOPIC-value`): the topic is a registry's. A text value that only happens to start with a zero byte is read as text,
+with a note that says what it looked like. Before judging an unknown schema, the reader asks its `learn` hook once
+(a file's first pass over the registry's answers and `_schemas` records, values/learning.py) and its registry client.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kdissect.diagnostic import Diagnostic
+from kdissect.values.answers import from_schemas_record
+from kdissect.values.avro import compile_avro
+from kdissect.values.decoders import Decode, Failure, LibraryMissing, Result, SchemaInvalid
+from kdissect.values.framing import APICURIO, CONFLUENT, GLUE, Framing, SchemaRef, from_headers, from_prefix
+from kdissect.values.json_values import compile_json_schema, parse_json
+from kdissect.values.protobuf import compile_protobuf
+from kdissect.values.schemas import AVRO, JSON, PROTOBUF, Book, Schema
+
+Header = tuple[str | bytes, bytes | None]
+NONE = "none"
+"""The framing of a value that carries no schema reference (plain JSON, or text that only looked framed)."""
+UNKNOWN = "unknown"
+"""The format of a framed value whose schema no source knows."""
+TEXT, BYTES = "text", "bytes"
+SCHEMAS_TOPIC = "_schemas"
+MAX_INFLATED = 16 << 20
+"""The most bytes a Glue zlib value may inflate to."""
+_CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
+_MAGIC = frozenset({0, 3})
+_JSON_START = frozenset(b"{[")
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What a key or value says, and how kdissect knows."""
+
+    framing: str
+    """A framing of values/framing.py, or "none"."""
+    format: str
+    """avro, protobuf or json; "unknown" when framed with a schema no source knows; "text" when it only looked framed."""
+    why: str
+    """What was seen, for people: the framing's bytes or header, the schema and where it was learnt."""
+    start: int = 0
+    """Where the encoded value starts in the key or value (after the framing)."""
+    ref: SchemaRef | None = None
+    schema: Schema | None = None
+    value: Any = None
+    ok: bool = False
+    """`value` holds the decoded value (a JSON null decodes to None too)."""
+    name: str | None = None
+    """The type read: a Protobuf message's full name, an Avro record's or a JSON Schema's title."""
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def schema_id(self) -> int | str | None:
+        """The schema as the framing names it: a Confluent id, a GUID, an Apicurio global id, a Glue version id."""
+        return None if self.ref is None else self.ref.id
+
+
+class ValueReader:
+    """Reads keys and values with the schemas of a `Book`; compiled decoders are made once per schema and kept."""
+
+    def __init__(
+        self, book: Book | None = None, learn: Callable[[], None] | None = None, fetch: Callable[[SchemaRef], Schema | None] | None = None
+    ) -> None:
+        self.book = book if book is not None else Book()
+        self._learn = learn
+        self._fetch = fetch
+        self._decoders: dict[int, Decode | Failure] = {}
+        self._asked: set[SchemaRef] = set()
+
+    def read(self, role: str, data: bytes | None, headers: tuple[Header, ...] = (), topic: str | None = None) -> Decoded | None:
+        """What a record's key (`role` "key") or value says beyond its bytes; None when it is plain text or bytes."""
+        if not data:
+            return None
+        framing = from_headers(role, headers) if headers else None
+        if framing is None and data[0] in _MAGIC:
+            framing = from_prefix(data)
+        if framing is None:
+            if data[0] in _JSON_START or (data[:1].isspace() and data.lstrip()[:1] in (b"{", b"[")):
+                return self._json(role, data, topic)
+            return None
+        return self._framed(role, data, framing, topic)
+
+    def record(
+        self, topic: str | None, key: bytes | None, value: bytes | None, headers: tuple[Header, ...]
+    ) -> tuple[Decoded | None, Decoded | None]:
+        """A record's key and value; a record of the `_schemas` topic also teaches the book its schema."""
+        if topic == SCHEMAS_TOPIC:
+            learnt = from_schemas_record(key, value, "capture: _schemas record")
+            if learnt is not None:
+                self.book.add(learnt)
+        return self.read("key", key, headers, topic), self.read("value", value, headers, topic)
+
+    # -- plain JSON ------------------------------------------------------------------------------------------------
+
+    def _json(self, role: str, data: bytes, topic: str | None) -> Decoded | None:
+        parsed = parse_json(data, 0)
+        if parsed.failure is not None:
+            return None  # text that starts with a brace
+        schema = self._topic_schema(topic, role, JSON)
+        if schema is None:
+            return Decoded(NONE, JSON, "JSON text without framing", 0, None, None, parsed.value, True)
+        return self._decode(role, data, 0, None, schema, NONE, f"JSON text without framing; checked with {_named(schema)}", None)
+
+    # -- framed ---------------------------------------------------------------------------------------------------
+
+    def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None) -> Decoded | None:
+        schema = self._find(framing.ref)
+        why = framing.why
+        if schema is None:
+            by_topic = self._topic_schema(topic, role, None)
+            prefix = framing.kind in (CONFLUENT, APICURIO, GLUE)
+            if prefix and by_topic is None and _is_text(data, framing.start):
+                note = Diagnostic(
+                    "value.ambiguous",
+                    f"{role} starts like {framing.kind} framing ({framing.why}), but no source knows that schema, no schema is "
+                    f"known for topic {topic!r}, and what follows is text: read as text",
+                    "note",
+                    "value",
+                    0,
+                    role,
+                )
+                return Decoded(NONE, TEXT, f"text (it only looks like {framing.kind} framing)", 0, framing.ref, diagnostics=(note,))
+            if by_topic is not None and by_topic.id is None:  # a folder's schema tied to the topic's subject, without ids
+                why += f"; schema {framing.ref} is not known: read with {_named(by_topic)}"
+                return self._decode(role, data, framing.start, framing.indexes, by_topic, framing.kind, why, framing)
+            unknown = Diagnostic(
+                "value.schema-unknown",
+                f"schema {framing.ref} ({framing.why}) is known to no source: give --schemas DIR or --schema-registry URL, "
+                "or capture the registry's port too",
+                "warning",
+                "value",
+                framing.start,
+                role,
+            )
+            return Decoded(framing.kind, UNKNOWN, why, framing.start, framing.ref, diagnostics=(unknown,))
+        return self._decode(role, data, framing.start, framing.indexes, schema, framing.kind, f"{why}: {_named(schema)}", framing)
+
+    def _find(self, ref: SchemaRef) -> Schema | None:
+        book = self.book
+        found = book.find(ref)
+        if found is not None or ref in self._asked:
+            return found
+        self._asked.add(ref)
+        if self._learn is not None:
+            learn, self._learn = self._learn, None
+            learn()
+            found = book.find(ref)
+        if found is None and self._fetch is not None:
+            fetched = self._fetch(ref)
+            if fetched is not None:
+                found = book.add(fetched)
+        return found
+
+    def _topic_schema(self, topic: str | None, role: str, fmt: str | None) -> Schema | None:
+        """The latest schema of subject TOPIC-key or TOPIC-value (Confluent's default naming), of format `fmt`."""
+        if topic is None:
+            return None
+        versions = self.book.subject(f"{topic}-{role}")
+        if fmt is not None:
+            versions = [s for s in versions if s.format == fmt]
+        return versions[-1] if versions else None
+
+    def _decode(
+        self,
+        role: str,
+        data: bytes,
+        start: int,
+        indexes: tuple[int, ...] | None,
+        schema: Schema,
+        framing: str,
+        why: str,
+        given: Framing | None,
+    ) -> Decoded:
+        ref = given.ref if given is not None else None
+        decode = self._decoder(schema)
+        if isinstance(decode, Failure):
+            problem = Diagnostic(
+                decode.code,
+                f"{_named(schema)}: {decode.message}",
+                "error" if decode.code == "value.schema-invalid" else "warning",
+                "value",
+                start,
+                role,
+            )
+            return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,))
+        payload = data
+        if given is not None and given.compression == "zlib":
+            try:
+                inflater = zlib.decompressobj()
+                payload = data[:start] + inflater.decompress(data[start:], MAX_INFLATED)
+            except zlib.error as exc:
+                problem = Diagnostic("value.malformed", f"Glue zlib: {exc}", "error", "value", start, role)
+                return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,))
+        result: Result = decode(payload, start, indexes)
+        failures = ([result.failure] if result.failure else []) + list(result.problems)
+        diagnostics = tuple(
+            Diagnostic(
+                f.code,
+                f.message,
+                "warning" if f.code == "value.trailing-bytes" else "error",
+                "value",
+                start if f.offset is None else f.offset,
+                role,
+            )
+            for f in failures
+        )
+        return Decoded(framing, schema.format, why, start, ref, schema, result.value, result.failure is None, result.name, diagnostics)
+
+    def _decoder(self, schema: Schema) -> Decode | Failure:
+        key = id(schema)
+        known = self._decoders.get(key)
+        if known is None:
+            try:
+                if schema.format == AVRO:
+                    known = compile_avro(schema, self.book)
+                elif schema.format == PROTOBUF:
+                    known = compile_protobuf(schema, self.book)
+                else:
+                    known = compile_json_schema(schema)
+            except SchemaInvalid as exc:
+                known = Failure("value.schema-invalid", str(exc))
+            except LibraryMissing as exc:
+                known = Failure("value.decoder-missing", str(exc))
+            self._decoders[key] = known
+        return known
+
+
+def _named(schema: Schema) -> str:
+    """A schema as `why` names it: subject and version, ids, and where it was learnt."""
+    what = f"{schema.format} schema " + (
+        f"{schema.subject} v{schema.version}" if schema.subject and schema.version else schema.subject or str(schema.refs[0])
+    )
+    return f"{what} ({schema.sources[0]})" if schema.sources else what
+
+
+def _is_text(data: bytes, start: int) -> bool:
+    """What follows a would-be framing is UTF-8 text without control characters (the JSON layout's rule for text)."""
+    rest = data[start:]
+    if not rest or len(rest.translate(None, _CONTROL)) != len(rest):
+        return False
+    try:
+        rest.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -1,0 +1,112 @@
+"""The schemas a run knows, wherever they came from: a folder (--schemas), a registry (--schema-registry), or the
+capture itself (a registry's HTTP answers, the `_schemas` topic).
+
+A schema is known by one or more `SchemaRef`s (a Confluent id and its GUID, an Apicurio global id, a Glue schema
+version id) and, when a source says so, by its subject and version. The first source to tell a schema wins; later
+ones that tell the same schema are remembered as sources too, so `kdissect schemas` can say where each was learnt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from kdissect.values.framing import GUID, ID, SchemaRef
+
+AVRO, PROTOBUF, JSON = "avro", "protobuf", "json"
+FORMATS = (AVRO, PROTOBUF, JSON)
+REGISTRY_TYPES = {"AVRO": AVRO, "PROTOBUF": PROTOBUF, "JSON": JSON}
+"""A registry's `schemaType` (absent means AVRO) as kdissect names the format."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A schema another imports (a Protobuf import, an Avro named type, a JSON Schema $ref), by subject and version."""
+
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass
+class Schema:
+    """One schema: its format, its text as a registry or file holds it, and what names it."""
+
+    format: str
+    text: str
+    refs: list[SchemaRef]
+    subject: str | None = None
+    version: int | None = None
+    sources: list[str] = field(default_factory=list)
+    """Where it was learnt, first first: "registry http://...", "file schemas/orders.avsc", "capture: HTTP answer of
+    127.0.0.1:8081 (packet 57)", "capture: _schemas record (packet 80)"."""
+    references: tuple[Reference, ...] = ()
+    binary: bytes | None = None
+    """A compiled Protobuf descriptor set the user gave, instead of `text`."""
+
+    @property
+    def name(self) -> str:
+        """The schema as people call it: its subject, else its first id."""
+        return self.subject or str(self.refs[0])
+
+    @property
+    def id(self) -> int | None:
+        return next((int(r.id) for r in self.refs if r.kind == ID), None)
+
+    @property
+    def guid(self) -> str | None:
+        return next((str(r.id) for r in self.refs if r.kind == GUID), None)
+
+
+class Book:
+    """The known schemas, by every ref and by subject; grows as a run learns."""
+
+    def __init__(self) -> None:
+        self._by_ref: dict[SchemaRef, Schema] = {}
+        self._by_subject: dict[str, list[Schema]] = {}
+        self._all: list[Schema] = []
+        self.generation = 0
+        """Counts what was added: a reader's verdict on an unknown schema is kept only until something is learnt."""
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __iter__(self) -> Iterator[Schema]:
+        return iter(self._all)
+
+    def find(self, ref: SchemaRef) -> Schema | None:
+        return self._by_ref.get(ref)
+
+    def subject(self, subject: str) -> list[Schema]:
+        """The versions of a subject, in the order they were learnt."""
+        return self._by_subject.get(subject, [])
+
+    def by_version(self, subject: str, version: int) -> Schema | None:
+        return next((s for s in self.subject(subject) if s.version == version), None)
+
+    def add(self, schema: Schema) -> Schema:
+        """Learn a schema; one already known by any of its refs, or by its subject and version, is completed instead
+        (new refs, a subject it lacked, one more source). Returns the schema as the book now holds it."""
+        known = next((self._by_ref[r] for r in schema.refs if r in self._by_ref), None)
+        if known is None and schema.subject is not None and schema.version is not None:
+            known = self.by_version(schema.subject, schema.version)
+        if known is None:
+            self._all.append(schema)
+            known = schema
+        else:
+            for ref in schema.refs:
+                if ref not in known.refs:
+                    known.refs.append(ref)
+            if known.subject is None and schema.subject is not None:
+                known.subject, known.version = schema.subject, schema.version
+            for source in schema.sources:
+                if source not in known.sources:
+                    known.sources.append(source)
+        for ref in known.refs:
+            self._by_ref.setdefault(ref, known)
+        for subject in {known.subject, schema.subject} - {None}:  # a registry gives one schema the same id under every subject
+            versions = self._by_subject.setdefault(subject, [])  # type: ignore[arg-type]
+            if known not in versions:
+                versions.append(known)
+        self.generation += 1
+        return known
