@@ -32,6 +32,7 @@ TICK = 0.25
 
 @takes(
     "input",
+    "values",
     "decoding",
     "filters",
     "output",

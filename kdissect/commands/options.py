@@ -408,6 +408,36 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
     ],
+    "values": [
+        _option(
+            "schemas",
+            Annotated[
+                Optional[list[Path]],
+                typer.Option(
+                    "--schemas",
+                    metavar="DIR",
+                    help="A folder of schemas that record values are written with: Avro .avsc, .proto or a descriptor set, "
+                    "JSON Schema .json, tied to ids by a schemas.json manifest, by file name (7.avsc) or by subject "
+                    "(orders-value.avsc) (repeatable; docs/values.md).",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+        _option(
+            "schema_registry",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--schema-registry",
+                    metavar="URL",
+                    help="Ask this schema registry for the schemas values name (Confluent or Apicurio; credentials from "
+                    "KDISSECT_REGISTRY_USER_INFO or KDISSECT_REGISTRY_TOKEN; answers kept on disk). Schemas the capture "
+                    "holds (a registry's HTTP, the _schemas topic) are learnt without it.",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+    ],
     "decoding": [
         _option(
             "headers_only",
@@ -424,7 +454,7 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
     ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
-READS = ("capture", "input", "filters", "output", "count")
+READS = ("capture", "input", "values", "filters", "output", "count")
 """The groups of every command that reads a capture file (read, show, stats, records)."""
 OPTIONS = {p.name: p for group in GROUPS.values() for p in group}
 
@@ -460,6 +490,8 @@ class Common:
     """-e: the fields the fields formats write, compiled."""
     layout: Any = None
     """-E: the fields formats' layout."""
+    values: Any = None
+    """The `values.reader.ValueReader` of --schemas, --schema-registry and the capture's own schemas (docs/values.md)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -477,6 +509,7 @@ class Common:
             fields=self.fields,
             layout=self.layout,
             capture=self.capture or "FILE",
+            values=self.values,
         )
         try:
             return make_output(self.format, stream, replace(shared, **settings))
@@ -548,7 +581,12 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
     catalog = catalog_with(specs.definitions if specs else ())
-    wanted = make_filter(catalog, values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
+    values_reader = learning = None
+    if "schemas" in values:
+        from kdissect.commands.value_sources import make_values
+
+        values_reader, learning = make_values(values.get("schemas"), values.get("schema_registry"))
+    wanted = make_filter(catalog, values.get("filter"), values_reader, **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
         limits=make_limits(split_list(values.get("limit"))),
@@ -559,6 +597,13 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         keep=wanted.keep,
         catalog=catalog,
     )
+    if values_reader is not None:
+        from kdissect.commands.value_sources import learn_from_file
+
+        options = replace(options, side_streams=learning)
+        capture = make_capture(values) if "capture" in values else None
+        if capture and capture != "-":
+            values_reader.learn = learn_from_file(capture, options, values_reader.book)
     return Common(
         options,
         wanted,
@@ -574,6 +619,7 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
         *make_format(catalog, command, values),
+        values_reader,
     )
 
 
@@ -629,7 +675,7 @@ def make_ports(values: list[str] | None) -> list[int] | None:
 SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
 
 
-def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands: Any) -> Any:
+def make_filter(catalog: Any, expressions: list[str] | None = None, values: Any = None, **shorthands: Any) -> Any:
     """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`, over the catalogue's APIs; a
     UserError (one line with the column, a caret and what was meant) for a mistake. A list option's values may each be
     `a,b`."""

@@ -36,6 +36,16 @@ def records(
         Optional[str],
         typer.Option("--direction", metavar="produce|fetch", help="Only records produced, or only records fetched."),
     ] = None,
+    decode: Annotated[
+        bool,
+        typer.Option(
+            "--decode",
+            "-s",
+            help="With -f, %k and %s write a key or value a schema (or JSON) reads as compact JSON, as kcat -s value=avro "
+            "(docs/values.md); others as sent.",
+            rich_help_panel="Output",
+        ),
+    ] = False,
 ) -> None:
     """Every record produced and fetched, one per line (topic, partition, offset, time, key, value, headers):
     what exactly a producer sent and a consumer got. Transaction markers are left out."""
@@ -51,11 +61,11 @@ def records(
     topics = set(common.topics)
     wanted = common.wanted
     with Reading(common) as run:
-        output = run.writes("records", record_format=fmt)
+        output = run.writes("records", record_format=fmt, record_decode=decode)
         for event in run.events():
             if not isinstance(event, Exchange) or not wanted.matches(event):
                 continue
-            for item in exchange_records(event, directions):
+            for item in exchange_records(event, directions, common.values):
                 if topics and item.topic not in topics:
                     continue
                 output.record(item)

@@ -12,7 +12,17 @@ import typer
 from kdissect.commands.options import Common, UserError, takes
 
 
-@takes("port", "filters", "quiet", "spec_dir", "key", "tls_keylog", helps={"quiet": "No progress lines on standard error."})
+@takes(
+    "port",
+    "filters",
+    "quiet",
+    "spec_dir",
+    "key",
+    "tls_keylog",
+    "schemas",
+    "schema_registry",
+    helps={"quiet": "No progress lines on standard error."},
+)
 def spark(
     common: Common,
     captures: Annotated[

@@ -74,7 +74,9 @@ class ValueReader:
         self, book: Book | None = None, learn: Callable[[], None] | None = None, fetch: Callable[[SchemaRef], Schema | None] | None = None
     ) -> None:
         self.book = book if book is not None else Book()
-        self._learn = learn
+        self.learn = learn
+        """Called once, the first time a value names a schema no source knows: a file's pass that learns every schema it
+        holds (commands/value_sources.py)."""
         self._fetch = fetch
         self._decoders: dict[int, Decode | Failure] = {}
         self._asked: set[SchemaRef] = set()
@@ -153,8 +155,8 @@ class ValueReader:
         if found is not None or ref in self._asked:
             return found
         self._asked.add(ref)
-        if self._learn is not None:
-            learn, self._learn = self._learn, None
+        if self.learn is not None:
+            learn, self.learn = self.learn, None
             learn()
             found = book.find(ref)
         if found is None and self._fetch is not None:

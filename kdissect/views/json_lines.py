@@ -39,6 +39,7 @@ from kdissect.views.summary import SASL_TOKEN_LABEL
 
 if TYPE_CHECKING:
     from kdissect.doctor.finding import Finding
+    from kdissect.values.reader import Decoded, ValueReader
 
 LAYOUT = 2
 """2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
@@ -228,7 +229,7 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
 def _record_tree(record: Record) -> dict[str, Any]:
     timestamp = record.timestamp
     headers = record.headers
-    return {
+    out = {
         "offset": record.offset,
         "timestamp": timestamp,
         "time": record_time(timestamp),
@@ -240,6 +241,9 @@ def _record_tree(record: Record) -> dict[str, Any]:
         "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
+    if _decoded:
+        _with_decoded(out, record)
+    return out
 
 
 def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any]:
@@ -263,7 +267,87 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
     }
     if messages:
         out["messages"] = [_legacy_tree(m) for m in message.messages]
+    if _decoded:
+        _with_decoded(out, message)
     return out
+
+
+_decoded: dict[int, tuple[Decoded | None, Decoded | None]] = {}
+"""What the keys and values of the exchange being made JSON say (`read_values`), by the record's id: the encoder meets
+records inside their RecordSet, without the topic a value is read with."""
+_CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
+"""First bytes of a key or value that may be more than text: framing's magic bytes, JSON."""
+_SCHEMA_HEADERS = frozenset({"__key_schema_id", "__value_schema_id", "apicurio.key.globalId", "apicurio.value.globalId"})
+
+
+def read_values(exchange: Exchange, values: ValueReader | None) -> None:
+    """Read the keys and values of an exchange's records (`values.reader`) before its tree is encoded; a record whose
+    key and value are plain text or bytes costs a look at their first bytes."""
+    global _decoded
+    found: dict[int, tuple[Decoded | None, Decoded | None]] = {}
+    if values is not None:
+        for record, topic in records_of(exchange):
+            key, value, headers = record.key, record.value, record.headers
+            if (
+                (value and value[0] in _CANDIDATES)
+                or (key and key[0] in _CANDIDATES)
+                or (headers and any(k in _SCHEMA_HEADERS for k, _ in headers))
+                or topic == "_schemas"
+            ):
+                pair = values.record(topic, key, value, headers)
+                if pair[0] is not None or pair[1] is not None:
+                    found[id(record)] = pair
+    _decoded = found
+
+
+def records_of(exchange: Exchange) -> Iterator[tuple[Record | LegacyMessage, str | None]]:
+    """Every record of a Produce request's or a Fetch response's records fields (legacy wrappers opened), with its topic."""
+    for message in (exchange.request, exchange.response):
+        body = message.body if message is not None and isinstance(message.body, Body) else None
+        if body is not None and body.records:
+            for placed in body.records:
+                topic = placed.topic
+                for record in placed.records.records():
+                    yield record, topic
+
+
+def _with_decoded(out: dict[str, Any], record: Record | LegacyMessage) -> None:
+    pair = _decoded.get(id(record))
+    if pair is not None:
+        key, value = pair
+        if key is not None:
+            out["key_decoded"] = decoded_json(key)
+        if value is not None:
+            out["value_decoded"] = decoded_json(value)
+
+
+def decoded_json(d: Decoded) -> dict[str, Any]:
+    """A key's or value's reading: its framing, format, schema (id, subject, version, type) and decoded value."""
+    schema = d.schema
+    return {
+        "framing": d.framing,
+        "format": d.format,
+        "schema_id": d.schema_id,
+        "subject": schema.subject if schema else None,
+        "version": schema.version if schema else None,
+        "type": d.name,
+        "start": d.start,
+        "why": d.why,
+        "value": _exact_floats(d.value) if d.ok else None,
+        "diagnostics": [diagnostic_json(x) for x in d.diagnostics],
+    }
+
+
+def _exact_floats(value: Any) -> Any:
+    """A decoded value with each float made safe for the fast encoder (`json_float`), at any depth."""
+    kind = type(value)
+    if kind is float:
+        return json_float(value)
+    if kind is dict:
+        return {k: _exact_floats(v) for k, v in value.items()}
+    if kind is list:
+        return [_exact_floats(v) for v in value]
+    return value
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -345,9 +429,11 @@ def _connection(c: ConnectionInfo) -> dict[str, Any]:
     return out
 
 
-def exchange_tree(exchange: Exchange) -> dict[str, Any]:
+def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict[str, Any]:
     """An exchange's JSON object as the writer encodes it: bodies, records and bytes are left as they are and
-    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain."""
+    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain. With `values`, a
+    record's key and value carry what they say (`key_decoded`, `value_decoded`), read now: encode the tree next."""
+    read_values(exchange, values)
     request, response = exchange.request, exchange.response
     sent = request.body if request is not None and isinstance(request.body, Body) else None
     got = response.body if response is not None and isinstance(response.body, Body) else None
@@ -419,10 +505,10 @@ def _large(exchange: Exchange) -> bool:
     return False
 
 
-def exchange_pieces(exchange: Exchange) -> Iterator[bytes]:
+def exchange_pieces(exchange: Exchange, values: ValueReader | None = None) -> Iterator[bytes]:
     """An exchange's NDJSON line, newline included, in pieces whose concatenation is `encode(exchange_tree(...))`
     byte for byte: whole for most exchanges, a few records or elements at a time for a large one."""
-    tree = exchange_tree(exchange)
+    tree = exchange_tree(exchange, values)
     if _large(exchange):
         yield from streamed(tree)
     else:
@@ -516,15 +602,21 @@ def _pieces(value: Any) -> Iterator[bytes]:
         yield b"]"
 
 
-def exchange_json(exchange: Exchange) -> dict[str, Any]:
-    return value_json(exchange_tree(exchange))
+def encode_value(value: Any) -> bytes:
+    """One value's compact JSON as every line spells it (a decoded record value for `records -f`)."""
+    return _encoded(value)
+
+
+def exchange_json(exchange: Exchange, values: ValueReader | None = None) -> dict[str, Any]:
+    return value_json(exchange_tree(exchange, values))
 
 
 def streamed_record_json(item: Any) -> dict[str, Any]:
-    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`)."""
+    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`), with what its key and value
+    say when it carries them (`StreamedRecord.decoded`)."""
     record, exchange = item.record, item.exchange
     timestamp = -1 if record.timestamp is None else record.timestamp
-    return {
+    out = {
         "type": "record",
         "layout": LAYOUT,
         "exchange": exchange.id,
@@ -539,6 +631,12 @@ def streamed_record_json(item: Any) -> dict[str, Any]:
         "value": encode_bytes(record.value),
         "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
     }
+    key, value = item.decoded
+    if key is not None:
+        out["key_decoded"] = decoded_json(key)
+    if value is not None:
+        out["value_decoded"] = decoded_json(value)
+    return out
 
 
 def notice_json(notice: Notice) -> dict[str, Any]:
@@ -613,9 +711,10 @@ class JsonLinesWriter:
     A UTF-8 text stream is written through its byte buffer, so lines go out as the encoder made them; the
     writer then owns the stream (nothing else may write to it in between)."""
 
-    def __init__(self, stream: IO[str], flush_each: bool = False) -> None:
+    def __init__(self, stream: IO[str], flush_each: bool = False, values: ValueReader | None = None) -> None:
         self._stream = stream
         self._flush_each = flush_each
+        self._values = values
         self._bytes: Any = None
         buffer = getattr(stream, "buffer", None)
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
@@ -628,7 +727,7 @@ class JsonLinesWriter:
 
     def write_exchange(self, exchange: Exchange) -> None:
         """`write(exchange_tree(exchange))`, a large exchange in pieces (`exchange_pieces`)."""
-        for piece in exchange_pieces(exchange):
+        for piece in exchange_pieces(exchange, self._values):
             self._put(piece)
         if self._flush_each:
             self._stream.flush()

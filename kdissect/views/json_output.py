@@ -19,7 +19,7 @@ from kdissect.views.output import Closing, Output, Settings
 class JsonOutput(Output):
     def __init__(self, stream: IO[str], settings: Settings) -> None:
         super().__init__(stream, settings)
-        self.writer = JsonLinesWriter(stream, flush_each=settings.live is not None)
+        self.writer = JsonLinesWriter(stream, flush_each=settings.live is not None, values=settings.values)
         """A live session's lines reach the reader at once."""
 
     def exchange(self, exchange: Exchange) -> None:

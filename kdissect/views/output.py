@@ -64,12 +64,16 @@ class Settings:
     """-E: the fields formats' `views.fields.Layout`."""
     record_format: str | None = None
     """`records -f`: kcat's format of a record's line."""
+    record_decode: bool = False
+    """`records --decode`: -f's %k and %s write decoded keys and values as JSON."""
     live: Any = None
     """A live session's capture (interface, link type, filter): the text format draws a screen updated in place."""
     capture: str = "FILE"
     """How the user named the capture: the doctor's "open one" lines repeat it."""
     header: bool = True
     """False for a `read --jobs` worker: its rows join the first process's, which writes the header."""
+    values: Any = None
+    """The run's `values.reader.ValueReader`: records' keys and values read for what they say (docs/values.md)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,9 @@ sent, byte for byte (-1 lengths and empty text for nulls, as kcat): that is raw 
 shown on a terminal it acts as the writer of the record chose. Without -f, a line for people: times in UTC, text
 in quotes with every control character escaped (`kdissect.printable`), binary in hex, nulls as null.
 
+A key or value that a schema or JSON reads (docs/values.md) is written for people as compact JSON followed by what
+read it, `(avro confluent schema 7)`; with -f, as sent unless `--decode` asks for the JSON (kcat's `-s value=avro`).
+
 Control records (transaction markers) carry no data: they are left out, as a consumer never sees them.
 """
 
@@ -39,10 +42,15 @@ class StreamedRecord:
     topic: str | None
     partition: int | None
     record: Record | LegacyMessage
+    decoded: tuple[Any, Any] = (None, None)
+    """What its key and value say (`values.reader.Decoded` or None each), when the run reads values."""
 
 
-def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(DIRECTIONS)) -> Iterator[StreamedRecord]:
-    """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's.
+def exchange_records(
+    exchange: Exchange, directions: frozenset[str] = frozenset(DIRECTIONS), values: Any = None
+) -> Iterator[StreamedRecord]:
+    """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's, each with what its
+    key and value say when `values` (a `values.reader.ValueReader`) reads them.
 
     A produced record's offset is the one the broker assigned (its response's BaseOffset plus the record's place
     in the request), as a producer's delivery report tells it; -1 when the capture holds no such answer (acks=0,
@@ -58,7 +66,8 @@ def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(
                 if base is not None:
                     first = record.offset if first is None else first
                     record = replace(record, offset=base + record.offset - first if base >= 0 else -1)
-                yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record)
+                decoded = values.record(placed.topic, record.key, record.value, record.headers) if values is not None else (None, None)
+                yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record, decoded)
 
 
 def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
@@ -118,9 +127,42 @@ def _safe(value: Any) -> bytes:
     return printable(str(value)).encode("utf-8", "backslashreplace")
 
 
-def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], bytes]:
-    """The format string as a function from a record to its line's bytes; `human` quotes keys and values."""
+def _decoded_json(decoded: Any) -> bytes | None:
+    """A decoded key or value as compact JSON (bytes inside it by the JSON layout's rule); None when it did not decode."""
+    if decoded is None or not decoded.ok:
+        return None
+    from kdissect.views.json_lines import decoded_json, encode_value
+
+    return encode_value(decoded_json(decoded)["value"])
+
+
+def _tagged(decoded: Any) -> bytes:
+    """For people: what read the value, after it (format, framing, schema)."""
+    if decoded is None:
+        return b""
+    schema = f" schema {decoded.schema_id}" if decoded.schema_id is not None else ""
+    framing = f" {decoded.framing}" if decoded.framing != "none" else ""
+    problems = "".join(f" {d.code}" for d in decoded.diagnostics)
+    return _text(f" ({decoded.format}{framing}{schema}{problems})")
+
+
+def compile_format(fmt: str, human: bool = False, decode: bool = False) -> Callable[[StreamedRecord], bytes]:
+    """The format string as a function from a record to its line's bytes; `human` quotes keys and values and writes
+    decoded ones as JSON with what read them; `decode` writes %k and %s as JSON where a schema or JSON reads them."""
     value, name = (_shown, _safe) if human else (_raw, _text)
+
+    def side(index: int, raw: Callable[[StreamedRecord], bytes | None]) -> Callable[[StreamedRecord], bytes]:
+        if not (human or decode):
+            return lambda r: value(raw(r))
+
+        def one(r: StreamedRecord) -> bytes:
+            decoded = r.decoded[index]
+            made = _decoded_json(decoded)
+            shown = value(raw(r)) if made is None else made
+            return shown + _tagged(decoded) if human else shown
+
+        return one
+
     headers = (
         (lambda r: b"".join(b"  " + _safe(k) + b"=" + _shown(v) for k, v in r.record.headers))
         if human
@@ -130,9 +172,9 @@ def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], 
         "t": lambda r: name(r.topic if r.topic is not None else "?"),
         "p": lambda r: _text(r.partition if r.partition is not None else "?"),
         "o": lambda r: _text(r.record.offset),
-        "k": lambda r: value(r.record.key),
+        "k": side(0, lambda r: r.record.key),
         "K": lambda r: _length(r.record.key),
-        "s": lambda r: value(r.record.value),
+        "s": side(1, lambda r: r.record.value),
         "S": lambda r: _length(r.record.value),
         "T": lambda r: _text(_timestamp(r.record)),
         "Z": lambda r: _text(format_timestamp(_timestamp(r.record))),
@@ -170,8 +212,8 @@ def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], 
 class RecordLines:
     """Writes records as lines of bytes on a text stream's binary buffer (keys and values exactly as sent)."""
 
-    def __init__(self, stream: IO[str], fmt: str | None) -> None:
-        self._line = compile_format(HUMAN, human=True) if fmt is None else compile_format(fmt)
+    def __init__(self, stream: IO[str], fmt: str | None, decode: bool = False) -> None:
+        self._line = compile_format(HUMAN, human=True) if fmt is None else compile_format(fmt, decode=decode)
         stream.flush()
         self._out = stream.buffer  # type: ignore[attr-defined]
 

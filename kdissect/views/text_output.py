@@ -25,7 +25,7 @@ class TextOutput(Output):
         if command == "records":
             from kdissect.views.record_stream import RecordLines
 
-            self._lines = RecordLines(stream, settings.record_format)
+            self._lines = RecordLines(stream, settings.record_format, settings.record_decode)
             return
         from kdissect.views.console import make_console
 
