@@ -618,12 +618,12 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         values.get("detail", False),
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
-        *make_format(catalog, command, values),
+        *make_format(catalog, command, values, values_reader),
         values_reader,
     )
 
 
-def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tuple[str, tuple[Any, ...], Any]:
+def make_format(catalog: Any, command: str | None, values: dict[str, Any], reader: Any = None) -> tuple[str, tuple[Any, ...], Any]:
     """(format name, compiled -e fields, -E layout) from -T, --json, -e and -E; a UserError when they disagree, when the
     command does not write the format, or for a bad field."""
     from kdissect.views.output import FormatError, chosen
@@ -645,7 +645,7 @@ def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tu
     from kdissect.views.fields import FieldsError, make_layout
 
     try:
-        return name, tuple(compile_fields(names, catalog)), make_layout(settings)
+        return name, tuple(compile_fields(names, catalog, reader)), make_layout(settings)
     except (FilterError, FieldsError) as exc:
         raise UserError(str(exc)) from None
 
@@ -691,7 +691,7 @@ def make_filter(catalog: Any, expressions: list[str] | None = None, values: Any 
 
     labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog)
+        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog, values)
     except FilterError as exc:
         raise UserError(str(exc)) from None
 

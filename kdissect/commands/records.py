@@ -60,6 +60,10 @@ def records(
     directions = frozenset([direction] if direction else DIRECTIONS)
     topics = set(common.topics)
     wanted = common.wanted
+    per_record = any(name == "record" or name.startswith("record.") for name in wanted.fields)
+    """A filter on record fields keeps the records that match, not every record of an exchange that does."""
+    if per_record:
+        from kdissect.filter.record_fields import InRecord
     with Reading(common) as run:
         output = run.writes("records", record_format=fmt, record_decode=decode)
         for event in run.events():
@@ -67,6 +71,8 @@ def records(
                 continue
             for item in exchange_records(event, directions, common.values):
                 if topics and item.topic not in topics:
+                    continue
+                if per_record and not wanted.matches(InRecord(event, item.topic, item.record, item.decoded)):
                     continue
                 output.record(item)
                 run.took()

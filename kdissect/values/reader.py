@@ -78,6 +78,8 @@ class ValueReader:
         """Called once, the first time a value names a schema no source knows: a file's pass that learns every schema it
         holds (commands/value_sources.py)."""
         self._fetch = fetch
+        self.registry_url: str | None = getattr(fetch, "url", None)
+        """The registry `fetch` asks, to hand to another process (Spark's executors)."""
         self._decoders: dict[int, Decode | Failure] = {}
         self._asked: set[SchemaRef] = set()
 
@@ -245,6 +247,11 @@ def _named(schema: Schema) -> str:
         f"{schema.subject} v{schema.version}" if schema.subject and schema.version else schema.subject or str(schema.refs[0])
     )
     return f"{what} ({schema.sources[0]})" if schema.sources else what
+
+
+def plain_format(data: bytes) -> str:
+    """A key or value the reader has nothing to say of: "text" (UTF-8 without control characters) or "bytes"."""
+    return TEXT if _is_text(data, 0) or not data else BYTES
 
 
 def _is_text(data: bytes, start: int) -> bool:

@@ -8,8 +8,10 @@ ones that tell the same schema are remembered as sources too, so `kdissect schem
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kdissect.values.framing import GUID, ID, SchemaRef
 
@@ -56,6 +58,33 @@ class Schema:
     @property
     def guid(self) -> str | None:
         return next((str(r.id) for r in self.refs if r.kind == GUID), None)
+
+
+def schema_record(schema: Schema) -> dict[str, Any]:
+    """A schema as plain data, to ship to another process (a Spark executor) and make again with `schema_from_record`."""
+    return {
+        "format": schema.format,
+        "text": schema.text,
+        "refs": [[r.kind, r.id] for r in schema.refs],
+        "subject": schema.subject,
+        "version": schema.version,
+        "sources": list(schema.sources),
+        "references": [[r.name, r.subject, r.version] for r in schema.references],
+        "binary": base64.b64encode(schema.binary).decode() if schema.binary is not None else None,
+    }
+
+
+def schema_from_record(told: dict[str, Any]) -> Schema:
+    return Schema(
+        told["format"],
+        told["text"],
+        [SchemaRef(kind, ref) for kind, ref in told["refs"]],
+        told["subject"],
+        told["version"],
+        list(told["sources"]),
+        tuple(Reference(*r) for r in told["references"]),
+        base64.b64decode(told["binary"]) if told["binary"] is not None else None,
+    )
 
 
 class Book:

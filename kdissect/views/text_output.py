@@ -34,7 +34,7 @@ class TextOutput(Output):
         if settings.detail or command == "show":
             from kdissect.views.detail import DetailView
 
-            self._tree = DetailView(settings.catalog, settings.hexdump, show_secrets=settings.show_secrets)
+            self._tree = DetailView(settings.catalog, settings.hexdump, show_secrets=settings.show_secrets, values=settings.values)
         if command in ("read", "live"):
             from kdissect.views.terminal import ReadView
 
