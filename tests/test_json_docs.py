@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kdissect.capture import open_capture
+from kdissect.decode.streamed import exchange_records
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.schema import BUILTIN
 from kdissect.views import json_lines
-from kdissect.views.record_stream import exchange_records
 from kdissect.views.schema_table import rows as schema_rows
 from kdissect.views.stats import Stats
 

@@ -84,7 +84,7 @@ def doctor(
         raise UserError(f"--fail-on {fail_on}: say warning or error")
     wanted = common.wanted
     try:
-        doctor = Doctor(settings or (), wanted.matches if wanted.active else None)
+        doctor = Doctor(settings or (), wanted.matches if wanted.active else None, common.values)
     except SettingError as exc:
         raise UserError(str(exc)) from None
     # the rules read every body, whatever the filter shows

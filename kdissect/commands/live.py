@@ -190,7 +190,7 @@ class _Session:
         """The screen updated in place, on a terminal."""
         from kdissect.doctor.engine import Doctor
 
-        self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None)
+        self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None, values=common.values)
 
     def handle(self, event: Any) -> None:
         """Route one event: to the doctor, and to the view or the writer (as the filter says); once --count

@@ -49,9 +49,9 @@ def records(
 ) -> None:
     """Every record produced and fetched, one per line (topic, partition, offset, time, key, value, headers):
     what exactly a producer sent and a consumer got. Transaction markers are left out."""
+    from kdissect.decode.streamed import DIRECTIONS, exchange_records
     from kdissect.events import Exchange
     from kdissect.views.output import Closing
-    from kdissect.views.record_stream import DIRECTIONS, exchange_records
 
     if direction is not None and direction not in DIRECTIONS:
         raise UserError(f"--direction {direction}: choose produce or fetch")

@@ -25,7 +25,7 @@ def stats(common: Common) -> None:
 
     totals = Stats()
     wanted = common.wanted
-    doctor = Doctor(shown=wanted.matches if wanted.active else None)
+    doctor = Doctor(shown=wanted.matches if wanted.active else None, values=common.values)
     with Reading(common) as run:
         output = run.writes("stats")
         for event in run.events():

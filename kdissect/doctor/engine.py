@@ -8,6 +8,7 @@ not its JoinGroups are shown, and a finding none of whose evidence is shown is l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kdissect.doctor.capture import Capture
 from kdissect.doctor.consumers import Consumers
@@ -19,21 +20,25 @@ from kdissect.doctor.producers import Producers
 from kdissect.doctor.protocol import Protocol
 from kdissect.doctor.rule import Rule, Settings
 from kdissect.doctor.trail import Scope
+from kdissect.doctor.values import Values
 from kdissect.events import ConnectionEnd, Exchange
 
-FAMILIES: tuple[type[Family], ...] = (Groups, Consumers, Producers, Protocol, Latency, Capture)
+FAMILIES: tuple[type[Family], ...] = (Groups, Consumers, Producers, Protocol, Values, Latency, Capture)
 """In the order findings of the same severity are told."""
 RULES: dict[str, Rule] = {rule.id: rule for family in FAMILIES for rule in family.RULES}
 
 
 class Doctor:
-    def __init__(self, changes: Iterable[str] = (), shown: Callable[[Exchange], bool] | None = None) -> None:
+    def __init__(self, changes: Iterable[str] = (), shown: Callable[[Exchange], bool] | None = None, values: Any = None) -> None:
         """`changes`: `ID.threshold=VALUE` settings (a `SettingError` names a bad one); `shown`: the display
-        filter's test of an exchange, None to show everything."""
+        filter's test of an exchange, None to show everything; `values`: the run's `values.reader.ValueReader`."""
         self.settings = Settings(RULES, tuple(changes))
         self.scope = Scope(filtered=shown is not None)
         self.shown = shown
         self.families = [family(self.settings, self.scope) for family in FAMILIES]
+        for family in self.families:
+            if isinstance(family, Values) and values is not None:
+                family.reader = values
 
     def add(self, event: object) -> None:
         if isinstance(event, Exchange):

@@ -44,7 +44,8 @@ class InRecord:
 Seen = tuple[Exchange | InRecord, str | None, "Record | LegacyMessage"]
 
 
-def _records(exchange: Any) -> Iterator[tuple[str | None, Record | LegacyMessage, InRecord | None]]:
+def _records(exchange: Any) -> Iterator[tuple[str | None, Record | LegacyMessage, Any]]:
+    """(topic, record, the InRecord or the records field it came in)."""
     if type(exchange) is InRecord:
         yield exchange.topic, exchange.record, exchange
         return
@@ -54,17 +55,19 @@ def _records(exchange: Any) -> Iterator[tuple[str | None, Record | LegacyMessage
             continue
         for placed in body.records:
             for record in placed.records.data_records():
-                yield placed.topic, record, None
+                yield placed.topic, record, placed.records
 
 
 DATA_BODIES = frozenset({"ProduceRequest", "FetchResponse", "ShareFetchResponse"})
 """The bodies whose records a consumer or producer sees (what `records` lists)."""
 
 
-def _decoded(values: Any, topic: str | None, record: Record | LegacyMessage, seen: InRecord | None) -> tuple[Any, Any]:
-    if seen is not None and seen.decoded is not None:
-        return seen.decoded  # type: ignore[no-any-return]
-    return values.record(topic, record.key, record.value, record.headers)  # type: ignore[no-any-return]
+def _decoded(values: Any, topic: str | None, record: Record | LegacyMessage, seen: Any) -> tuple[Any, Any]:
+    if type(seen) is InRecord:
+        if seen.decoded is not None:
+            return seen.decoded  # type: ignore[no-any-return]
+        seen = None
+    return values.record(topic, record.key, record.value, record.headers, seen)  # type: ignore[no-any-return]
 
 
 PLAIN: dict[str, tuple[str, str, Callable[[str | None, Any], list]]] = {
@@ -112,7 +115,7 @@ def resolve_record(token: Token, name: str, values: Any) -> Resolved:
     raise FilterError(f"unknown record field {head!r}{suggestion}", token.column + len("record."))
 
 
-def _over_records(read: Callable[[str | None, Any, InRecord | None], list]) -> Callable[[Any], list]:
+def _over_records(read: Callable[[str | None, Any, Any], list]) -> Callable[[Any], list]:
     def values(exchange: Any) -> list:
         out: list = []
         for topic, record, seen in _records(exchange):
@@ -122,8 +125,8 @@ def _over_records(read: Callable[[str | None, Any, InRecord | None], list]) -> C
     return values
 
 
-def _decoded_field(values: Any, pick: Callable[[Any], list], format_: bool) -> Callable[[str | None, Any, InRecord | None], list]:
-    def read(topic: str | None, record: Any, seen: InRecord | None) -> list:
+def _decoded_field(values: Any, pick: Callable[[Any], list], format_: bool) -> Callable[[str | None, Any, Any], list]:
+    def read(topic: str | None, record: Any, seen: Any) -> list:
         decoded = _decoded(values, topic, record, seen)[1]
         if decoded is None:
             return [plain_format(record.value)] if format_ and record.value is not None else []
@@ -132,12 +135,12 @@ def _decoded_field(values: Any, pick: Callable[[Any], list], format_: bool) -> C
     return read
 
 
-def _header(name: str) -> Callable[[str | None, Any, InRecord | None], list]:
+def _header(name: str) -> Callable[[str | None, Any, Any], list]:
     return lambda topic, record, seen: [v for k, v in record.headers if k == name and v is not None]
 
 
-def _value_path(values: Any, names: list[str]) -> Callable[[str | None, Any, InRecord | None], list]:
-    def read(topic: str | None, record: Any, seen: InRecord | None) -> list:
+def _value_path(values: Any, names: list[str]) -> Callable[[str | None, Any, Any], list]:
+    def read(topic: str | None, record: Any, seen: Any) -> list:
         decoded = _decoded(values, topic, record, seen)[1]
         if decoded is None or not decoded.ok:
             return []

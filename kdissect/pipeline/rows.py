@@ -203,13 +203,13 @@ def _header_key(key: str | bytes) -> str:
     return key if isinstance(key, str) else key.decode("utf-8", "backslashreplace")
 
 
-def _read(values: Any, topic: str | None, key: bytes | None, value: bytes | None, headers: Any) -> dict[str, Any]:
+def _read(values: Any, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: Any) -> dict[str, Any]:
     """The records table's columns of what a key and value say: format (avro, protobuf, json, unknown, text, bytes; null
     for a null), the schema id as text (an id, a GUID, a global id), the decoded value as the JSON layout writes it."""
-    decoded = values.record(topic, key, value, headers) if values is not None else (None, None)
+    decoded = values.record(topic, key, value, headers, field) if values is not None else (None, None)
     out: dict[str, Any] = {}
     for role, data, d in zip(("key", "value"), (key, value), decoded):
-        if d is None:
+        if d is None or d.plain:
             out[f"{role}_format"] = None if data is None else plain_format(data)
             out[f"{role}_schema_id"] = out[f"{role}_decoded"] = None
         else:
@@ -260,7 +260,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int, values: An
                             "transactional": batch.transactional,
                             "control": batch.control,
                             "control_type": control.name if control is not None else None,
-                            **_read(values if control is None else None, placed.topic, r.key, r.value, r.headers),
+                            **_read(values if control is None else None, placed.topic, r.key, r.value, r.headers, placed.records),
                         }
                         ordinal += 1
                 else:
@@ -284,7 +284,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int, values: An
                             "transactional": False,
                             "control": False,
                             "control_type": None,
-                            **_read(values, placed.topic, m.key, m.value, ()),
+                            **_read(values, placed.topic, m.key, m.value, (), placed.records),
                         }
                         ordinal += 1
 

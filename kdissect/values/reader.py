@@ -62,6 +62,12 @@ class Decoded:
     diagnostics: tuple[Diagnostic, ...] = ()
 
     @property
+    def plain(self) -> bool:
+        """Nothing more than text or bytes after all (a prefix that only looked like framing): JSON and tables leave it
+        out, `show` tells why."""
+        return self.framing == NONE and self.format in (TEXT, BYTES)
+
+    @property
     def schema_id(self) -> int | str | None:
         """The schema as the framing names it: a Confluent id, a GUID, an Apicurio global id, a Glue version id."""
         return None if self.ref is None else self.ref.id
@@ -82,9 +88,15 @@ class ValueReader:
         """The registry `fetch` asks, to hand to another process (Spark's executors)."""
         self._decoders: dict[int, Decode | Failure] = {}
         self._asked: set[SchemaRef] = set()
+        self._agreement: tuple[object, frozenset[bytes]] = (None, frozenset())
+        """The framing prefixes that several records of the last records field asked about share."""
 
-    def read(self, role: str, data: bytes | None, headers: tuple[Header, ...] = (), topic: str | None = None) -> Decoded | None:
-        """What a record's key (`role` "key") or value says beyond its bytes; None when it is plain text or bytes."""
+    def read(
+        self, role: str, data: bytes | None, headers: tuple[Header, ...] = (), topic: str | None = None, field: Any = None
+    ) -> Decoded | None:
+        """What a record's key (`role` "key") or value says beyond its bytes; None when it is plain text or bytes.
+        `field` is the records field (a `records.RecordSet`) the record came in: its other records may agree that a
+        prefix is framing."""
         if not data:
             return None
         framing = from_headers(role, headers) if headers else None
@@ -94,17 +106,31 @@ class ValueReader:
             if data[0] in _JSON_START or (data[:1].isspace() and data.lstrip()[:1] in (b"{", b"[")):
                 return self._json(role, data, topic)
             return None
-        return self._framed(role, data, framing, topic)
+        return self._framed(role, data, framing, topic, field)
 
     def record(
-        self, topic: str | None, key: bytes | None, value: bytes | None, headers: tuple[Header, ...]
+        self, topic: str | None, key: bytes | None, value: bytes | None, headers: tuple[Header, ...], field: Any = None
     ) -> tuple[Decoded | None, Decoded | None]:
         """A record's key and value; a record of the `_schemas` topic also teaches the book its schema."""
         if topic == SCHEMAS_TOPIC:
             learnt = from_schemas_record(key, value, "capture: _schemas record")
             if learnt is not None:
                 self.book.add(learnt)
-        return self.read("key", key, headers, topic), self.read("value", value, headers, topic)
+        return self.read("key", key, headers, topic, field), self.read("value", value, headers, topic, field)
+
+    def _agreed(self, role: str, prefix: bytes, field: Any) -> bool:
+        """Whether another key (or value) of the same records field starts with the same framing: a producer's batch."""
+        if field is None:
+            return False
+        key = (id(field), role)
+        if self._agreement[0] != key:
+            counts: dict[bytes, int] = {}
+            for record in field.records():
+                data = record.key if role == "key" else record.value
+                if data and data[0] in _MAGIC:
+                    counts[data[: len(prefix)]] = counts.get(data[: len(prefix)], 0) + 1
+            self._agreement = (key, frozenset(p for p, n in counts.items() if n > 1))
+        return prefix in self._agreement[1]
 
     # -- plain JSON ------------------------------------------------------------------------------------------------
 
@@ -119,23 +145,24 @@ class ValueReader:
 
     # -- framed ---------------------------------------------------------------------------------------------------
 
-    def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None) -> Decoded | None:
+    def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None, field: Any) -> Decoded | None:
         schema = self._find(framing.ref)
         why = framing.why
         if schema is None:
             by_topic = self._topic_schema(topic, role, None)
             prefix = framing.kind in (CONFLUENT, APICURIO, GLUE)
-            if prefix and by_topic is None and _is_text(data, framing.start):
+            if prefix and by_topic is None and not self._agreed(role, data[: framing.start], field):
+                plain = plain_format(data)
                 note = Diagnostic(
                     "value.ambiguous",
-                    f"{role} starts like {framing.kind} framing ({framing.why}), but no source knows that schema, no schema is "
-                    f"known for topic {topic!r}, and what follows is text: read as text",
+                    f"{role} starts like {framing.kind} framing ({framing.why}), but no source knows that schema, none is known "
+                    f"for topic {topic!r}, and no other record of its batch starts so: read as {plain}",
                     "note",
                     "value",
                     0,
                     role,
                 )
-                return Decoded(NONE, TEXT, f"text (it only looks like {framing.kind} framing)", 0, framing.ref, diagnostics=(note,))
+                return Decoded(NONE, plain, f"{plain} (it only looks like {framing.kind} framing)", diagnostics=(note,))
             if by_topic is not None and by_topic.id is None:  # a folder's schema tied to the topic's subject, without ids
                 why += f"; schema {framing.ref} is not known: read with {_named(by_topic)}"
                 return self._decode(role, data, framing.start, framing.indexes, by_topic, framing.kind, why, framing)

@@ -215,13 +215,13 @@ class DetailView:
         topic = self._topics.get(id(records))
         for i, batch in enumerate(records.batches):
             if isinstance(batch, RecordBatch):
-                self._batch(node, i, batch, start, topic)
+                self._batch(node, i, batch, start, topic, records)
             else:
-                self._legacy(node, batch, start, topic)
+                self._legacy(node, batch, start, topic, records)
         for d in records.diagnostics:
             node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
 
-    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None, topic: str | None) -> None:
+    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None, topic: str | None, field: RecordSet) -> None:
         ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
         label = Text(f"Batch {i}", style="bold")
         label.append(f"  v2, {b.codec}{ratio}, offsets {b.base_offset}-{b.base_offset + b.last_offset_delta}, {b.record_count} records")
@@ -241,9 +241,9 @@ class DetailView:
             )
         )
         for record in b.records:
-            self._record(child, record, topic)
+            self._record(child, record, topic, field)
 
-    def _record(self, node: Tree, r: Record, topic: str | None) -> None:
+    def _record(self, node: Tree, r: Record, topic: str | None, field: RecordSet) -> None:
         text = Text(f"offset {r.offset}  {format_timestamp(r.timestamp)}  key ")
         text.append_text(preview(r.key))
         text.append("  value ")
@@ -254,16 +254,16 @@ class DetailView:
             if r.control.value is not None:
                 DetailView._values(control, r.control.value)
         else:
-            self._decoded(child, topic, r.key, r.value, r.headers)
+            self._decoded(child, topic, r.key, r.value, r.headers, field)
         for key, value in r.headers:
             child.add(Text(f"header {key!r}: ") + preview(value))
 
-    def _decoded(self, node: Tree, topic: str | None, key: bytes | None, value: bytes | None, headers: Any) -> None:
+    def _decoded(self, node: Tree, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: RecordSet) -> None:
         """What a record's key and value say (docs/values.md), each a subtree: how it is framed and by which schema, where
         the encoded value starts, the decoded fields, and what did not decode, with its offset in the key or value."""
         if self.values is None:
             return
-        for role, data, decoded in zip(("key", "value"), (key, value), self.values.record(topic, key, value, headers)):
+        for role, data, decoded in zip(("key", "value"), (key, value), self.values.record(topic, key, value, headers, field)):
             if decoded is None:
                 continue
             label = Text(f"{role} ", style="bold") + Text(decoded.format, style="bold cyan")
@@ -293,7 +293,7 @@ class DetailView:
             else:
                 node.add(Text(f"{printable(name)}: ") + scalar(name, value))
 
-    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None, topic: str | None) -> None:
+    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None, topic: str | None, field: RecordSet) -> None:
         text = Text(f"Message v{m.magic}", style="bold")
         text.append(f"  offset {m.offset}, {m.codec}")
         if m.timestamp is not None:
@@ -302,10 +302,10 @@ class DetailView:
         child = node.add(text)
         if m.messages:
             for inner in m.messages:
-                self._legacy(child, inner, None, topic)
+                self._legacy(child, inner, None, topic, field)
         else:
             child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
-            self._decoded(child, topic, m.key, m.value, ())
+            self._decoded(child, topic, m.key, m.value, (), field)
 
     @staticmethod
     def _dump(side: str, message: Message, hidden: bool) -> RenderableType:

@@ -286,7 +286,7 @@ def read_values(exchange: Exchange, values: ValueReader | None) -> None:
     global _decoded
     found: dict[int, tuple[Decoded | None, Decoded | None]] = {}
     if values is not None:
-        for record, topic in records_of(exchange):
+        for record, topic, field in records_of(exchange):
             key, value, headers = record.key, record.value, record.headers
             if (
                 (value and value[0] in _CANDIDATES)
@@ -294,21 +294,26 @@ def read_values(exchange: Exchange, values: ValueReader | None) -> None:
                 or (headers and any(k in _SCHEMA_HEADERS for k, _ in headers))
                 or topic == "_schemas"
             ):
-                pair = values.record(topic, key, value, headers)
+                read_key, read_value = values.record(topic, key, value, headers, field)
+                pair = (
+                    None if read_key is None or read_key.plain else read_key,
+                    None if read_value is None or read_value.plain else read_value,
+                )
                 if pair[0] is not None or pair[1] is not None:
                     found[id(record)] = pair
     _decoded = found
 
 
-def records_of(exchange: Exchange) -> Iterator[tuple[Record | LegacyMessage, str | None]]:
-    """Every record of a Produce request's or a Fetch response's records fields (legacy wrappers opened), with its topic."""
+def records_of(exchange: Exchange) -> Iterator[tuple[Record | LegacyMessage, str | None, RecordSet]]:
+    """Every record of a Produce request's or a Fetch response's records fields (legacy wrappers opened), with its topic
+    and its records field."""
     for message in (exchange.request, exchange.response):
         body = message.body if message is not None and isinstance(message.body, Body) else None
         if body is not None and body.records:
             for placed in body.records:
-                topic = placed.topic
-                for record in placed.records.records():
-                    yield record, topic
+                topic, field = placed.topic, placed.records
+                for record in field.records():
+                    yield record, topic, field
 
 
 def _with_decoded(out: dict[str, Any], record: Record | LegacyMessage) -> None:
@@ -612,7 +617,7 @@ def exchange_json(exchange: Exchange, values: ValueReader | None = None) -> dict
 
 
 def streamed_record_json(item: Any) -> dict[str, Any]:
-    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`), with what its key and value
+    """One record of `kdissect records --json` (a `decode.streamed.StreamedRecord`), with what its key and value
     say when it carries them (`StreamedRecord.decoded`)."""
     record, exchange = item.record, item.exchange
     timestamp = -1 if record.timestamp is None else record.timestamp
@@ -632,9 +637,9 @@ def streamed_record_json(item: Any) -> dict[str, Any]:
         "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
     }
     key, value = item.decoded
-    if key is not None:
+    if key is not None and not key.plain:
         out["key_decoded"] = decoded_json(key)
-    if value is not None:
+    if value is not None and not value.plain:
         out["value_decoded"] = decoded_json(value)
     return out
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a command imports this module at start-up, before it reads anything: only names for the types
+    from kdissect.decode.streamed import StreamedRecord
     from kdissect.diagnostic import Diagnostic
     from kdissect.doctor.finding import Finding
     from kdissect.events import ConnectionEnd, Exchange, Notice
     from kdissect.kafka.shared import Counters
     from kdissect.schema import Catalog
-    from kdissect.views.record_stream import StreamedRecord
     from kdissect.views.stats import Stats
     from kdissect.views.summary import Summary
 
