@@ -23,7 +23,7 @@ def stats(common: Common) -> None:
     from kdissect.views.output import Closing
     from kdissect.views.stats import Stats
 
-    totals = Stats()
+    totals = Stats(common.values)
     wanted = common.wanted
     doctor = Doctor(shown=wanted.matches if wanted.active else None, values=common.values)
     with Reading(common) as run:

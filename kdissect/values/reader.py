@@ -60,6 +60,8 @@ class Decoded:
     name: str | None = None
     """The type read: a Protobuf message's full name, an Avro record's or a JSON Schema's title."""
     diagnostics: tuple[Diagnostic, ...] = ()
+    subject: str | None = None
+    """The schema's subject: the topic's own (TOPIC-value, TOPIC-key) when the schema is registered under it too."""
 
     @property
     def plain(self) -> bool:
@@ -141,7 +143,7 @@ class ValueReader:
         schema = self._topic_schema(topic, role, JSON)
         if schema is None:
             return Decoded(NONE, JSON, "JSON text without framing", 0, None, None, parsed.value, True)
-        return self._decode(role, data, 0, None, schema, NONE, f"JSON text without framing; checked with {_named(schema)}", None)
+        return self._decode(role, data, 0, None, schema, NONE, f"JSON text without framing; checked with {_named(schema)}", None, topic)
 
     # -- framed ---------------------------------------------------------------------------------------------------
 
@@ -165,7 +167,7 @@ class ValueReader:
                 return Decoded(NONE, plain, f"{plain} (it only looks like {framing.kind} framing)", diagnostics=(note,))
             if by_topic is not None and by_topic.id is None:  # a folder's schema tied to the topic's subject, without ids
                 why += f"; schema {framing.ref} is not known: read with {_named(by_topic)}"
-                return self._decode(role, data, framing.start, framing.indexes, by_topic, framing.kind, why, framing)
+                return self._decode(role, data, framing.start, framing.indexes, by_topic, framing.kind, why, framing, topic)
             unknown = Diagnostic(
                 "value.schema-unknown",
                 f"schema {framing.ref} ({framing.why}) is known to no source: give --schemas DIR or --schema-registry URL, "
@@ -176,7 +178,7 @@ class ValueReader:
                 role,
             )
             return Decoded(framing.kind, UNKNOWN, why, framing.start, framing.ref, diagnostics=(unknown,))
-        return self._decode(role, data, framing.start, framing.indexes, schema, framing.kind, f"{why}: {_named(schema)}", framing)
+        return self._decode(role, data, framing.start, framing.indexes, schema, framing.kind, f"{why}: {_named(schema)}", framing, topic)
 
     def _find(self, ref: SchemaRef) -> Schema | None:
         book = self.book
@@ -213,8 +215,10 @@ class ValueReader:
         framing: str,
         why: str,
         given: Framing | None,
+        topic: str | None,
     ) -> Decoded:
         ref = given.ref if given is not None else None
+        topic_subject = f"{topic}-{role}" if topic is not None else None
         decode = self._decoder(schema)
         if isinstance(decode, Failure):
             problem = Diagnostic(
@@ -225,7 +229,7 @@ class ValueReader:
                 start,
                 role,
             )
-            return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,))
+            return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,), subject=schema.subject)
         payload = data
         if given is not None and given.compression == "zlib":
             try:
@@ -233,7 +237,7 @@ class ValueReader:
                 payload = data[:start] + inflater.decompress(data[start:], MAX_INFLATED)
             except zlib.error as exc:
                 problem = Diagnostic("value.malformed", f"Glue zlib: {exc}", "error", "value", start, role)
-                return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,))
+                return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,), subject=schema.subject)
         result: Result = decode(payload, start, indexes)
         failures = ([result.failure] if result.failure else []) + list(result.problems)
         diagnostics = tuple(
@@ -247,7 +251,10 @@ class ValueReader:
             )
             for f in failures
         )
-        return Decoded(framing, schema.format, why, start, ref, schema, result.value, result.failure is None, result.name, diagnostics)
+        subject = topic_subject if topic_subject is not None and schema in self.book.subject(topic_subject) else schema.subject
+        return Decoded(
+            framing, schema.format, why, start, ref, schema, result.value, result.failure is None, result.name, diagnostics, subject
+        )
 
     def _decoder(self, schema: Schema) -> Decode | Failure:
         key = id(schema)

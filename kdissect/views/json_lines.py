@@ -333,7 +333,7 @@ def decoded_json(d: Decoded) -> dict[str, Any]:
         "framing": d.framing,
         "format": d.format,
         "schema_id": d.schema_id,
-        "subject": schema.subject if schema else None,
+        "subject": d.subject,
         "version": schema.version if schema else None,
         "type": d.name,
         "start": d.start,
