@@ -110,6 +110,12 @@ class ValueReader:
             return None
         return self._framed(role, data, framing, topic, field)
 
+    def learn_now(self) -> None:
+        """Run the learning pass if nobody asked for it yet (`kdissect schemas` lists every schema the file holds)."""
+        if self.learn is not None:
+            learn, self.learn = self.learn, None
+            learn()
+
     def record(
         self, topic: str | None, key: bytes | None, value: bytes | None, headers: tuple[Header, ...], field: Any = None
     ) -> tuple[Decoded | None, Decoded | None]:

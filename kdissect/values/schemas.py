@@ -128,8 +128,9 @@ class Book:
                     known.refs.append(ref)
             if known.subject is None and schema.subject is not None:
                 known.subject, known.version = schema.subject, schema.version
-            for source in schema.sources:
-                if source not in known.sources:
+            told = {source.split(" (")[0] for source in known.sources}
+            for source in schema.sources:  # one mention of each place (the first answer's packet, not every one)
+                if source.split(" (")[0] not in told:
                     known.sources.append(source)
         for ref in known.refs:
             self._by_ref.setdefault(ref, known)

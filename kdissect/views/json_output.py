@@ -48,4 +48,6 @@ class JsonOutput(Output):
         elif closing.findings is not None:
             for finding in closing.findings:
                 self.finding(finding)
+        for row in closing.schemas or ():
+            self.writer.write({"type": "schema", "layout": LAYOUT, **{k: v for k, v in row.items() if k != "type"}})
         self.stream.flush()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # a command imports this module at start-up, before it reads 
     from kdissect.views.stats import Stats
     from kdissect.views.summary import Summary
 
-COMMANDS = ("read", "show", "stats", "doctor", "records", "live")
+COMMANDS = ("read", "show", "stats", "doctor", "records", "live", "schemas")
 
 
 class FormatError(ValueError):
@@ -90,6 +90,8 @@ class Closing:
     """`stats`' tables."""
     findings: tuple[Finding, ...] | None = None
     """The doctor's findings in brief, as `stats` and `live` end (`doctor` hands each to `Output.finding`)."""
+    schemas: tuple[dict[str, Any], ...] | None = None
+    """`schemas`' rows: every schema known, where it was learnt, what uses it (`views.schema_list`)."""
 
 
 class Output:

@@ -86,6 +86,10 @@ class TextOutput(Output):
             if command == "live" and self.title is not None:
                 self._rows.title(self.title.name, self.title.format, self.title.compression)
             self._rows.closing(closing.summary, closing.counters, list(closing.linktypes), list(closing.notes))
+        if closing.schemas is not None:
+            from kdissect.views.schema_list import print_schemas
+
+            print_schemas(list(closing.schemas), console)
         if closing.stats is not None:
             from kdissect.views.stats import print_stats
 
