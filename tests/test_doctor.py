@@ -35,7 +35,7 @@ CAPTURES = ROOT / "captures"
 PUBLIC = ROOT.parent / "shared" / "captures-public"
 SPECS_39 = ROOT.parent / "shared" / "kafka-message-specs" / "kafka-3.9"
 SCENARIOS = sorted(CAPTURES.glob("doctor-*.pcap"))
-HEALTHY = sorted(p for p in CAPTURES.glob("*.pcap") if not p.name.startswith("doctor-")) + sorted(
+HEALTHY = sorted(p for p in CAPTURES.glob("*.pcap") if not p.name.startswith(("doctor-", "values-"))) + sorted(  # values-*: poison pills
     p for p in PUBLIC.glob("*.pcap*") if p.is_file()
 )
 MS = 1_000_000

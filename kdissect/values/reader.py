@@ -282,11 +282,11 @@ class ValueReader:
 
 
 def _named(schema: Schema) -> str:
-    """A schema as `why` names it: subject and version, ids, and where it was learnt."""
-    what = f"{schema.format} schema " + (
-        f"{schema.subject} v{schema.version}" if schema.subject and schema.version else schema.subject or str(schema.refs[0])
-    )
-    return f"{what} ({schema.sources[0]})" if schema.sources else what
+    """A schema as `why` names it: its format, and its subject and version or its ref (where it was learnt is for
+    `kdissect schemas` to say: the first source to tell it depends on what a command reads first)."""
+    if schema.subject and schema.version:
+        return f"{schema.format} schema {schema.subject} v{schema.version}"
+    return f"{schema.format} schema {schema.subject or schema.refs[0]}"
 
 
 def plain_format(data: bytes) -> str:
