@@ -186,10 +186,13 @@ def schemas_topic_writer(bootstrap: str) -> Callable[[dict], None]:
 
 
 @contextlib.contextmanager
-def running_registry(port: int, bootstrap: Optional[str] = None) -> Iterator[str]:
+def running_registry(port: int, bootstrap: Optional[str] = None, manifest: Any = None) -> Iterator[str]:
     """The stand-in on 127.0.0.1:port while the block runs; yields its URL. With `bootstrap`, registrations also go to
-    the `_schemas` topic of that broker."""
-    store = Store(schemas_topic_writer(bootstrap) if bootstrap else None)
+    the `_schemas` topic of that broker; with `manifest` (a rig.manifest.Manifest), each is a `schema` line of it."""
+    writers = [schemas_topic_writer(bootstrap)] if bootstrap else []
+    if manifest is not None:
+        writers.append(lambda registered: manifest.write("schema", **registered))
+    store = Store((lambda registered: [write(registered) for write in writers]) if writers else None)
     server = Server(("127.0.0.1", port), store)
     thread = threading.Thread(target=server.serve_forever, name="kdrig-registry", daemon=True)
     thread.start()

@@ -76,7 +76,7 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             mtu = int(Path("/sys/class/net/lo/mtu").read_text()) if interface == "lo" else None
         registry = (
             stack.enter_context(
-                running_registry(REGISTRY_PORT if port_is_free("127.0.0.1", REGISTRY_PORT) else free_port(), broker.bootstrap)
+                running_registry(REGISTRY_PORT if port_is_free("127.0.0.1", REGISTRY_PORT) else free_port(), broker.bootstrap, manifest)
             )
             if sc.registry
             else None
