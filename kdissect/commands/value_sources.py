@@ -38,7 +38,9 @@ def make_values(folders: list[Path] | None, registry: str | None) -> tuple[Any, 
         raise UserError(f"--schema-registry {registry}: give an http:// or https:// URL")
     fetch = RegistryClient(registry, root(), _warn) if registry else None
     learning = HttpLearning(lambda schemas: [book.add(s) for s in schemas])
-    return ValueReader(book, None, fetch), learning
+    reader = ValueReader(book, None, fetch)
+    reader.registry_seen = lambda: reader.schemas_seen or learning.registries > 0
+    return reader, learning
 
 
 def _warn(message: str) -> None:

@@ -36,6 +36,8 @@ class HttpLearning:
     def __init__(self, learnt: Learnt) -> None:
         self.learnt = learnt
         self.conversations = 0
+        self.registries = 0
+        """HTTP connections that made a schema registry's calls: the capture talks to a registry."""
 
     def __call__(self, streams: Any, ends: Any) -> bool:
         """Take over a connection's two streams when one of them opens with an HTTP request: their probes' bytes are
@@ -48,7 +50,7 @@ class HttpLearning:
         if firsts[1 - client] and not firsts[1 - client].startswith(b"HTTP/"):
             return False
         address, port = ends[1 - client]
-        conversation = Conversation(self.learnt, f"capture: HTTP answer of {_address(address)}:{port}")
+        conversation = Conversation(self.learnt, f"capture: HTTP answer of {_address(address)}:{port}", self._registry)
         sinks = (conversation.requests, conversation.answers) if client == 0 else (conversation.answers, conversation.requests)
         for stream, sink in zip(streams, sinks):
             probe = stream.sink
@@ -56,6 +58,9 @@ class HttpLearning:
             probe.replay(sink)
         self.conversations += 1
         return True
+
+    def _registry(self) -> None:
+        self.registries += 1
 
 
 def _address(packed: bytes) -> str:
@@ -67,16 +72,22 @@ def _address(packed: bytes) -> str:
 class Conversation:
     """One HTTP connection: requests one way, answers the other, paired in order."""
 
-    def __init__(self, learnt: Learnt, source: str) -> None:
+    def __init__(self, learnt: Learnt, source: str, registry: Callable[[], None]) -> None:
         self.learnt = learnt
         self.source = source
+        self.registry = registry
+        """Called at its first registry call."""
+        self.told = False
         self.asked: deque[tuple[str, str, bytes]] = deque()
         """Requests read whose answers have not been: (method, target, body)."""
         self.broken = False
         self.requests = Direction(self, True)
         self.answers = Direction(self, False)
 
-    def request(self, method: str, target: str, body: bytes) -> None:
+    def request(self, method: str, target: str, body: bytes, registry: bool) -> None:
+        if registry and not self.told:
+            self.told = True
+            self.registry()
         self.asked.append((method, target, body))
         self.answers.pump()
 
@@ -207,7 +218,7 @@ class Direction:
         self.body.clear()
         conversation = self.conversation
         if self.is_requests:
-            conversation.request(head.method.decode("latin-1"), head.target.decode("latin-1"), body if self.keep else b"")
+            conversation.request(head.method.decode("latin-1"), head.target.decode("latin-1"), body if self.keep else b"", self.keep)
             return
         method, target, sent = conversation.asked.popleft()
         if self.keep:

@@ -3,11 +3,13 @@
 `ValueReader.read` gives a `Decoded` for what is more than text or bytes (framed by a registry's wire format, or JSON)
 and None for the rest, quickly: a capture of plain values pays one look at each value's first byte and its headers.
 
-Nothing is guessed silently. A prefix that spells Confluent framing is taken as framing when its schema is known,
-when what follows it is not text, or when a schema is known for the record's topic (subject `TOPIC-key` or
-`TOPIC-value`): the topic is a registry's. A text value that only happens to start with a zero byte is read as text,
-with a note that says what it looked like. Before judging an unknown schema, the reader asks its `learn` hook once
-(a file's first pass over the registry's answers and `_schemas` records, values/learning.py) and its registry client.
+Nothing is guessed silently. Framing named by a header is framing. A prefix that spells a registry's framing is
+taken as framing when its schema is known, when a schema is known for the record's topic (subject `TOPIC-key` or
+`TOPIC-value`), when another record of its batch starts with the same framing, or when the capture talks to a
+registry (its HTTP, its `_schemas` topic); only then does the reader ask its `learn` hook (once: a file's pass over
+the registry's answers and `_schemas` records, commands/value_sources.py) and its registry client for an unknown
+schema. Otherwise the value stays text or bytes, with a note (`value.ambiguous`) saying what it looked like: a
+binary value that happens to start with a zero byte costs no pass over the file.
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ class ValueReader:
         holds (commands/value_sources.py)."""
         self._fetch = fetch
         self.registry_url: str | None = getattr(fetch, "url", None)
+        self.registry_seen: Callable[[], bool] = lambda: self.schemas_seen
+        """Whether the capture talks to a registry (its HTTP, its _schemas topic): a prefix that spells framing is then
+        framing. Without that, only a header, the topic's subject or the other records of its batch say so, and only
+        then does the reader learn or ask (a random binary value must not cost a pass over the file)."""
+        self.schemas_seen = False
         """The registry `fetch` asks, to hand to another process (Spark's executors)."""
         self._decoders: dict[int, Decode | Failure] = {}
         self._asked: set[SchemaRef] = set()
@@ -121,6 +128,7 @@ class ValueReader:
     ) -> tuple[Decoded | None, Decoded | None]:
         """A record's key and value; a record of the `_schemas` topic also teaches the book its schema."""
         if topic == SCHEMAS_TOPIC:
+            self.schemas_seen = True
             learnt = from_schemas_record(key, value, "capture: _schemas record")
             if learnt is not None:
                 self.book.add(learnt)
@@ -154,11 +162,15 @@ class ValueReader:
     # -- framed ---------------------------------------------------------------------------------------------------
 
     def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None, field: Any) -> Decoded | None:
-        schema = self._find(framing.ref)
+        schema = self.book.find(framing.ref)
         why = framing.why
+        by_topic = self._topic_schema(topic, role, None) if schema is None else None
+        prefix = framing.kind in (CONFLUENT, APICURIO, GLUE)
+        if schema is None and (
+            not prefix or by_topic is not None or self.registry_seen() or self._agreed(role, data[: framing.start], field)
+        ):
+            schema = self._find(framing.ref)  # framing beyond doubt: worth a learning pass, a registry's answer
         if schema is None:
-            by_topic = self._topic_schema(topic, role, None)
-            prefix = framing.kind in (CONFLUENT, APICURIO, GLUE)
             if prefix and by_topic is None and not self._agreed(role, data[: framing.start], field):
                 plain = plain_format(data)
                 note = Diagnostic(
