@@ -364,7 +364,7 @@ def test_framings_each_named() -> None:
 def test_a_text_value_that_starts_with_a_zero_byte_is_text() -> None:
     reader = ValueReader()
     looks = b"\x00\x00\x00\x00\x01hello"
-    decoded = reader.read("value", looks, (), "greetings")
+    decoded = reader.read("value", looks, (), "greetings", explain=True)
     assert decoded.plain and [d.code for d in decoded.diagnostics] == ["value.ambiguous"]
     book = Book()
     from kdissect.values.framing import ID, SchemaRef

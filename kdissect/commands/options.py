@@ -581,11 +581,12 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
     catalog = catalog_with(specs.definitions if specs else ())
-    values_reader = learning = None
+    values_reader = side_streams = None
     if "schemas" in values:
         from kdissect.commands.value_sources import make_values
 
-        values_reader, learning = make_values(values.get("schemas"), values.get("schema_registry"))
+        capture = make_capture(values) if "capture" in values else None
+        values_reader, side_streams = make_values(values.get("schemas"), values.get("schema_registry"), capture, lambda: options)
     wanted = make_filter(catalog, values.get("filter"), values_reader, **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
@@ -597,13 +598,8 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         keep=wanted.keep,
         catalog=catalog,
     )
-    if values_reader is not None:
-        from kdissect.commands.value_sources import learn_from_file
-
-        options = replace(options, side_streams=learning)
-        capture = make_capture(values) if "capture" in values else None
-        if capture and capture != "-":
-            values_reader.learn = learn_from_file(capture, options, values_reader.book)
+    if side_streams is not None:
+        options = replace(options, side_streams=side_streams)
     return Common(
         options,
         wanted,

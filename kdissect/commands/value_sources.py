@@ -5,6 +5,9 @@ From the capture, two ways: as the core reads it, the registry's HTTP conversati
 and the `_schemas` records it decodes teach the reader as they come; and for a file, the first time a value names a
 schema nobody knows yet, one pass over the whole file learns every schema it holds (clients often fetch a schema
 after the records that name it), so what a record says never depends on where in the capture it sits.
+
+The reader and the HTTP reading are made when first needed: a run whose values are plain text or bytes, with no HTTP
+in its capture, never loads them (start-up is most of what reading a small capture costs).
 """
 
 from __future__ import annotations
@@ -18,29 +21,71 @@ from typing import Any
 from kdissect.commands.options import UserError
 
 
-def make_values(folders: list[Path] | None, registry: str | None) -> tuple[Any, Any]:
-    """(the reader, the HTTP learning the core's `Options.side_streams` takes): a UserError for a folder that cannot be
-    read. A file's learning pass (`learn_from_file`) is given to the reader once the core's options are made."""
-    from kdissect.schema.code_cache import root
-    from kdissect.values.directory import FolderError, load_folder
-    from kdissect.values.http_sink import HttpLearning
-    from kdissect.values.reader import ValueReader
-    from kdissect.values.registry import RegistryClient
-    from kdissect.values.schemas import Book
+class Lazy:
+    """An object made by `make` at its first use; until then, nothing of it is imported."""
 
-    book = Book()
-    for folder in folders or ():
-        try:
-            load_folder(folder, book)
-        except FolderError as exc:
-            raise UserError(str(exc)) from None
+    __slots__ = ("_made", "_make")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_make", make)
+
+    def made(self) -> Any:
+        if self._made is None:
+            object.__setattr__(self, "_made", self._make())
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.made(), name)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.made()(*args)
+
+
+def make_values(folders: list[Path] | None, registry: str | None, capture: str | None, options: Callable[[], Any]) -> tuple[Any, Any]:
+    """(the reader, the HTTP learning for the core's `Options.side_streams`), each made at its first use; `options` gives
+    the run's core options (made after the filter, which reads with the reader), for a file's learning pass. A
+    UserError now for a folder that cannot be read or a registry that is no URL."""
+    book = None
+    if folders:
+        from kdissect.values.directory import FolderError, load_folder
+        from kdissect.values.schemas import Book
+
+        book = Book()
+        for folder in folders:
+            try:
+                load_folder(folder, book)
+            except FolderError as exc:
+                raise UserError(str(exc)) from None
     if registry is not None and not registry.startswith(("http://", "https://")):
         raise UserError(f"--schema-registry {registry}: give an http:// or https:// URL")
-    fetch = RegistryClient(registry, root(), _warn) if registry else None
-    learning = HttpLearning(lambda schemas: [book.add(s) for s in schemas])
-    reader = ValueReader(book, None, fetch)
-    reader.registry_seen = lambda: reader.schemas_seen or learning.registries > 0
-    return reader, learning
+    reader: Lazy
+
+    def learning() -> Any:
+        from kdissect.values.http_sink import HttpLearning
+
+        return HttpLearning(lambda schemas: [reader.book.add(s) for s in schemas])
+
+    side_streams = Lazy(learning)
+
+    def make() -> Any:
+        from kdissect.values.reader import ValueReader
+        from kdissect.values.schemas import Book
+
+        fetch = None
+        if registry is not None:
+            from kdissect.schema.code_cache import root
+            from kdissect.values.registry import RegistryClient
+
+            fetch = RegistryClient(registry, root(), _warn)
+        made = ValueReader(book if book is not None else Book(), None, fetch)
+        made.registry_seen = lambda: made.schemas_seen or (side_streams._made is not None and side_streams.registries > 0)
+        if capture and capture != "-":
+            made.learn = learn_from_file(capture, options(), made.book)
+        return made
+
+    reader = Lazy(make)
+    return reader, side_streams
 
 
 def _warn(message: str) -> None:
@@ -60,16 +105,18 @@ def learn_from_file(path: str, options: Any, book: Any) -> Callable[[], None]:
         from kdissect.events import Exchange, RequestHeader
         from kdissect.schema import ApiKey
         from kdissect.values.answers import from_schemas_record
+        from kdissect.values.http_sink import HttpLearning
         from kdissect.values.reader import SCHEMAS_TOPIC
 
         wanted = (ApiKey.PRODUCE, ApiKey.FETCH)
         keep = lambda info, request, response: isinstance(request.header, RequestHeader) and request.header.api_key in wanted
+        learning = HttpLearning(lambda schemas: [book.add(s) for s in schemas])
         try:
             source = open_capture(path)
         except CaptureError:
             return
         with source:
-            dissector = file_dissector(source, replace(options, keep=keep))
+            dissector = file_dissector(source, replace(options, keep=keep, side_streams=learning))
             for event in dissector.run(source.packets()):
                 if not isinstance(event, Exchange):
                     continue

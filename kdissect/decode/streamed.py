@@ -40,6 +40,7 @@ def exchange_records(
     A produced record's offset is the one the broker assigned (its response's BaseOffset plus the record's place
     in the request), as a producer's delivery report tells it; -1 when the capture holds no such answer (acks=0,
     an error, a lost response)."""
+    read = values.record if values is not None else None  # once: a run's reader is made at its first use
     for direction, message in (("produce", exchange.request), ("fetch", exchange.response)):
         if direction not in directions or message is None or not isinstance(message.body, Body):
             continue
@@ -51,11 +52,7 @@ def exchange_records(
                 if base is not None:
                     first = record.offset if first is None else first
                     record = replace(record, offset=base + record.offset - first if base >= 0 else -1)
-                decoded = (
-                    values.record(placed.topic, record.key, record.value, record.headers, placed.records)
-                    if values is not None
-                    else (None, None)
-                )
+                decoded = read(placed.topic, record.key, record.value, record.headers, placed.records) if read else (None, None)
                 yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record, decoded)
 
 

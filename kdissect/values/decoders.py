@@ -6,9 +6,6 @@ format's own library; a decoder never raises, and a failure names the offset whe
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +53,5 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if value is None or kind in (str, int, float, bool, bytes):
         return value
-    if isinstance(value, (decimal.Decimal, uuid.UUID)):
-        return str(value)
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    return str(value)
+    isoformat = getattr(value, "isoformat", None)  # datetime, date, time (Avro's logical types)
+    return isoformat() if isoformat is not None else str(value)  # Decimal, UUID

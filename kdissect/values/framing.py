@@ -18,7 +18,6 @@ is the reader's judgement (values/reader.py), with the schemas it knows.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from kdissect.wire import WireError, read_uvarint
@@ -71,13 +70,13 @@ class Framing:
     """Glue's compression of the encoded value."""
 
 
-def header_names(role: str) -> tuple[str, str]:
-    return (f"__{role}_schema_id", f"apicurio.{role}.globalId")
+HEADERS = {role: (f"__{role}_schema_id", f"apicurio.{role}.globalId") for role in ("key", "value")}
+"""The headers that name a key's or a value's schema: Confluent's, Apicurio's."""
 
 
 def from_headers(role: str, headers: tuple[tuple[str | bytes, bytes | None], ...]) -> Framing | None:
     """A schema named by the record's headers for its key or value (the first such header, as deserializers read)."""
-    confluent, apicurio = header_names(role)
+    confluent, apicurio = HEADERS[role]
     for name, data in headers:
         if name == confluent and data:
             return _confluent_header(confluent, data)
@@ -93,7 +92,7 @@ def _confluent_header(name: str, data: bytes) -> Framing | None:
         indexes = read_indexes(data, 5)[0] if len(data) > 5 else None
         return Framing(CONFLUENT_HEADER, SchemaRef(ID, schema_id), 0, f"header {name} holds schema id {schema_id}", indexes)
     if data[0] == 1 and len(data) >= 17:
-        guid = str(uuid.UUID(bytes=bytes(data[1:17])))
+        guid = _uuid(data[1:17])
         indexes = read_indexes(data, 17)[0] if len(data) > 17 else None
         return Framing(CONFLUENT_GUID, SchemaRef(GUID, guid), 0, f"header {name} holds schema GUID {guid}", indexes)
     return None
@@ -113,7 +112,7 @@ def from_prefix(data: bytes) -> Framing | None:
             return None
         return Framing(CONFLUENT, SchemaRef(ID, schema_id), 5, f"magic byte 0 and schema id {schema_id} at offset 1")
     if first == 3 and len(data) >= 18 and data[1] in GLUE_COMPRESSIONS:
-        version = str(uuid.UUID(bytes=bytes(data[2:18])))
+        version = _uuid(data[2:18])
         compression = GLUE_COMPRESSIONS[data[1]]
         return Framing(
             GLUE,
@@ -123,6 +122,13 @@ def from_prefix(data: bytes) -> Framing | None:
             compression=compression,
         )
     return None
+
+
+def _uuid(raw: bytes) -> str:
+    """16 bytes as a UUID's text (uuid's module is imported only for the framings that carry one)."""
+    import uuid
+
+    return str(uuid.UUID(bytes=bytes(raw)))
 
 
 def read_indexes(data: bytes, pos: int) -> tuple[tuple[int, ...], int]:

@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from kdissect.values.answers import from_exchange
 from kdissect.values.schemas import Schema
 
 MAX_BODY = 4 << 20
@@ -98,6 +97,8 @@ class Conversation:
                 answer = inflater.decompress(answer, MAX_BODY)
             except zlib.error:
                 return
+        from kdissect.values.answers import from_exchange
+
         artifact = headers.get(b"x-registry-artifacttype")
         schemas = from_exchange(
             method, target, body, status, answer, artifact.decode("latin-1") if artifact else None, f"{self.source} (packet {packet})"

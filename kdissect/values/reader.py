@@ -20,12 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kdissect.diagnostic import Diagnostic
-from kdissect.values.answers import from_schemas_record
-from kdissect.values.avro import compile_avro
 from kdissect.values.decoders import Decode, Failure, LibraryMissing, Result, SchemaInvalid
 from kdissect.values.framing import APICURIO, CONFLUENT, GLUE, Framing, SchemaRef, from_headers, from_prefix
 from kdissect.values.json_values import compile_json_schema, parse_json
-from kdissect.values.protobuf import compile_protobuf
 from kdissect.values.schemas import AVRO, JSON, PROTOBUF, Book, Schema
 
 Header = tuple[str | bytes, bytes | None]
@@ -40,6 +37,10 @@ MAX_INFLATED = 16 << 20
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 _MAGIC = frozenset({0, 3})
 _JSON_START = frozenset(b"{[")
+_JSON_END = frozenset(b"}] \t\r\n")
+"""The last byte of JSON text that is an object or an array, or the whitespace after it."""
+_CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
+"""First bytes of a key or value that may be more than text or bytes: framing's magic bytes, JSON."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,21 +102,28 @@ class ValueReader:
         """The framing prefixes that several records of the last records field asked about share."""
 
     def read(
-        self, role: str, data: bytes | None, headers: tuple[Header, ...] = (), topic: str | None = None, field: Any = None
+        self,
+        role: str,
+        data: bytes | None,
+        headers: tuple[Header, ...] = (),
+        topic: str | None = None,
+        field: Any = None,
+        explain: bool = False,
     ) -> Decoded | None:
         """What a record's key (`role` "key") or value says beyond its bytes; None when it is plain text or bytes.
         `field` is the records field (a `records.RecordSet`) the record came in: its other records may agree that a
-        prefix is framing."""
-        if not data:
+        prefix is framing. With `explain`, a value that only looks framed is a plain `Decoded` with a note saying so
+        (`show` tells it; the other views have nothing more to say of it than its bytes)."""
+        if not data or (data[0] not in _CANDIDATES and not headers):
             return None
         framing = from_headers(role, headers) if headers else None
         if framing is None and data[0] in _MAGIC:
             framing = from_prefix(data)
         if framing is None:
-            if data[0] in _JSON_START or (data[:1].isspace() and data.lstrip()[:1] in (b"{", b"[")):
+            if data[-1] in _JSON_END and (data[0] in _JSON_START or data.lstrip()[:1] in (b"{", b"[")):
                 return self._json(role, data, topic)
             return None
-        return self._framed(role, data, framing, topic, field)
+        return self._framed(role, data, framing, topic, field, explain)
 
     def learn_now(self) -> None:
         """Run the learning pass if nobody asked for it yet (`kdissect schemas` lists every schema the file holds)."""
@@ -124,15 +132,23 @@ class ValueReader:
             learn()
 
     def record(
-        self, topic: str | None, key: bytes | None, value: bytes | None, headers: tuple[Header, ...], field: Any = None
+        self,
+        topic: str | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[Header, ...],
+        field: Any = None,
+        explain: bool = False,
     ) -> tuple[Decoded | None, Decoded | None]:
         """A record's key and value; a record of the `_schemas` topic also teaches the book its schema."""
         if topic == SCHEMAS_TOPIC:
+            from kdissect.values.answers import from_schemas_record
+
             self.schemas_seen = True
             learnt = from_schemas_record(key, value, "capture: _schemas record")
             if learnt is not None:
                 self.book.add(learnt)
-        return self.read("key", key, headers, topic, field), self.read("value", value, headers, topic, field)
+        return self.read("key", key, headers, topic, field, explain), self.read("value", value, headers, topic, field, explain)
 
     def _agreed(self, role: str, prefix: bytes, field: Any) -> bool:
         """Whether another key (or value) of the same records field starts with the same framing: a producer's batch."""
@@ -161,7 +177,7 @@ class ValueReader:
 
     # -- framed ---------------------------------------------------------------------------------------------------
 
-    def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None, field: Any) -> Decoded | None:
+    def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None, field: Any, explain: bool) -> Decoded | None:
         schema = self.book.find(framing.ref)
         why = framing.why
         by_topic = self._topic_schema(topic, role, None) if schema is None else None
@@ -172,6 +188,8 @@ class ValueReader:
             schema = self._find(framing.ref)  # framing beyond doubt: worth a learning pass, a registry's answer
         if schema is None:
             if prefix and by_topic is None and not self._agreed(role, data[: framing.start], field):
+                if not explain:
+                    return None
                 plain = plain_format(data)
                 note = Diagnostic(
                     "value.ambiguous",
@@ -280,8 +298,12 @@ class ValueReader:
         if known is None:
             try:
                 if schema.format == AVRO:
+                    from kdissect.values.avro import compile_avro
+
                     known = compile_avro(schema, self.book)
                 elif schema.format == PROTOBUF:
+                    from kdissect.values.protobuf import compile_protobuf
+
                     known = compile_protobuf(schema, self.book)
                 else:
                     known = compile_json_schema(schema)

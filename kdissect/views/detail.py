@@ -263,7 +263,7 @@ class DetailView:
         the encoded value starts, the decoded fields, and what did not decode, with its offset in the key or value."""
         if self.values is None:
             return
-        for role, data, decoded in zip(("key", "value"), (key, value), self.values.record(topic, key, value, headers, field)):
+        for role, data, decoded in zip(("key", "value"), (key, value), self.values.record(topic, key, value, headers, field, explain=True)):
             if decoded is None:
                 continue
             label = Text(f"{role} ", style="bold") + Text(decoded.format, style="bold cyan")

@@ -206,6 +206,8 @@ def _struct_tree(struct: Struct) -> dict[str, Any]:
 
 
 def _records_tree(records: RecordSet) -> dict[str, Any]:
+    if _reading.values is not None:
+        _reading.enter(records)
     return {"size": records.size, "truncated": records.truncated, "batches": [_batch_tree(b) for b in records.batches]}
 
 
@@ -220,6 +222,8 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
         out["format"] = "v2"
         out["span"] = list(batch.span)
         out["base_time"] = record_time(batch.base_timestamp)
+        if _reading.values is not None:
+            _reading.batch(batch.records)
         if records:
             out["records"] = [_record_tree(r) for r in batch.records]
         return out
@@ -229,6 +233,8 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
 def _record_tree(record: Record) -> dict[str, Any]:
     timestamp = record.timestamp
     headers = record.headers
+    key = record.key
+    value = record.value
     out = {
         "offset": record.offset,
         "timestamp": timestamp,
@@ -236,13 +242,14 @@ def _record_tree(record: Record) -> dict[str, Any]:
         "offset_delta": record.offset_delta,
         "timestamp_delta": record.timestamp_delta,
         "attributes": record.attributes,
-        "key": encode_bytes(record.key),
-        "value": encode_bytes(record.value),
+        "key": encode_bytes(key),
+        "value": encode_bytes(value),
         "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
-    if _decoded:
-        _with_decoded(out, record)
+    reading = _reading
+    if reading.values is not None and ((value and value[0] in _CANDIDATES) or (key and key[0] in _CANDIDATES) or reading.everything):
+        _with_decoded(out, key, value, headers)  # what they say: a plain key and value cost a look at their first bytes
     return out
 
 
@@ -267,63 +274,68 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
     }
     if messages:
         out["messages"] = [_legacy_tree(m) for m in message.messages]
-    if _decoded:
-        _with_decoded(out, message)
+    if _reading.values is not None and not message.messages:
+        key, value = message.key, message.value
+        if (value and value[0] in _CANDIDATES) or (key and key[0] in _CANDIDATES) or _reading.everything:
+            _with_decoded(out, key, value, ())
     return out
 
 
-_decoded: dict[int, tuple[Decoded | None, Decoded | None]] = {}
-"""What the keys and values of the exchange being made JSON say (`read_values`), by the record's id: the encoder meets
-records inside their RecordSet, without the topic a value is read with."""
+class _Reading:
+    """What the encoder needs to read the keys and values of the exchange being made JSON (`exchange_tree`): it meets
+    records inside their RecordSet, which `_records_tree` marks as the records field (and topic) being encoded."""
+
+    __slots__ = ("values", "topics", "field", "topic", "everything", "in_field")
+
+    def __init__(self) -> None:
+        self.values: ValueReader | None = None
+        self.topics: dict[int, str | None] = {}
+        self.field: RecordSet | None = None
+        self.topic: str | None = None
+        self.everything = False
+        """Every record of the batch is read: the registry's `_schemas` topic, which teaches schemas, or a batch whose
+        first record names its schema in a header (a producer's serializer does so for all its records)."""
+        self.in_field = False
+
+    def start(self, exchange: Exchange, values: ValueReader | None) -> None:
+        topics = {}
+        if values is not None:
+            for message in (exchange.request, exchange.response):
+                body = message.body if message is not None and isinstance(message.body, Body) else None
+                if body is not None:
+                    for placed in body.records:
+                        topics[id(placed.records)] = placed.topic
+        self.values = values if topics else None
+        self.topics, self.field, self.topic, self.everything, self.in_field = topics, None, None, False, False
+
+    def enter(self, records: RecordSet) -> None:
+        self.field, self.topic = records, self.topics.get(id(records))
+        self.in_field = self.everything = self.topic == "_schemas"
+
+    def batch(self, records: tuple[Record, ...]) -> None:
+        """A v2 batch begins: its first record's headers say whether its records name their schemas in headers."""
+        self.everything = self.in_field or bool(records and _framed_by_header(records[0].headers))
+
+
+_reading = _Reading()
 _CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
 """First bytes of a key or value that may be more than text: framing's magic bytes, JSON."""
 _SCHEMA_HEADERS = frozenset({"__key_schema_id", "__value_schema_id", "apicurio.key.globalId", "apicurio.value.globalId"})
 
 
-def read_values(exchange: Exchange, values: ValueReader | None) -> None:
-    """Read the keys and values of an exchange's records (`values.reader`) before its tree is encoded; a record whose
-    key and value are plain text or bytes costs a look at their first bytes."""
-    global _decoded
-    found: dict[int, tuple[Decoded | None, Decoded | None]] = {}
-    if values is not None:
-        for record, topic, field in records_of(exchange):
-            key, value, headers = record.key, record.value, record.headers
-            if (
-                (value and value[0] in _CANDIDATES)
-                or (key and key[0] in _CANDIDATES)
-                or (headers and any(k in _SCHEMA_HEADERS for k, _ in headers))
-                or topic == "_schemas"
-            ):
-                read_key, read_value = values.record(topic, key, value, headers, field)
-                pair = (
-                    None if read_key is None or read_key.plain else read_key,
-                    None if read_value is None or read_value.plain else read_value,
-                )
-                if pair[0] is not None or pair[1] is not None:
-                    found[id(record)] = pair
-    _decoded = found
+def _framed_by_header(headers: tuple) -> bool:
+    return any(name in _SCHEMA_HEADERS for name, _ in headers)
 
 
-def records_of(exchange: Exchange) -> Iterator[tuple[Record | LegacyMessage, str | None, RecordSet]]:
-    """Every record of a Produce request's or a Fetch response's records fields (legacy wrappers opened), with its topic
-    and its records field."""
-    for message in (exchange.request, exchange.response):
-        body = message.body if message is not None and isinstance(message.body, Body) else None
-        if body is not None and body.records:
-            for placed in body.records:
-                topic, field = placed.topic, placed.records
-                for record in field.records():
-                    yield record, topic, field
-
-
-def _with_decoded(out: dict[str, Any], record: Record | LegacyMessage) -> None:
-    pair = _decoded.get(id(record))
-    if pair is not None:
-        key, value = pair
-        if key is not None:
-            out["key_decoded"] = decoded_json(key)
-        if value is not None:
-            out["value_decoded"] = decoded_json(value)
+def _with_decoded(out: dict[str, Any], key: bytes | None, value: bytes | None, headers: tuple) -> None:
+    """A record's `key_decoded` and `value_decoded`; the encoder asks only for a record whose first bytes or headers
+    may say more than bytes (a record of plain text or bytes costs that look and nothing more)."""
+    reading = _reading
+    read_key, read_value = reading.values.record(reading.topic, key, value, headers, reading.field)  # type: ignore[union-attr]
+    if read_key is not None and not read_key.plain:
+        out["key_decoded"] = decoded_json(read_key)
+    if read_value is not None and not read_value.plain:
+        out["value_decoded"] = decoded_json(read_value)
 
 
 def decoded_json(d: Decoded) -> dict[str, Any]:
@@ -438,7 +450,7 @@ def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict
     """An exchange's JSON object as the writer encodes it: bodies, records and bytes are left as they are and
     made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain. With `values`, a
     record's key and value carry what they say (`key_decoded`, `value_decoded`), read now: encode the tree next."""
-    read_values(exchange, values)
+    _reading.start(exchange, values)
     request, response = exchange.request, exchange.response
     sent = request.body if request is not None and isinstance(request.body, Body) else None
     got = response.body if response is not None and isinstance(response.body, Body) else None
@@ -582,6 +594,8 @@ def _pieces(value: Any) -> Iterator[bytes]:
     elif cls is Struct:
         yield from _pieces(_struct_tree(value))
     elif cls is RecordSet:
+        if _reading.values is not None:
+            _reading.enter(value)
         yield from _pieces({"size": value.size, "truncated": value.truncated, "batches": value.batches})
     elif cls is RecordBatch:
         tree = _batch_tree(value, records=False)

@@ -182,11 +182,11 @@ class Stats:
         """Count each data record's value by how it reads: format, framing, schema id and subject."""
         from kdissect.values.reader import plain_format
 
-        values, topic = self.values, placed.topic
+        read, topic = self.values.read, placed.topic
         for record in placed.records.data_records():
             if record.value is None:
                 continue
-            decoded = values.read("value", record.value, record.headers, topic, placed.records)
+            decoded = read("value", record.value, record.headers, topic, placed.records)
             if decoded is None or decoded.plain:
                 fmt, framing = plain_format(record.value), "none"
             else:
