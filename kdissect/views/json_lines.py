@@ -247,8 +247,7 @@ def _record_tree(record: Record) -> dict[str, Any]:
         "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
-    reading = _reading
-    if reading.values is not None and ((value and value[0] in _CANDIDATES) or (key and key[0] in _CANDIDATES) or reading.everything):
+    if (value and value[0] in _looked_at) or (key and key[0] in _looked_at):
         _with_decoded(out, key, value, headers)  # what they say: a plain key and value cost a look at their first bytes
     return out
 
@@ -274,9 +273,9 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
     }
     if messages:
         out["messages"] = [_legacy_tree(m) for m in message.messages]
-    if _reading.values is not None and not message.messages:
+    if not message.messages:
         key, value = message.key, message.value
-        if (value and value[0] in _CANDIDATES) or (key and key[0] in _CANDIDATES) or _reading.everything:
+        if (value and value[0] in _looked_at) or (key and key[0] in _looked_at):
             _with_decoded(out, key, value, ())
     return out
 
@@ -285,19 +284,19 @@ class _Reading:
     """What the encoder needs to read the keys and values of the exchange being made JSON (`exchange_tree`): it meets
     records inside their RecordSet, which `_records_tree` marks as the records field (and topic) being encoded."""
 
-    __slots__ = ("values", "topics", "field", "topic", "everything", "in_field")
+    __slots__ = ("values", "topics", "field", "topic", "in_field")
 
     def __init__(self) -> None:
         self.values: ValueReader | None = None
         self.topics: dict[int, str | None] = {}
         self.field: RecordSet | None = None
         self.topic: str | None = None
-        self.everything = False
-        """Every record of the batch is read: the registry's `_schemas` topic, which teaches schemas, or a batch whose
-        first record names its schema in a header (a producer's serializer does so for all its records)."""
         self.in_field = False
+        """The field is the registry's `_schemas` topic, which teaches schemas: all its records are read."""
 
     def start(self, exchange: Exchange, values: ValueReader | None) -> None:
+        global _looked_at
+        _looked_at = _NOTHING
         topics = {}
         if values is not None:
             for message in (exchange.request, exchange.response):
@@ -306,20 +305,29 @@ class _Reading:
                     for placed in body.records:
                         topics[id(placed.records)] = placed.topic
         self.values = values if topics else None
-        self.topics, self.field, self.topic, self.everything, self.in_field = topics, None, None, False, False
+        self.topics, self.field, self.topic, self.in_field = topics, None, None, False
 
     def enter(self, records: RecordSet) -> None:
+        global _looked_at
         self.field, self.topic = records, self.topics.get(id(records))
-        self.in_field = self.everything = self.topic == "_schemas"
+        self.in_field = self.topic == "_schemas"
+        _looked_at = _EVERY_BYTE if self.in_field else _CANDIDATES
 
     def batch(self, records: tuple[Record, ...]) -> None:
         """A v2 batch begins: its first record's headers say whether its records name their schemas in headers."""
-        self.everything = self.in_field or bool(records and _framed_by_header(records[0].headers))
+        global _looked_at
+        headed = bool(records) and bool(records[0].headers) and _framed_by_header(records[0].headers)
+        _looked_at = _EVERY_BYTE if self.in_field or headed else _CANDIDATES
 
 
 _reading = _Reading()
 _CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
 """First bytes of a key or value that may be more than text: framing's magic bytes, JSON."""
+_NOTHING: frozenset[int] = frozenset()
+_EVERY_BYTE = frozenset(range(256))
+_looked_at = _NOTHING
+"""The first bytes whose key or value the encoder reads in the records field being encoded: none without a reader,
+every one in a `_schemas` field or a batch whose schemas are named in headers, else `_CANDIDATES`."""
 _SCHEMA_HEADERS = frozenset({"__key_schema_id", "__value_schema_id", "apicurio.key.globalId", "apicurio.value.globalId"})
 
 
