@@ -11,6 +11,10 @@ from kdissect.values.decoders import Decode, Failure, LibraryMissing, Result, Sc
 from kdissect.values.schemas import Book, Schema
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def compile_avro(schema: Schema, book: Book) -> Decode:
     """A decoder for values written with `schema`; named types it references (by subject and version) are parsed first."""
     try:
@@ -28,6 +32,7 @@ def compile_avro(schema: Schema, book: Book) -> Decode:
         raise SchemaInvalid(f"not an Avro schema fastavro can parse: {exc}") from None
     reader = fastavro.schemaless_reader
     name = parsed.get("name") if isinstance(parsed, dict) else None
+    made = plain if "logicalType" in schema.text else _as_is  # only logical types give values JSON cannot hold
 
     def decode(data: bytes, start: int, indexes: tuple[int, ...] | None) -> Result:
         stream = io.BytesIO(data)
@@ -41,6 +46,6 @@ def compile_avro(schema: Schema, book: Book) -> Decode:
         problems: tuple[Failure, ...] = ()
         if end < len(data):
             problems = (Failure("value.trailing-bytes", f"{len(data) - end} bytes follow the Avro value", end),)
-        return Result(plain(value), None, problems, name)
+        return Result(made(value), None, problems, name)
 
     return decode

@@ -36,6 +36,14 @@ GUID = "guid"
 GLOBAL_ID = "global-id"
 GLUE_VERSION = "glue-version"
 
+WHY = {
+    CONFLUENT: "magic byte 0 and schema id {id} at offset 1",
+    CONFLUENT_HEADER: "header {header} holds schema id {id}",
+    CONFLUENT_GUID: "header {header} holds schema GUID {id}",
+    APICURIO: "magic byte 0 and 8-byte global id {id} at offset 1",
+    APICURIO_HEADER: "header {header} holds global id {id}",
+    GLUE: "Glue header version 3, {compression}, schema version {id}",
+}
 GLUE_ZLIB = 5
 GLUE_COMPRESSIONS = {0: "none", GLUE_ZLIB: "zlib"}
 MAX_INDEXES = 64
@@ -62,12 +70,17 @@ class Framing:
     start: int
     """Offset in the key or value where what follows the framing starts (Protobuf's message indexes, if any, then
     the encoded value)."""
-    why: str
-    """What was seen, for people: "magic byte 0 and schema id 7 at offset 1"."""
     indexes: tuple[int, ...] | None = None
     """Protobuf message indexes carried in a header (a GUID header holds them after the GUID)."""
     compression: str = "none"
     """Glue's compression of the encoded value."""
+    header: str | None = None
+    """The header that names the schema, for the framings that use one."""
+
+    @property
+    def why(self) -> str:
+        """What was seen, for people: "magic byte 0 and schema id 7 at offset 1" (made when asked: values are many)."""
+        return WHY[self.kind].format(id=self.ref.id, header=self.header, compression=self.compression)
 
 
 HEADERS = {role: (f"__{role}_schema_id", f"apicurio.{role}.globalId") for role in ("key", "value")}
@@ -82,7 +95,7 @@ def from_headers(role: str, headers: tuple[tuple[str | bytes, bytes | None], ...
             return _confluent_header(confluent, data)
         if name == apicurio and data is not None and len(data) == 8:
             global_id = int.from_bytes(data, "big", signed=True)
-            return Framing(APICURIO_HEADER, SchemaRef(GLOBAL_ID, global_id), 0, f"header {name} holds global id {global_id}")
+            return Framing(APICURIO_HEADER, SchemaRef(GLOBAL_ID, global_id), 0, header=apicurio)
     return None
 
 
@@ -90,11 +103,11 @@ def _confluent_header(name: str, data: bytes) -> Framing | None:
     if data[0] == 0 and len(data) >= 5:
         schema_id = int.from_bytes(data[1:5], "big")
         indexes = read_indexes(data, 5)[0] if len(data) > 5 else None
-        return Framing(CONFLUENT_HEADER, SchemaRef(ID, schema_id), 0, f"header {name} holds schema id {schema_id}", indexes)
+        return Framing(CONFLUENT_HEADER, SchemaRef(ID, schema_id), 0, indexes, header=name)
     if data[0] == 1 and len(data) >= 17:
         guid = _uuid(data[1:17])
         indexes = read_indexes(data, 17)[0] if len(data) > 17 else None
-        return Framing(CONFLUENT_GUID, SchemaRef(GUID, guid), 0, f"header {name} holds schema GUID {guid}", indexes)
+        return Framing(CONFLUENT_GUID, SchemaRef(GUID, guid), 0, indexes, header=name)
     return None
 
 
@@ -106,21 +119,14 @@ def from_prefix(data: bytes) -> Framing | None:
     if first == 0:
         if data[1:5] == b"\0\0\0\0" and len(data) >= 9 and data[5:9] != b"\0\0\0\0":
             global_id = int.from_bytes(data[1:9], "big", signed=True)
-            return Framing(APICURIO, SchemaRef(GLOBAL_ID, global_id), 9, f"magic byte 0 and 8-byte global id {global_id} at offset 1")
+            return Framing(APICURIO, SchemaRef(GLOBAL_ID, global_id), 9)
         schema_id = int.from_bytes(data[1:5], "big")
         if schema_id == 0:
             return None
-        return Framing(CONFLUENT, SchemaRef(ID, schema_id), 5, f"magic byte 0 and schema id {schema_id} at offset 1")
+        return Framing(CONFLUENT, SchemaRef(ID, schema_id), 5)
     if first == 3 and len(data) >= 18 and data[1] in GLUE_COMPRESSIONS:
         version = _uuid(data[2:18])
-        compression = GLUE_COMPRESSIONS[data[1]]
-        return Framing(
-            GLUE,
-            SchemaRef(GLUE_VERSION, version),
-            18,
-            f"Glue header version 3, {compression}, schema version {version}",
-            compression=compression,
-        )
+        return Framing(GLUE, SchemaRef(GLUE_VERSION, version), 18, compression=GLUE_COMPRESSIONS[data[1]])
     return None
 
 

@@ -99,6 +99,8 @@ class ValueReader:
         self._decoders: dict[int, Decode | Failure] = {}
         self._asked: set[SchemaRef] = set()
         self._agreement: tuple[object, frozenset[bytes]] = (None, frozenset())
+        self._whys: dict[tuple[Any, ...], str] = {}
+        """A framed value's `why`, made once per framing and schema."""
         """The framing prefixes that several records of the last records field asked about share."""
 
     def read(
@@ -179,7 +181,6 @@ class ValueReader:
 
     def _framed(self, role: str, data: bytes, framing: Framing, topic: str | None, field: Any, explain: bool) -> Decoded | None:
         schema = self.book.find(framing.ref)
-        why = framing.why
         by_topic = self._topic_schema(topic, role, None) if schema is None else None
         prefix = framing.kind in (CONFLUENT, APICURIO, GLUE)
         if schema is None and (
@@ -202,7 +203,7 @@ class ValueReader:
                 )
                 return Decoded(NONE, plain, f"{plain} (it only looks like {framing.kind} framing)", diagnostics=(note,))
             if by_topic is not None and by_topic.id is None:  # a folder's schema tied to the topic's subject, without ids
-                why += f"; schema {framing.ref} is not known: read with {_named(by_topic)}"
+                why = f"{framing.why}; schema {framing.ref} is not known: read with {_named(by_topic)}"
                 return self._decode(role, data, framing.start, framing.indexes, by_topic, framing.kind, why, framing, topic)
             unknown = Diagnostic(
                 "value.schema-unknown",
@@ -213,8 +214,12 @@ class ValueReader:
                 framing.start,
                 role,
             )
-            return Decoded(framing.kind, UNKNOWN, why, framing.start, framing.ref, diagnostics=(unknown,))
-        return self._decode(role, data, framing.start, framing.indexes, schema, framing.kind, f"{why}: {_named(schema)}", framing, topic)
+            return Decoded(framing.kind, UNKNOWN, framing.why, framing.start, framing.ref, diagnostics=(unknown,))
+        key = (framing.kind, framing.ref, framing.header, id(schema))
+        told = self._whys.get(key)
+        if told is None:
+            told = self._whys[key] = f"{framing.why}: {_named(schema)}"
+        return self._decode(role, data, framing.start, framing.indexes, schema, framing.kind, told, framing, topic)
 
     def _find(self, ref: SchemaRef) -> Schema | None:
         book = self.book
@@ -275,7 +280,7 @@ class ValueReader:
                 problem = Diagnostic("value.malformed", f"Glue zlib: {exc}", "error", "value", start, role)
                 return Decoded(framing, schema.format, why, start, ref, schema, diagnostics=(problem,), subject=schema.subject)
         result: Result = decode(payload, start, indexes)
-        failures = ([result.failure] if result.failure else []) + list(result.problems)
+        failures = ([result.failure] if result.failure else []) + list(result.problems) if result.failure or result.problems else ()
         diagnostics = tuple(
             Diagnostic(
                 f.code,

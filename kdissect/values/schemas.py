@@ -30,9 +30,10 @@ class Reference:
     version: int
 
 
-@dataclass
+@dataclass(eq=False)
 class Schema:
-    """One schema: its format, its text as a registry or file holds it, and what names it."""
+    """One schema: its format, its text as a registry or file holds it, and what names it. Two are the same schema when
+    they are the same object (the book merges what names one schema into one)."""
 
     format: str
     text: str
