@@ -112,7 +112,7 @@ def test_the_registrys_http_answers_alone_teach_every_schema(fmt: str) -> None:
     from kdissect.values.http_sink import HttpLearning
 
     book = Book()
-    dissector = make_dissector(Options(side_streams=HttpLearning(lambda found: [book.add(s) for s in found])))
+    dissector = make_dissector(Options(side_streams=HttpLearning(book.learn)))
     with open_capture(capture(fmt)) as source:
         list(dissector.run(source.packets()))
     assert sorted(s.id for s in book) == [1, 2]

@@ -64,7 +64,7 @@ def make_values(folders: list[Path] | None, registry: str | None, capture: str |
     def learning() -> Any:
         from kdissect.values.http_sink import HttpLearning
 
-        return HttpLearning(lambda schemas: [reader.book.add(s) for s in schemas])
+        return HttpLearning(lambda schemas: reader.book.learn(schemas))
 
     side_streams = Lazy(learning)
 
@@ -110,7 +110,7 @@ def learn_from_file(path: str, options: Any, book: Any) -> Callable[[], None]:
 
         wanted = (ApiKey.PRODUCE, ApiKey.FETCH)
         keep = lambda info, request, response: isinstance(request.header, RequestHeader) and request.header.api_key in wanted
-        learning = HttpLearning(lambda schemas: [book.add(s) for s in schemas])
+        learning = HttpLearning(book.learn)
         try:
             source = open_capture(path)
         except CaptureError:

@@ -114,6 +114,11 @@ class Book:
     def by_version(self, subject: str, version: int) -> Schema | None:
         return next((s for s in self.subject(subject) if s.version == version), None)
 
+    def learn(self, schemas: list[Schema]) -> None:
+        """Several schemas at once (what one registry answer told)."""
+        for schema in schemas:
+            self.add(schema)
+
     def add(self, schema: Schema) -> Schema:
         """Learn a schema; one already known by any of its refs, or by its subject and version, is completed instead
         (new refs, a subject it lacked, one more source). Returns the schema as the book now holds it."""

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rig.clients import FIXED_TS, confluent_name
-from rig.manifest import Manifest
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.kit import confluent_consumed, confluent_create_topics, confluent_produce
 
@@ -95,12 +94,31 @@ def _send(
     )
 
 
-def _serialized(serializer: Callable, topic: str, value: Any, header_form: bool = False) -> tuple[bytes, list]:
+def _serialized(serializer: Callable, topic: str, value: Any) -> tuple[bytes, list]:
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     headers: list = []
     data = serializer(value, SerializationContext(topic, MessageField.VALUE, headers))
     return data, headers
+
+
+def _framed(
+    serializer: Callable, topic: str, fmt: str, items: list[tuple[str, Any]], meaning: Callable[[Any], Any] = lambda v: v, **extra: Any
+) -> list:
+    """(key, value) pairs through a registry serializer, as `_send` takes them, each with what the manifest says it
+    means: the value as given (a Protobuf message in its JSON mapping), its schema id, `extra` (message indexes)."""
+    out = []
+    for key, value in items:
+        data, headers = _serialized(serializer, topic, value)
+        told = meaning(value)
+        out.append((key, told, data, headers, _decoded(fmt, "confluent", _id(data), told, **extra)))
+    return out
+
+
+def _proto_meaning(message: Any) -> Any:
+    from google.protobuf.json_format import MessageToDict
+
+    return MessageToDict(message, preserving_proto_field_name=True)
 
 
 def _decoded(fmt: str, framing: str, schema_id: Optional[int], value: Any, **extra: Any) -> dict:
@@ -156,10 +174,7 @@ def values_avro(ctx: Ctx) -> None:
         for n in (1, 2, 3)
     ]
     orders[1]["note"] = "leave at the door"
-    records = []
-    for order in orders:
-        data, headers = _serialized(v1, "orders", order)
-        records.append((order["id"], order, data, headers, _decoded("avro", "confluent", _id(data), order)))
+    records = _framed(v1, "orders", "avro", [(o["id"], o) for o in orders])
     _send(ctx, "orders", "kdrig-avro-producer", records, FIXED_TS)
     # A producer without the serializer: JSON text where consumers expect Avro (the "magic byte" poison pill).
     plain = [{"id": "order-4", "amount": 4.0}, {"id": "order-5", "amount": 5.0}]
@@ -185,11 +200,7 @@ def values_avro(ctx: Ctx) -> None:
         {"id": f"order-{n}", "amount": 1.25 * n, "customer": {"name": f"customer {n}"}, "items": [], "note": None, "currency": "USD"}
         for n in (42, 43)
     ]
-    records = []
-    for order in evolved:
-        data, headers = _serialized(v2, "orders", order)
-        records.append((order["id"], order, data, headers, _decoded("avro", "confluent", _id(data), order)))
-    _send(ctx, "orders", "kdrig-avro-producer", records, FIXED_TS + 200)
+    _send(ctx, "orders", "kdrig-avro-producer", _framed(v2, "orders", "avro", [(o["id"], o) for o in evolved]), FIXED_TS + 200)
     reader = AvroDeserializer(_registry(ctx))
     _consume(ctx, "orders", 8, _deserializer(reader, "orders"), "kdrig-avro-consumer")
 
@@ -205,7 +216,6 @@ def values_avro(ctx: Ctx) -> None:
 def values_protobuf(ctx: Ctx) -> None:
     from confluent_kafka.schema_registry import header_schema_id_serializer
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-    from google.protobuf.json_format import MessageToDict
 
     m = ctx.manifest
     confluent_create_topics(m, ctx.bootstrap, {"payments": 1, "addresses": 1, "_schemas": 1})
@@ -213,20 +223,27 @@ def values_protobuf(ctx: Ctx) -> None:
     v1 = _proto_module(PROTO_V1, "shop_v1")
     config = {"use.deprecated.format": False}
     pay = ProtobufSerializer(v1.Payment, client, config)
-    records = []
-    for n in (1, 2):
-        message = v1.Payment(
-            order_id=f"order-{n}", cents=1000 * n, method="card", billing=v1.Address(city="Lyon", zip=f"6900{n}"), tags=["a", "b"]
+    payments = [
+        (
+            f"order-{n}",
+            v1.Payment(
+                order_id=f"order-{n}", cents=1000 * n, method="card", billing=v1.Address(city="Lyon", zip=f"6900{n}"), tags=["a", "b"]
+            ),
         )
-        data, headers = _serialized(pay, "payments", message)
-        meaning = MessageToDict(message, preserving_proto_field_name=True)
-        records.append((f"order-{n}", meaning, data, headers, _decoded("protobuf", "confluent", _id(data), meaning, message_indexes=[1])))
-    _send(ctx, "payments", "kdrig-protobuf-producer", records, FIXED_TS)
+        for n in (1, 2)
+    ]
+    _send(
+        ctx,
+        "payments",
+        "kdrig-protobuf-producer",
+        _framed(pay, "payments", "protobuf", payments, _proto_meaning, message_indexes=[1]),
+        FIXED_TS,
+    )
     # The same schema, its GUID in the __value_schema_id header instead of the payload.
     by_header = ProtobufSerializer(v1.Payment, client, {**config, "schema.id.serializer": header_schema_id_serializer})
     message = v1.Payment(order_id="order-3", cents=3000, method="transfer")
     data, headers = _serialized(by_header, "payments", message)
-    meaning = MessageToDict(message, preserving_proto_field_name=True)
+    meaning = _proto_meaning(message)
     guid = headers[0][1]
     _send(
         ctx,
@@ -260,22 +277,24 @@ def values_protobuf(ctx: Ctx) -> None:
     )
     v2 = _proto_module(PROTO_V2, "shop_v2")
     pay2 = ProtobufSerializer(v2.Payment, client, config)
-    records = []
-    for n in (42, 43):
-        message = v2.Payment(order_id=f"order-{n}", cents=42 * n, method="card", currency="USD")
-        data, headers = _serialized(pay2, "payments", message)
-        meaning = MessageToDict(message, preserving_proto_field_name=True)
-        records.append((f"order-{n}", meaning, data, headers, _decoded("protobuf", "confluent", _id(data), meaning, message_indexes=[1])))
-    _send(ctx, "payments", "kdrig-protobuf-producer", records, FIXED_TS + 200)
+    evolved = [(f"order-{n}", v2.Payment(order_id=f"order-{n}", cents=42 * n, method="card", currency="USD")) for n in (42, 43)]
+    _send(
+        ctx,
+        "payments",
+        "kdrig-protobuf-producer",
+        _framed(pay2, "payments", "protobuf", evolved, _proto_meaning, message_indexes=[1]),
+        FIXED_TS + 200,
+    )
     # The first message of the file: message indexes [0], written as the single byte 0.
     addr = ProtobufSerializer(v1.Address, client, config)
-    records = []
-    for city in ("Lyon", "Nantes"):
-        message = v1.Address(city=city, zip="00000")
-        data, headers = _serialized(addr, "addresses", message)
-        meaning = MessageToDict(message, preserving_proto_field_name=True)
-        records.append((city, meaning, data, headers, _decoded("protobuf", "confluent", _id(data), meaning, message_indexes=[0])))
-    _send(ctx, "addresses", "kdrig-protobuf-producer", records, FIXED_TS + 300)
+    cities = [(city, v1.Address(city=city, zip="00000")) for city in ("Lyon", "Nantes")]
+    _send(
+        ctx,
+        "addresses",
+        "kdrig-protobuf-producer",
+        _framed(addr, "addresses", "protobuf", cities, _proto_meaning, message_indexes=[0]),
+        FIXED_TS + 300,
+    )
     _consume(ctx, "payments", 6, _proto_deserializer(ProtobufDeserializer(v2.Payment, {**config}), "payments"), "kdrig-protobuf-consumer")
     _consume(ctx, "addresses", 2, _proto_deserializer(ProtobufDeserializer(v1.Address, {**config}), "addresses"), "kdrig-protobuf-consumer")
 
@@ -295,11 +314,7 @@ def values_json(ctx: Ctx) -> None:
     confluent_create_topics(m, ctx.bootstrap, {"items": 1, "_schemas": 1})
     client = _registry(ctx)
     v1 = JSONSerializer(json.dumps(ITEM_SCHEMA), client)
-    records = []
-    for n in (1, 2, 3):
-        item = {"sku": f"sku-{n}", "qty": n, "price": 2.5 * n}
-        data, headers = _serialized(v1, "items", item)
-        records.append((f"item-{n}", item, data, headers, _decoded("json", "confluent", _id(data), item)))
+    records = _framed(v1, "items", "json", [(f"item-{n}", {"sku": f"sku-{n}", "qty": n, "price": 2.5 * n}) for n in (1, 2, 3)])
     _send(ctx, "items", "kdrig-json-producer", records, FIXED_TS)
     plain = {"sku": "sku-4", "qty": 4}
     _send(
@@ -320,12 +335,8 @@ def values_json(ctx: Ctx) -> None:
         FIXED_TS + 150,
     )
     v2 = JSONSerializer(json.dumps(ITEM_SCHEMA_V2), client)
-    records = []
-    for n in (42, 43):
-        item = {"sku": f"sku-{n}", "qty": n, "price": 1.0, "warehouse": "east"}
-        data, headers = _serialized(v2, "items", item)
-        records.append((f"item-{n}", item, data, headers, _decoded("json", "confluent", _id(data), item)))
-    _send(ctx, "items", "kdrig-json-producer", records, FIXED_TS + 200)
+    evolved = [(f"item-{n}", {"sku": f"sku-{n}", "qty": n, "price": 1.0, "warehouse": "east"}) for n in (42, 43)]
+    _send(ctx, "items", "kdrig-json-producer", _framed(v2, "items", "json", evolved), FIXED_TS + 200)
     _consume(ctx, "items", 7, _deserializer(JSONDeserializer(None, schema_registry_client=_registry(ctx)), "items"), "kdrig-json-consumer")
 
 
@@ -343,10 +354,8 @@ def _deserializer(deserializer: Any, topic: str) -> Callable[[bytes, list], Any]
 
 
 def _proto_deserializer(deserializer: Any, topic: str) -> Callable[[bytes, list], Any]:
-    from google.protobuf.json_format import MessageToDict
-
     read = _deserializer(deserializer, topic)
-    return lambda value, headers: MessageToDict(read(value, headers), preserving_proto_field_name=True)
+    return lambda value, headers: _proto_meaning(read(value, headers))
 
 
 def _proto_module(source: str, name: str) -> Any:
@@ -369,8 +378,3 @@ def _proto_module(source: str, name: str) -> Any:
     package = files.file[0].package
     names = [message.name for message in files.file[0].message_type]
     return SimpleNamespace(**{n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.{n}")) for n in names})
-
-
-def decoded_lines(manifest: Manifest) -> list[dict]:
-    """The produced lines that carry a decoded value: what kdissect must read each record's value as."""
-    return [line for line in manifest.read() if line["kind"] == "produced" and "decoded" in line]
