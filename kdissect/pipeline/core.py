@@ -108,6 +108,7 @@ def values_of(config: dict[str, Any]) -> Any:
 
             fetch = RegistryClient(config["schema_registry"], root(), lambda message: None)
         reader = _readers[key] = ValueReader(book, None, fetch)
+        reader.learns = False  # what a record says must not depend on which connections a task read before
     return reader
 
 

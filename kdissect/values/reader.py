@@ -90,18 +90,22 @@ class ValueReader:
         holds (commands/value_sources.py)."""
         self._fetch = fetch
         self.registry_url: str | None = getattr(fetch, "url", None)
+        """The registry `fetch` asks, to hand to another process (Spark's executors)."""
         self.registry_seen: Callable[[], bool] = lambda: self.schemas_seen
         """Whether the capture talks to a registry (its HTTP, its _schemas topic): a prefix that spells framing is then
         framing. Without that, only a header, the topic's subject or the other records of its batch say so, and only
         then does the reader learn or ask (a random binary value must not cost a pass over the file)."""
         self.schemas_seen = False
-        """The registry `fetch` asks, to hand to another process (Spark's executors)."""
+        self.learns = True
+        """Whether `_schemas` records teach the book (not on a Spark executor, whose connections are dealt among tasks:
+        what a record says must not depend on which task read which connection first)."""
         self._decoders: dict[int, Decode | Failure] = {}
         self._asked: set[SchemaRef] = set()
-        self._agreement: tuple[object, frozenset[bytes]] = (None, frozenset())
+        self._agreement: tuple[object, tuple[str, int], frozenset[bytes]] = (None, ("", 0), frozenset())
+        """The framing prefixes (of one length) that several keys or values of the last records field asked about share
+        (the field itself is kept, not its id: a freed field's id is soon another's)."""
         self._whys: dict[tuple[Any, ...], str] = {}
         """A framed value's `why`, made once per framing and schema."""
-        """The framing prefixes that several records of the last records field asked about share."""
 
     def read(
         self,
@@ -143,7 +147,7 @@ class ValueReader:
         explain: bool = False,
     ) -> tuple[Decoded | None, Decoded | None]:
         """A record's key and value; a record of the `_schemas` topic also teaches the book its schema."""
-        if topic == SCHEMAS_TOPIC:
+        if topic == SCHEMAS_TOPIC and self.learns:
             from kdissect.values.answers import from_schemas_record
 
             self.schemas_seen = True
@@ -156,15 +160,14 @@ class ValueReader:
         """Whether another key (or value) of the same records field starts with the same framing: a producer's batch."""
         if field is None:
             return False
-        key = (id(field), role)
-        if self._agreement[0] != key:
+        if self._agreement[0] is not field or self._agreement[1] != (role, len(prefix)):
             counts: dict[bytes, int] = {}
             for record in field.records():
                 data = record.key if role == "key" else record.value
                 if data and data[0] in _MAGIC:
                     counts[data[: len(prefix)]] = counts.get(data[: len(prefix)], 0) + 1
-            self._agreement = (key, frozenset(p for p, n in counts.items() if n > 1))
-        return prefix in self._agreement[1]
+            self._agreement = (field, (role, len(prefix)), frozenset(p for p, n in counts.items() if n > 1))
+        return prefix in self._agreement[2]
 
     # -- plain JSON ------------------------------------------------------------------------------------------------
 
