@@ -284,7 +284,7 @@ class _Reading:
     """What the encoder needs to read the keys and values of the exchange being made JSON (`exchange_tree`): it meets
     records inside their RecordSet, which `_records_tree` marks as the records field (and topic) being encoded."""
 
-    __slots__ = ("values", "topics", "field", "topic", "in_field", "read")
+    __slots__ = ("values", "topics", "field", "topic", "in_field")
 
     def __init__(self) -> None:
         self.values: ValueReader | None = None
@@ -293,8 +293,6 @@ class _Reading:
         self.topic: str | None = None
         self.in_field = False
         """The field is the registry's `_schemas` topic, which teaches schemas: all its records are read."""
-        self.read: Any = None
-        """`values.record`, bound at the first record read (a run's reader is made at its first use)."""
 
     def start(self, exchange: Exchange, values: ValueReader | None) -> None:
         global _looked_at
@@ -306,8 +304,6 @@ class _Reading:
                 if body is not None:
                     for placed in body.records:
                         topics[id(placed.records)] = placed.topic
-        if values is not self.values:
-            self.read = None
         self.values = values if topics else None
         self.topics, self.field, self.topic, self.in_field = topics, None, None, False
 
@@ -343,9 +339,7 @@ def _with_decoded(out: dict[str, Any], key: bytes | None, value: bytes | None, h
     """A record's `key_decoded` and `value_decoded`; the encoder asks only for a record whose first bytes or headers
     may say more than bytes (a record of plain text or bytes costs that look and nothing more)."""
     reading = _reading
-    if reading.read is None:
-        reading.read = reading.values.record  # type: ignore[union-attr]
-    read_key, read_value = reading.read(reading.topic, key, value, headers, reading.field)
+    read_key, read_value = reading.values.record(reading.topic, key, value, headers, reading.field)  # type: ignore[union-attr]
     if read_key is not None and not read_key.plain:
         out["key_decoded"] = decoded_json(read_key)
     if read_value is not None and not read_value.plain:
