@@ -23,6 +23,7 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import RULES, Doctor
 from kdissect.doctor.protocol import REMOVED_IN_4
 from kdissect.doctor.rule import SettingError
+from kdissect.doctor.values import Values
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
 from kdissect.schema import BUILTIN
@@ -441,4 +442,5 @@ def test_every_finding_is_proven_somewhere_in_this_file() -> None:
     proven = {line["finding"] for path in SCENARIOS for line in expectations(path)} | set(CRAFTED) | set(INFO)
     proven |= {"protocol.removed-in-kafka-4", "capture.lost-segments", "protocol.unanswered", "capture.one-sided", "capture.mid-stream"}
     proven |= {"capture.tls-hidden"}  # test_tls_without_keys_is_a_finding_and_with_them_none
+    proven |= {rule.id for rule in Values.RULES}  # tests/test_values.py, on the rig's value captures
     assert proven == set(RULES)

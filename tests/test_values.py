@@ -322,6 +322,37 @@ def test_doctor_finds_the_unframed_records_and_their_producer(fmt: str) -> None:
     assert "values.schema-changed" in findings and "1 → " not in findings["values.schema-changed"]["title"]
 
 
+def test_a_topic_of_two_formats_is_told(tmp_path: Path) -> None:
+    """Avro and JSON Schema values framed on one topic (crafted: the rig's serializers each keep to their topic)."""
+    from kdissect.doctor.engine import Doctor
+    from kdissect.values.framing import ID, SchemaRef
+    from kdissect.values.schemas import JSON
+
+    avro = [Draft(b"k", b"\x00\x00\x00\x00\x01\x06abc", (), 0)] * 2
+    json_schema = [Draft(b"k", b'\x00\x00\x00\x00\x02{"a": 1}', (), 0)] * 2
+    records = encode_batch(avro) + encode_batch(json_schema, base_offset=2)
+    body = encode_body(
+        0,
+        9,
+        "request",
+        {"Acks": 0, "TimeoutMs": 1000, "TopicData": [{"Name": "mixed", "PartitionData": [{"Index": 0, "Records": records}]}]},
+    )
+    conversation = Conversation(client_port=40001, clock=Clock())
+    book = Book()
+    book.add(Schema(AVRO, '"string"', [SchemaRef(ID, 1)], "mixed-value", 1))
+    book.add(Schema(JSON, '{"type": "object"}', [SchemaRef(ID, 2)], "mixed-value", 2))
+    doctor = Doctor(values=ValueReader(book))
+    for event in make_dissector(Options()).run(conversation.handshake() + conversation.send(CLIENT, request(0, 9, 1, body))):
+        doctor.add(event)
+    found = {f.id: f for f in doctor.findings()}
+    assert (
+        "values.mixed-formats" in found
+        and "2 avro" in found["values.mixed-formats"].title
+        and "2 json" in found["values.mixed-formats"].title
+    )
+    assert found["values.schema-changed"].evidence.exchanges == (1,)
+
+
 def test_stats_has_a_serialization_table_per_topic() -> None:
     done = kdissect("stats", capture("avro"), "--json")
     table = next(t for t in map(json.loads, done.stdout.splitlines()) if t.get("table") == "serialization")
