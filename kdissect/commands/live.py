@@ -144,7 +144,11 @@ def _browse(capture: Any, common: Common, store: Any, packets: int | None, durat
 
     with tempfile.NamedTemporaryFile(prefix="kdissect-live-", suffix=".pcap") if store is None else store as kept:
         app = BrowseApp(
-            Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration, common.tls_keylog)
+            Path(kept.name),
+            common.options,
+            common.wanted.text,
+            live=LiveFeed(capture, kept, packets, duration, common.tls_keylog),
+            values=common.values,
         )
         app.run()
         app.indexer.ended.wait(timeout=5)  # it stops within a tick; then the capture and the file can close
