@@ -2,14 +2,15 @@
 
 1. A capture without framed values must not get slower: `kdissect read --json -o /dev/null --jobs 1` on a capture of
    record batches whose values are random bytes with a header (benchmarks/synth.py), by this tree and by another
-   revision's (`--base`, default main; unpacked with `git archive`), run alternately, pair by pair; the CPU time
-   (user + system) of each process, and the median of the ratios. Both run the pure-Python modules
-   (KDISSECT_PURE=1): a fresh tree has no compiled record loop.
+   revision's (`--base`, default where this branch left main; unpacked with `git archive`), run alternately, pair by
+   pair, after one run each that writes their byte-code caches; the CPU time (user + system) of each process, and the
+   median of the ratios. Both run the pure-Python modules (KDISSECT_PURE=1): a fresh tree has no compiled record loop.
+   PYTHONDONTWRITEBYTECODE is dropped: under it each start compiles every module, the tree with more modules pays more.
 2. Framed values: the reader's whole reading of a Confluent-framed Avro value (framing found, schema looked up,
    fastavro's schemaless reader, the value made plain) against fastavro's schemaless reader alone on the same
    values, in one process.
 
-    python benchmarks/bench_values.py [--base main] [--mb 30] [--pairs 5] [--values 20000]
+    python benchmarks/bench_values.py [--base REVISION] [--mb 30] [--pairs 5] [--values 20000]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def unpacked(revision: str, into: str) -> str:
 
 def cpu_of(tree: str, capture: str) -> float:
     """User + system seconds of one `read --json` by the tree's kdissect."""
-    env = {**os.environ, "PYTHONPATH": tree, "KDISSECT_PURE": "1"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": tree, "KDISSECT_PURE": "1"}
     command = [sys.executable, "-m", "kdissect", "read", capture, "--json", "-o", os.devnull, "--jobs", "1"]
     process = subprocess.Popen(command, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
@@ -54,6 +55,8 @@ def cpu_of(tree: str, capture: str) -> float:
 
 def overhead(base: str, capture: str, pairs: int) -> None:
     ratios, mine, theirs = [], [], []
+    for tree in (ROOT, base):
+        cpu_of(tree, capture)  # byte-code caches written
     for n in range(pairs):
         order = [(ROOT, mine), (base, theirs)] if n % 2 == 0 else [(base, theirs), (ROOT, mine)]
         for tree, times in order:
@@ -113,11 +116,14 @@ def decoding(count: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", default="main", help="the revision to compare with (default main)")
+    parser.add_argument("--base", help="the revision to compare with (default: where this branch left main)")
     parser.add_argument("--mb", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--values", type=int, default=20000)
     args = parser.parse_args()
+    if args.base is None:
+        base = subprocess.run(["git", "-C", ROOT, "merge-base", "main", "HEAD"], check=True, capture_output=True, text=True)
+        args.base = base.stdout.strip()
     capture = synthesized(f"values-plain-{args.mb}mb.pcap", args.mb, "--records", "20", "--value-size", "200")
     with tempfile.TemporaryDirectory(prefix="kdissect-base-") as folder:
         overhead(unpacked(args.base, folder), capture, args.pairs)
