@@ -25,6 +25,7 @@ from kdissect.commands.options import ExitStatus, PipeClosed, UserError
 from kdissect.commands.read import read
 from kdissect.commands.records import records
 from kdissect.commands.schema import schema
+from kdissect.commands.schemas import schemas
 from kdissect.commands.show import show
 from kdissect.commands.spark import spark
 from kdissect.commands.stats import stats
@@ -89,12 +90,12 @@ class GroupedHelp(typer.core.TyperCommand):
                 formatter.write_dl(sections[panel])
 
 
-for command in (read, show, stats, doctor, records, browse, live, spark, schema):
+for command in (read, show, stats, doctor, records, browse, live, spark, schema, schemas):
     app.command(cls=GroupedHelp)(command)
 
 
 def _command(argv: list[str]) -> Any:
-    """The click command typer makes of the app: of its one command named first (making all nine costs about 8 ms
+    """The click command typer makes of the app: of its one command named first (making all ten costs about 8 ms
     of every start), or of all of them for anything else (the help, completion, a mistyped name)."""
     named = [info for info in app.registered_commands if argv and info.callback is not None and info.callback.__name__ == argv[0]]
     if not named:

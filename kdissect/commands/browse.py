@@ -8,7 +8,14 @@ from kdissect.commands.options import Common, ExitStatus, UserError, takes
 from kdissect.commands.reading import open_source
 
 
-@takes("capture", "input", "filters", "secrets", helps={"filter": "Start with this display filter (docs/filters.md); `/` changes it."})
+@takes(
+    "capture",
+    "input",
+    "values",
+    "filters",
+    "secrets",
+    helps={"filter": "Start with this display filter (docs/filters.md); `/` changes it."},
+)
 def browse(common: Common) -> None:
     """Browse a capture: flows, exchanges, every field of one with its bytes, filters as you type, charts."""
     if common.capture == "-":
@@ -17,7 +24,7 @@ def browse(common: Common) -> None:
         pass  # a missing or unreadable file is one line now, not an empty screen
     from kdissect.browse.app import BrowseApp
 
-    app = BrowseApp(Path(common.capture), common.options, common.wanted.text)  # type: ignore[arg-type]
+    app = BrowseApp(Path(common.capture), common.options, common.wanted.text, values=common.values)  # type: ignore[arg-type]
     app.run()
     if app.return_code:  # the browser failed (Textual printed why)
         raise ExitStatus(app.return_code)

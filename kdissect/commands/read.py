@@ -102,4 +102,4 @@ def _doctor(common: Common):
     from kdissect.doctor.engine import Doctor
 
     wanted = common.wanted
-    return Doctor(wanted=wanted)
+    return Doctor(wanted=wanted, values=common.values)

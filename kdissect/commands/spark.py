@@ -12,7 +12,17 @@ import typer
 from kdissect.commands.options import Common, UserError, takes
 
 
-@takes("port", "filters", "quiet", "spec_dir", "key", "tls_keylog", helps={"quiet": "No progress lines on standard error."})
+@takes(
+    "port",
+    "filters",
+    "quiet",
+    "spec_dir",
+    "key",
+    "tls_keylog",
+    "schemas",
+    "schema_registry",
+    helps={"quiet": "No progress lines on standard error."},
+)
 def spark(
     common: Common,
     captures: Annotated[
@@ -54,6 +64,7 @@ def spark(
         filter_text=common.wanted.text,
         specs=common.specs,
         tls_keylog=keylog.text() if isinstance(keylog := common.options.tls_keylog, KeyLog) else keylog,
+        values=common.values,
     )
 
 
@@ -67,10 +78,12 @@ def run_spark(
     filter_text: str = "",
     specs: Any = None,
     tls_keylog: bytes = b"",
+    values: Any = None,
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout.
 
-    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
+    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config; so
+    do the schemas of `values` (a `values.reader.ValueReader`: --schemas) and the registry it asks.
     """
     from kdissect.pipeline.session import SparkUnavailable, check_master, check_pyspark, start
 
@@ -114,6 +127,12 @@ def run_spark(
     options: dict[str, Any] = {"filter": filter_text} if filter_text else {}
     if specs:
         options |= {"spec_files": [[f.path, f.text] for f in specs.files], "spec_keys": list(specs.keys)}
+    if values is not None:
+        from kdissect.values.schemas import schema_record
+
+        options |= {"schemas": [schema_record(s) for s in values.book]}
+        if values.registry_url:
+            options |= {"schema_registry": values.registry_url}
     if tls_keylog:
         options["tls_keylog"] = tls_keylog
     try:

@@ -89,6 +89,32 @@ def _decoder(config: dict[str, Any], options: Options) -> Any:
     return decoder
 
 
+def values_of(config: dict[str, Any]) -> Any:
+    """The worker's value reader for the schemas the driver sent (--schemas) and its registry (--schema-registry), kept
+    for the worker's next tasks with what it compiled and asked."""
+    key = json.dumps([config.get("schemas"), config.get("schema_registry")])
+    reader = _readers.get(key)
+    if reader is None:
+        from kdissect.schema.code_cache import root
+        from kdissect.values.reader import ValueReader
+        from kdissect.values.schemas import Book, schema_from_record
+
+        book = Book()
+        for told in config.get("schemas") or ():
+            book.add(schema_from_record(told))
+        fetch = None
+        if config.get("schema_registry"):
+            from kdissect.values.registry import RegistryClient
+
+            fetch = RegistryClient(config["schema_registry"], root(), lambda message: None)
+        reader = _readers[key] = ValueReader(book, None, fetch)
+        reader.learns = False  # what a record says must not depend on which connections a task read before
+    return reader
+
+
+_readers: dict[str, Any] = {}
+
+
 class CoreStage:
     """Callable for `mapInArrow`: Arrow batches of input rows in, batches of core output out."""
 
@@ -103,7 +129,10 @@ class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         options = options_of(config)
-        wanted = compile_filter([("-Y", config["filter"])] if config.get("filter") else [], options.catalog)  # checked by the driver
+        self.values = values_of(config)
+        wanted = compile_filter(
+            [("-Y", config["filter"])] if config.get("filter") else [], options.catalog, self.values
+        )  # checked by the driver
         self.options = options = replace(options, keep=wanted.keep)
         self.wanted = wanted.matches
         """Exchanges it rejects are left out with their records and diagnostics; notices stay."""
@@ -186,8 +215,8 @@ class _Task:
                     continue
                 xid = rows.exchange_id(event)
                 cid = self._connection_id(event.connection.id)
-                records = list(rows.record_rows(event, capture, xid, cid))
-                row = rows.exchange_row(event, capture, xid, cid, self.names.missed, len(records))
+                records = list(rows.record_rows(event, capture, xid, cid, self.values))
+                row = rows.exchange_row(event, capture, xid, cid, self.names.missed, len(records), self.values)
                 date, api = rows.day(event.ts), row["api_name"] or rows.UNKNOWN
                 self.out["exchange"].add(row, date, api)
                 stats["exchanges"] += 1

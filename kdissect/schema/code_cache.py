@@ -21,13 +21,19 @@ from types import CodeType
 VARIABLE = "KDISSECT_CACHE"
 
 
-def folder() -> str | None:
-    """Where compiled decoders are kept for this interpreter, or None when the user keeps nothing."""
+def root() -> str | None:
+    """kdissect's cache folder (compiled decoders, a schema registry's answers), or None when the user keeps nothing."""
     chosen = os.environ.get(VARIABLE)
     if chosen is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         chosen = os.path.join(base, "kdissect")
-    if not chosen:
+    return chosen or None
+
+
+def folder() -> str | None:
+    """Where compiled decoders are kept for this interpreter, or None when the user keeps nothing."""
+    chosen = root()
+    if chosen is None:
         return None
     return os.path.join(chosen, "decoders", sys.implementation.cache_tag or "python")
 
