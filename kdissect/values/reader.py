@@ -122,6 +122,8 @@ class ValueReader:
         (`show` tells it; the other views have nothing more to say of it than its bytes)."""
         if not data or (data[0] not in _CANDIDATES and not headers):
             return None
+        if topic is not None and topic.startswith("__") and _kafkas_own(topic):
+            return None  # Kafka's own records, read by their own schemas (records/internal.py): no registry frames them
         framing = from_headers(role, headers) if headers else None
         if framing is None and data[0] in _MAGIC:
             framing = from_prefix(data)
@@ -346,3 +348,11 @@ def _is_text(data: bytes, start: int) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _kafkas_own(topic: str) -> bool:
+    """Whether `topic` is one Kafka writes itself (`__consumer_offsets`, ...): its records are read by their own
+    schemas (records/internal.py), and a leading zero byte there is a record version, not a registry's magic byte."""
+    from kdissect.schema.generated_extras import INTERNAL_TOPICS  # loaded when such a topic is met
+
+    return topic in INTERNAL_TOPICS
