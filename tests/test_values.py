@@ -155,7 +155,8 @@ def test_without_a_schema_values_are_named_framed_and_unknown(fmt: str, tmp_path
     assert framed and all(d["format"] == "unknown" and d["value"] is None for d in framed)
     assert all([x["code"] for x in d["diagnostics"]] == ["value.schema-unknown"] for d in framed)
     done = kdissect("doctor", bare(fmt, tmp_path), "--json")
-    assert "values.schema-unknown" in {json.loads(line)["id"] for line in done.stdout.splitlines()}
+    told = [json.loads(line) for line in done.stdout.splitlines()]  # the findings, then the verdict
+    assert "values.schema-unknown" in {f["id"] for f in told if f["type"] == "finding"}
 
 
 # -- schemas from a folder -----------------------------------------------------------------------------------------
@@ -313,7 +314,7 @@ def test_an_exchange_matches_when_one_of_its_records_does() -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_doctor_finds_the_unframed_records_and_their_producer(fmt: str) -> None:
     done = kdissect("doctor", capture(fmt), "--json")
-    findings = {f["id"]: f for f in map(json.loads, done.stdout.splitlines())}
+    findings = {f["id"]: f for f in map(json.loads, done.stdout.splitlines()) if f["type"] == "finding"}  # then the verdict
     unframed = findings["values.unframed"]
     plain = [line for line in produced(fmt).values() if line["decoded"]["framing"] == "none"]
     assert unframed["evidence"]["client_ids"] == ["kdrig-legacy-writer"]
