@@ -15,7 +15,7 @@ LOSSES = frozenset({"packet.truncated", "tcp.gap", "frame.incomplete", "tls.bad-
 exit status 1. A frame captured whole that does not decode is its sender's doing, not the capture's: the doctor
 tells it (protocol.malformed)."""
 FILE_STAGES = frozenset({"pcap", "pcapng", "capture"})
-Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", ""]
+Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", "value", ""]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,8 @@ class Diagnostic:
 
     `code` is stable and dotted by stage (``tcp.gap``, ``frame.too-large``, ``body.truncated``); scripts match on it.
     `offset` counts bytes within `scope`: the capture file, the TCP stream of one direction, the Kafka frame
-    (size prefix excluded), or a decompressed batch. `path` names the field, when a message decoder raised it.
+    (size prefix excluded), a decompressed batch, or one record's key or value (`value`: its bytes as the record
+    holds them). `path` names the field, when a message decoder raised it.
     """
 
     code: str

@@ -17,7 +17,7 @@ from kdissect.diagnostic import Diagnostic
 from kdissect.events import Ending, Event, Notice
 from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
 from kdissect.kafka.phase import EMPTY, IGNORED
-from kdissect.kafka.shared import BodyDecoder, Keep, Shared
+from kdissect.kafka.shared import BodyDecoder, Keep, Shared, SideStreams
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
@@ -45,8 +45,9 @@ class Dissector:
         keep: Keep | None = None,
         tls_keylog: bytes | KeyLog = b"",
         catalog: Catalog = BUILTIN,
+        side_streams: SideStreams | None = None,
     ) -> None:
-        self._shared = Shared(frozenset(ports), limits, reorder, decoder, catalog, keep)
+        self._shared = Shared(frozenset(ports), limits, reorder, decoder, catalog, keep, side_streams)
         if isinstance(tls_keylog, KeyLog):  # a file read once: looked in, not copied
             self._shared.tls_keys = KeyLog(base=tls_keylog)
         elif tls_keylog:
@@ -277,6 +278,9 @@ class Options:
     (`tls.keylog.KeyLogFile`, which every dissector of these options shares)."""
     catalog: Catalog = BUILTIN
     """The APIs the run knows: the generated tables, with the user's specs (--spec-dir) over them."""
+    side_streams: SideStreams | None = None
+    """What takes the connections that are not Kafka: `values.http_sink.HttpLearning`, which reads a schema registry's
+    HTTP for the schemas it carries; None ignores them."""
 
 
 def make_decoder(options: Options) -> Decoder | None:
@@ -298,6 +302,7 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
         keep=options.keep,
         tls_keylog=options.tls_keylog,
         catalog=options.catalog,
+        side_streams=options.side_streams,
     )
 
 

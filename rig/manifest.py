@@ -6,7 +6,9 @@ Line kinds (the ``kind`` field):
 * ``op``       - one operation and its outcome (``"result": "ok"`` or ``"error ..."``);
 * ``produced`` - one record as the producer sent it, with the delivery report's
   partition/offset (null where there is none, e.g. acks=0);
-* ``consumed`` - one record as a consumer received it.
+* ``consumed`` - one record as a consumer received it;
+* ``schema``   - one schema the registry stand-in registered (rig/registry.py): subject, version, id, guid, schemaType,
+  schema (its text as the registry keeps it).
 
 Bytes follow the project's JSON convention: None stays null, bytes that are valid
 UTF-8 become a JSON string, anything else becomes ``{"base64": "..."}``.

@@ -21,6 +21,7 @@ from rig.capture import tcpdump, tcpdump_version
 from rig.manifest import Manifest, dec, dumps
 from rig.netns import netns_pair
 from rig.noida import running_noida
+from rig.registry import IMPLEMENTS, SOFTWARE, running_registry
 from rig.relay import RELAY_HOST, running_relay
 from rig.scenarios import Scenario
 from rig.tls import KeyUpdateRelay, inject_secrets, stunnel, stunnel_version
@@ -28,6 +29,8 @@ from rig.tls import KeyUpdateRelay, inject_secrets, stunnel, stunnel_version
 REPO = Path(__file__).resolve().parent.parent
 CAPTURES = REPO / "captures"
 DEFAULT_PORT = 9092
+REGISTRY_PORT = 8081
+"""Where a schema registry listens by default, and the stand-in when it is free."""
 
 
 class CheckFailed(RuntimeError):
@@ -73,6 +76,13 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
                 broker = stack.enter_context(running_broker("127.0.0.1", port))
             capture_ns, interface, client_ns = None, sc.interface, None
             mtu = int(Path("/sys/class/net/lo/mtu").read_text()) if interface == "lo" else None
+        registry = (
+            stack.enter_context(
+                running_registry(REGISTRY_PORT if port_is_free("127.0.0.1", REGISTRY_PORT) else free_port(), broker.bootstrap, manifest)
+            )
+            if sc.registry
+            else None
+        )
 
         manifest.write(
             "capture",
@@ -92,6 +102,7 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             mtu=mtu,
             netns=sc.netns,
             **({"relay": f"{RELAY_HOST}:{broker.port}, holding chosen responses (rig/relay.py)"} if sc.relay is not None else {}),
+            **({"schema_registry": {"software": SOFTWARE, "url": registry, "implements": list(IMPLEMENTS)}} if registry else {}),
             timestamp_precision="ns" if sc.nano else "us",
             snaplen=0,
             capture_tool=tcpdump_version(),
@@ -99,8 +110,10 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             command=f"python -m rig {sc.name}",
         )
         expression = f"tcp port {broker.port}" + (f" and host {RELAY_HOST}" if sc.relay is not None else "")
+        if registry:
+            expression += f" or tcp port {registry.rsplit(':', 1)[1]}"
         stats = stack.enter_context(tcpdump(str(pcap), interface, expression, netns=capture_ns, nano=sc.nano))
-        _run_workload(sc, broker.bootstrap, manifest_path, client_ns, verbose)
+        _run_workload(sc, broker.bootstrap, manifest_path, client_ns, verbose, registry=registry)
     _fix_link_type(manifest_path, pcap)
     if sc.wire_counts is not None:
         counts = sc.wire_counts(pcapinfo.summarize(str(pcap), broker.port))
@@ -210,10 +223,20 @@ def _fix_link_type(manifest_path: Path, pcap: Path) -> None:
             out.write(dumps(line) + "\n")
 
 
-def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None, verbose: bool, keylog: str | None = None) -> None:
+def _run_workload(
+    sc: Scenario,
+    bootstrap: str,
+    manifest_path: Path,
+    netns: str | None,
+    verbose: bool,
+    keylog: str | None = None,
+    registry: str | None = None,
+) -> None:
     command = [sys.executable, "-m", "rig", "workload", sc.name, "--bootstrap", bootstrap, "--manifest", str(manifest_path)]
     if keylog is not None:
         command += ["--keylog", keylog]
+    if registry is not None:
+        command += ["--registry", registry]
     if netns is not None:
         command = ["ip", "netns", "exec", netns, *command]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}

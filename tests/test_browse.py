@@ -73,11 +73,12 @@ def screen_text(app: BrowseApp) -> str:
     return out.export_text()
 
 
-def drive(path: Path, script, size=(160, 45), initial: str = ""):
-    """Run `script(app, pilot)` against the browser on `path`, headless; returns what the script returns."""
+def drive(path: Path, script, size=(160, 45), initial: str = "", values=None):
+    """Run `script(app, pilot)` against the browser on `path` (record values read by `values`), headless; returns what
+    the script returns."""
 
     async def run():
-        app = BrowseApp(path, Options(), initial)
+        app = BrowseApp(path, Options(), initial, values=values)
         async with app.run_test(size=size) as pilot:
             await settled(app, pilot)
             return await script(app, pilot)
@@ -318,6 +319,31 @@ def test_opening_an_exchange_shows_its_fields_and_a_field_lights_its_bytes():
         assert "".join(t for at, t in lit if at >= 58) == "".join(chr(b) if 32 <= b < 127 else "." for b in data)
 
     drive(GROUP, script)
+
+
+def test_a_records_value_shows_what_it_says_and_a_filter_reads_its_fields():
+    """The rig's Avro capture, its schemas learnt from the registry's HTTP answers it holds (docs/values.md)."""
+    pytest.importorskip("fastavro")
+    from kdissect.values.http_sink import HttpLearning
+    from kdissect.values.reader import ValueReader
+    from kdissect.values.schemas import Book
+
+    path = ROOT / "captures" / "values-avro-confluent.pcap"
+    book = Book()
+    list(events(path, Options(side_streams=HttpLearning(book.learn))))
+    values = ValueReader(book)
+    expression = 'record.value.id == "order-42"'
+    wanted = compile_filter([("-Y", expression)], BUILTIN, values)
+    expected = [e.id for e in events(path, Options()) if isinstance(e, Exchange) and wanted.matches(e)]
+
+    async def script(app, pilot):
+        assert listed(app) == expected and len(expected) == 2  # produced once, fetched once
+        await open_exchange(app, pilot, expected[0])
+        labels = [str(node.label) for node in tree_nodes(app)]
+        assert any(label.startswith("value avro, confluent framing: magic byte 0 and schema id 2") for label in labels)
+        assert "id: 'order-42'" in labels and "type: kdrig.shop.Order" in labels
+
+    drive(path, script, initial=expression, values=values)
 
 
 def test_clicking_a_byte_selects_its_field():

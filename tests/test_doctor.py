@@ -24,6 +24,7 @@ from kdissect.doctor.engine import RULES, Doctor
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.protocol import REMOVED_IN_4
 from kdissect.doctor.rule import SettingError
+from kdissect.doctor.values import Values
 from kdissect.events import Exchange
 from kdissect.filter import EVERYTHING, Filter, compile_filter
 from kdissect.schema import BUILTIN
@@ -37,7 +38,8 @@ PUBLIC = ROOT.parent / "shared" / "captures-public"
 SPECS_39 = ROOT.parent / "shared" / "kafka-message-specs" / "kafka-3.9"
 SCENARIOS = sorted(CAPTURES.glob("doctor-*.pcap"))
 PUBLIC_CAPTURES = sorted(p for p in PUBLIC.glob("*.pcap*") if p.is_file())
-HEALTHY = sorted(p for p in CAPTURES.glob("*.pcap") if not p.name.startswith("doctor-")) + PUBLIC_CAPTURES
+HEALTHY = sorted(p for p in CAPTURES.glob("*.pcap") if not p.name.startswith(("doctor-", "values-"))) + PUBLIC_CAPTURES
+"""Captures whose only findings are what is true of them (TRUE_OF); values-* hold poison pills."""
 MS = 1_000_000
 
 
@@ -524,4 +526,5 @@ def test_every_finding_is_proven_somewhere_in_this_file() -> None:
     proven |= {"protocol.removed-in-kafka-4", "capture.lost-segments", "protocol.unanswered", "capture.one-sided", "capture.mid-stream"}
     proven |= {"capture.tls-hidden"}  # test_tls_without_keys_is_a_finding_and_with_them_none
     proven |= {"doctor.bounds"}  # tests/test_hostile_doctor.py
+    proven |= {rule.id for rule in Values.RULES}  # tests/test_values.py, on the rig's value captures
     assert proven == set(RULES)

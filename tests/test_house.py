@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
 GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable"}
-CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "tls", "kafka", "decode"}
+CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "values", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
     "wire": set(),
@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "net": GROUND | {"capture"},
     "records": GROUND | {"schema"},
     "events": GROUND,
+    "values": GROUND | {"schema"},  # record keys and values read for what they say: registry framings, Avro, Protobuf, JSON
     # between the TCP streams and Kafka framing: TLS records in (cut as net/ cuts any stream), plaintext out
     "tls": GROUND | {"events", "net"},
     # floor 4: the two halves of the core, which never import each other

@@ -24,12 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kdissect.capture import open_capture
+from kdissect.decode.streamed import exchange_records
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.schema import BUILTIN
+from kdissect.values.reader import ValueReader
 from kdissect.views import json_lines
-from kdissect.views.record_stream import exchange_records
 from kdissect.views.schema_table import rows as schema_rows
 from kdissect.views.stats import Stats
 
@@ -49,8 +50,9 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         return json_lines.connection_end_json(next(e for e in events if isinstance(e, ConnectionEnd) and e.connection.id == int(which)))
     if kind == "notice":
         return json_lines.notice_json([e for e in events if isinstance(e, Notice)][int(which) - 1])
+    values = ValueReader()  # what the capture itself teaches: its _schemas records
     if kind == "record":
-        streamed = [r for e in events if isinstance(e, Exchange) for r in exchange_records(e)]
+        streamed = [r for e in events if isinstance(e, Exchange) for r in exchange_records(e, values=values)]
         return json_lines.streamed_record_json(streamed[int(which) - 1])
     if kind == "api":
         return next(row for row in schema_rows(BUILTIN) if row["api_key"] == int(which))
@@ -61,7 +63,7 @@ def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
         if kind == "verdict":
             return json_lines.verdict_json(doctor.report())
         return json_lines.finding_json(doctor.findings()[int(which) - 1])
-    stats = Stats()
+    stats = Stats(values)
     for event in events:
         if isinstance(event, Exchange):
             stats.add(event)

@@ -34,6 +34,7 @@ from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.pipeline import rows
 from kdissect.pipeline.blobs import pack, unpack
+from kdissect.pipeline.config import values_of
 from kdissect.pipeline.core import CoreStage
 from kdissect.pipeline.inputs import InputError, expand
 from kdissect.pipeline.job import embedded_secrets
@@ -70,7 +71,9 @@ def cli(path: str, expression: str | None = None) -> tuple[list[dict], list[dict
             if isinstance(event, Exchange):
                 stable[event.id] = rows.exchange_id(event)
                 if wanted.matches(event):
-                    exchanges.append(with_stable_ahead(exchange_json(event), stable))
+                    exchanges.append(
+                        with_stable_ahead(exchange_json(event, values_of({})), stable)
+                    )  # values read as an executor reads them
             elif isinstance(event, Notice):
                 d = event.diagnostic
                 notices.append((d.code, d.message, d.scope, d.offset, event.packet or None))
@@ -369,6 +372,39 @@ def test_a_filter_keeps_on_the_executors_what_the_cli_shows():
     everything, _ = simulate(PROJECT, split_size=20000)
     assert 0 < len(out["exchange"]) < len(everything["exchange"]) and len(out["record"]) < len(everything["record"])
     assert_same_as_cli(out, PROJECT, expression=FILTER)
+
+
+def test_the_records_table_carries_the_decoded_values_of_the_schemas_it_is_given(tmp_path):
+    """`kdissect spark --schemas DIR`: the folder's schemas travel in the config; every record of the rig's Avro capture
+    has the format, schema id and decoded JSON its manifest says (each record produced and fetched once)."""
+    pytest.importorskip("fastavro")
+    from kdissect.values.directory import load_folder
+    from kdissect.values.schemas import Book, schema_record
+    from rig.manifest import Manifest
+    from rig.scenarios.values import ORDER_V1, ORDER_V2
+
+    path = os.path.join(ROOT, "captures", "values-avro-confluent.pcap")
+    lines = Manifest(path.replace(".pcap", ".manifest.jsonl")).read()
+    guids = {line["id"]: line["guid"] for line in lines if line["kind"] == "schema"}
+    (tmp_path / "v1.avsc").write_text(json.dumps(ORDER_V1))
+    (tmp_path / "v2.avsc").write_text(json.dumps(ORDER_V2))
+    entries = [{"file": f"v{n}.avsc", "id": n, "guid": guids[n]} for n in (1, 2)]
+    (tmp_path / "schemas.json").write_text(json.dumps({"schemas": entries}))
+    book = Book()
+    load_folder(tmp_path, book)
+    out, _ = simulate([path], split_size=20000, options={"schemas": [schema_record(s) for s in book]})
+    told = {line["key"].encode(): line["decoded"] for line in lines if line["kind"] == "produced" and "decoded" in line}
+    rows = [r for r in out["record"] if r["topic"] == "orders"]  # a produced record's offset is its batch's: keys tell them
+    assert len(rows) == 2 * len(told)
+    for row in rows:
+        expected = told[row["key"]]
+        assert row["value_format"] == expected["format"], row["key"]
+        if expected["framing"] != "none":
+            assert row["value_schema_id"] == str(expected["schema_id"])
+        if "error" in expected:
+            assert row["value_decoded"] is None  # a value that breaks its schema has no decoded JSON
+        else:
+            assert json.loads(row["value_decoded"]) == expected["value"], row["key"]
 
 
 @pytest.mark.parametrize("split_size", [4096, 20000, 100_003])

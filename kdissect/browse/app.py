@@ -91,12 +91,14 @@ class BrowseApp(App[None]):
         Binding("shift+tab", "next_pane(-1)", "previous pane", show=False, priority=True),
     ]
 
-    def __init__(self, path: Path, options: Options, initial_filter: str = "", live: Any = None) -> None:
-        """`live`: a `browse.live.LiveFeed`, whose packets are kept in `path` as they are captured."""
+    def __init__(self, path: Path, options: Options, initial_filter: str = "", live: Any = None, values: Any = None) -> None:
+        """`live`: a `browse.live.LiveFeed`, whose packets are kept in `path` as they are captured; `values`: the run's
+        `values.reader.ValueReader`, for the detail's record subtrees and the filters on what records say."""
         super().__init__()
         self.path = path
         self.options = options
         self.live = live
+        self.values = values
         self.index = Index(options.catalog.names)
         """What the index's pass sent so far; only this thread reads or extends it."""
         self.indexer = Indexer(path, options, live)
@@ -119,9 +121,9 @@ class BrowseApp(App[None]):
         self.exchanges = ExchangeList(
             self.index, self.path, self.options, self.indexer.follow if self.live is not None else None, id="list"
         )
-        self.detail = DetailPane(self.indexer.exchange, self.options.catalog, self.options.show_secrets, id="detail-row")
+        self.detail = DetailPane(self.indexer.exchange, self.options.catalog, self.options.show_secrets, self.values, id="detail-row")
         self.findings = FindingsPane(id="findings-pane")
-        self.filter_bar = FilterBar(self.options.catalog, id="filter-bar")
+        self.filter_bar = FilterBar(self.options.catalog, self.values, id="filter-bar")
         with TabbedContent(id="tabs") as self.tabs:
             with TabPane("Exchanges", id="browse"):
                 yield FlowTable(id="flows")
@@ -296,7 +298,7 @@ class BrowseApp(App[None]):
     def follow(self, expression: str) -> None:
         """Show the exchanges `expression` matches (a flow's, a finding's evidence, c, g), the cursor on the first."""
         self.filter_bar.set(expression)
-        self.exchanges.apply(expression, compiled(expression, self.options.catalog))
+        self.exchanges.apply(expression, compiled(expression, self.options.catalog, self.values))
         self.exchanges.cursor = 0
         self._draw_charts()
 

@@ -45,12 +45,16 @@ class DetailPane(Horizontal):
             self.exchange = exchange
             self.failure = failure
 
-    def __init__(self, decode: Callable[[Row], Exchange | None], catalog: Catalog, show_secrets: bool, **kwargs: Any) -> None:
-        """`decode`: the exchange of an index row read again from the file (called on a worker thread)."""
+    def __init__(
+        self, decode: Callable[[Row], Exchange | None], catalog: Catalog, show_secrets: bool, values: Any = None, **kwargs: Any
+    ) -> None:
+        """`decode`: the exchange of an index row read again from the file (called on a worker thread); `values`: the
+        run's `values.reader.ValueReader`, which shows each record's key and value as a subtree (docs/values.md)."""
         super().__init__(**kwargs)
         self.decode = decode
         self.catalog = catalog
         self.show_secrets = show_secrets
+        self.values = values
         self.exchange: Exchange | None = None
         """The exchange shown."""
         self._wanted: Row | None = None
@@ -116,7 +120,7 @@ class DetailPane(Horizontal):
     def _show_exchange(self, exchange: Exchange) -> None:
         self.exchange = exchange
         marks: dict[int, tuple[str, int, int]] = {}
-        rendered = DetailView(self.catalog, False, marks, self.show_secrets).render(exchange)
+        rendered = DetailView(self.catalog, False, marks, self.show_secrets, self.values).render(exchange)
         assert isinstance(rendered, Group)
         top = rendered.renderables[0]
         assert isinstance(top, RichTree) and isinstance(top.label, Text)

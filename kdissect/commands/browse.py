@@ -8,7 +8,14 @@ from kdissect.commands.options import Common, ExitStatus, UserError, takes
 from kdissect.commands.reading import open_source
 
 
-@takes("capture", "input", "filters", "secrets", helps={"filter": "Start with this display filter (docs/filters.md); `/` changes it."})
+@takes(
+    "capture",
+    "input",
+    "values",
+    "filters",
+    "secrets",
+    helps={"filter": "Start with this display filter (docs/filters.md); `/` changes it."},
+)
 def browse(common: Common) -> None:
     """Browse a capture: flows, exchanges, every field of one with its bytes, filters as you type, charts."""
     capture = common.capture
@@ -19,7 +26,7 @@ def browse(common: Common) -> None:
         pass  # a missing or unreadable file is one line now, not an empty screen
     from kdissect.browse.app import BrowseApp  # Textual: 0.49 s of imports no other command pays
 
-    app = BrowseApp(Path(capture), common.options, common.wanted.text)
+    app = BrowseApp(Path(capture), common.options, common.wanted.text, values=common.values)
     app.run()
     if app.return_code:  # the browser failed (Textual printed why)
         raise ExitStatus(app.return_code)

@@ -95,7 +95,7 @@ def doctor(
         raise UserError(f"--fail-on {fail_on}: say warning or error")
     wanted = common.wanted
     try:
-        doctor = Doctor(settings or (), wanted)
+        doctor = Doctor(settings or (), wanted, values=common.values)
     except SettingError as exc:
         raise UserError(str(exc)) from None
     page = None

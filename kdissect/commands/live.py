@@ -35,6 +35,7 @@ IDLE_EVERY = 10.0
 
 @takes(
     "input",
+    "values",
     "decoding",
     "filters",
     "output",
@@ -216,7 +217,11 @@ def _browse(capture: Any, common: Common, store: Any, packets: int | None, durat
 
     with tempfile.NamedTemporaryFile(prefix="kdissect-live-", suffix=".pcap") if store is None else store as kept:
         app = BrowseApp(
-            Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration, common.tls_keylog)
+            Path(kept.name),
+            common.options,
+            common.wanted.text,
+            live=LiveFeed(capture, kept, packets, duration, common.tls_keylog),
+            values=common.values,
         )
         app.run()
         app.indexer.ended.wait(timeout=5)  # it stops within a tick; then the capture and the file can close
@@ -261,7 +266,7 @@ class _Session:
         if tap is None:
             from kdissect.doctor.engine import Doctor
 
-            self.doctor = Doctor(wanted=common.wanted)
+            self.doctor = Doctor(wanted=common.wanted, values=common.values)
 
     def _writes(self, common: Common, stream: Any, all_events: bool) -> None:
         from kdissect.capture.linktypes import name as linktype_name

@@ -408,6 +408,36 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
     ],
+    "values": [
+        _option(
+            "schemas",
+            Annotated[
+                Optional[list[Path]],
+                typer.Option(
+                    "--schemas",
+                    metavar="DIR",
+                    help="A folder of schemas that record values are written with: Avro .avsc, .proto or a descriptor set, "
+                    "JSON Schema .json, tied to ids by a schemas.json manifest, by file name (7.avsc) or by subject "
+                    "(orders-value.avsc) (repeatable; docs/values.md).",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+        _option(
+            "schema_registry",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--schema-registry",
+                    metavar="URL",
+                    help="Ask this schema registry for the schemas values name (Confluent or Apicurio; credentials from "
+                    "KDISSECT_REGISTRY_USER_INFO or KDISSECT_REGISTRY_TOKEN; answers kept on disk). Schemas the capture "
+                    "holds (a registry's HTTP, the _schemas topic) are learnt without it.",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+    ],
     "decoding": [
         _option(
             "headers_only",
@@ -479,7 +509,7 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
     ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
-READS = ("capture", "input", "filters", "output", "count")
+READS = ("capture", "input", "values", "filters", "output", "count")
 """The groups of every command that reads a capture file (read, show, stats, records)."""
 OPTIONS = {p.name: p for group in GROUPS.values() for p in group}
 
@@ -517,6 +547,8 @@ class Common:
     """-E: the fields formats' layout."""
     tap: Any = None
     """The `metrics.tap.TapSettings` of the --metrics-* options, for a command that takes them."""
+    values: Any = None
+    """The `values.reader.ValueReader` of --schemas, --schema-registry and the capture's own schemas (docs/values.md)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -534,6 +566,7 @@ class Common:
             fields=self.fields,
             layout=self.layout,
             capture=self.capture or "FILE",
+            values=self.values,
         )
         try:
             return make_output(self.format, stream, replace(shared, **settings))
@@ -605,7 +638,13 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
     catalog = catalog_with(specs.definitions if specs else ())
-    wanted = make_filter(catalog, values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
+    values_reader = side_streams = None
+    if "schemas" in values:
+        from kdissect.commands.value_sources import make_values
+
+        capture = make_capture(values) if "capture" in values else None
+        values_reader, side_streams = make_values(values.get("schemas"), values.get("schema_registry"), capture, lambda: options)
+    wanted = make_filter(catalog, values.get("filter"), values_reader, **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
         limits=make_limits(split_list(values.get("limit"))),
@@ -616,6 +655,8 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         keep=wanted.keep,
         catalog=catalog,
     )
+    if side_streams is not None:
+        options = replace(options, side_streams=side_streams)
     return Common(
         options,
         wanted,
@@ -630,8 +671,9 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         values.get("detail", False),
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
-        *make_format(catalog, command, values),
+        *make_format(catalog, command, values, values_reader),
         make_tap(values) if "metrics_top" in values else None,
+        values_reader,
     )
 
 
@@ -647,7 +689,7 @@ def make_tap(values: dict[str, Any]) -> Any:
     return TapSettings(top, series, idle, window)
 
 
-def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tuple[str, tuple[Any, ...], Any]:
+def make_format(catalog: Any, command: str | None, values: dict[str, Any], reader: Any = None) -> tuple[str, tuple[Any, ...], Any]:
     """(format name, compiled -e fields, -E layout) from -T, --json, -e and -E; a UserError when they disagree, when the
     command does not write the format, or for a bad field."""
     from kdissect.views.output import FormatError, chosen
@@ -669,7 +711,7 @@ def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tu
     from kdissect.views.fields import FieldsError, make_layout
 
     try:
-        return name, tuple(compile_fields(names, catalog)), make_layout(settings)
+        return name, tuple(compile_fields(names, catalog, reader)), make_layout(settings)
     except (FilterError, FieldsError) as exc:
         raise UserError(str(exc)) from None
 
@@ -699,7 +741,7 @@ def make_ports(values: list[str] | None) -> list[int] | None:
 SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
 
 
-def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands: Any) -> Any:
+def make_filter(catalog: Any, expressions: list[str] | None = None, values: Any = None, **shorthands: Any) -> Any:
     """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`, over the catalogue's APIs; a
     UserError (one line with the column, a caret and what was meant) for a mistake. A list option's values may each be
     `a,b`."""
@@ -715,7 +757,7 @@ def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands
 
     labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog)
+        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog, values)
     except FilterError as exc:
         raise UserError(str(exc)) from None
 

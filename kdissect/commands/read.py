@@ -105,4 +105,4 @@ def _doctor(common: Common) -> Doctor:
     from kdissect.doctor.engine import Doctor
 
     wanted = common.wanted
-    return Doctor(wanted=wanted)
+    return Doctor(wanted=wanted, values=common.values)

@@ -12,7 +12,17 @@ import typer
 from kdissect.commands.options import Common, UserError, takes
 
 
-@takes("port", "filters", "quiet", "spec_dir", "key", "tls_keylog", helps={"quiet": "No progress lines on standard error."})
+@takes(
+    "port",
+    "filters",
+    "quiet",
+    "spec_dir",
+    "key",
+    "tls_keylog",
+    "schemas",
+    "schema_registry",
+    helps={"quiet": "No progress lines on standard error."},
+)
 def spark(
     common: Common,
     captures: Annotated[
@@ -47,6 +57,7 @@ def spark(
         filter_text=common.wanted.text,
         specs=common.specs,
         tls_keylog=keylog_text(common),
+        values=common.values,
     )
 
 
@@ -93,10 +104,12 @@ def run_spark(
     filter_text: str = "",
     specs: Any = None,
     tls_keylog: bytes = b"",
+    values: Any = None,
 ) -> None:
     """Dissect captures on Spark into tables under `out`; progress on stderr, the summary table on stdout.
 
-    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config.
+    The users' specs (`schema.user_specs.UserSpecs`) go to the executors as their files' text, in the job's config; so
+    do the schemas of `values` (a `values.reader.ValueReader`: --schemas) and the registry it asks.
     """
     from kdissect.pipeline.session import SparkUnavailable, check_master, check_pyspark, start
 
@@ -138,6 +151,12 @@ def run_spark(
     except SparkUnavailable as exc:
         raise UserError(str(exc)) from None
     options = _options(filter_text, specs, tls_keylog)
+    if values is not None:
+        from kdissect.values.schemas import schema_record
+
+        options |= {"schemas": [schema_record(s) for s in values.book]}
+        if values.registry_url:
+            options |= {"schema_registry": values.registry_url}
     try:
         totals = run(spark, captures, out, fmt, ports, progress=progress, options=options, files=files)
     except (InputError, JobError) as exc:

@@ -23,9 +23,9 @@ def stats(common: Common) -> None:
     from kdissect.views.output import Closing
     from kdissect.views.stats import Stats
 
-    totals = Stats()
+    totals = Stats(common.values)
     wanted = common.wanted
-    doctor = Doctor(wanted=wanted)
+    doctor = Doctor(wanted=wanted, values=common.values)
     with Reading(common) as run:
         output = run.writes("stats")
         for event in run.events():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kdissect.doctor import ledger
 from kdissect.doctor.admin import Admin
@@ -32,6 +33,7 @@ from kdissect.doctor.rebalances import Rebalances
 from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.streams import Streams
 from kdissect.doctor.trail import Scope, plural, span
+from kdissect.doctor.values import Values
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.filter import EVERYTHING, Filter
 
@@ -44,6 +46,7 @@ FAMILIES: tuple[type[Family], ...] = (
     Producers,
     Connections,
     Protocol,
+    Values,
     Admin,
     Latency,
     Capture,
@@ -163,10 +166,13 @@ class Report:
 
 
 class Doctor:
-    def __init__(self, changes: Iterable[str] = (), wanted: Filter = EVERYTHING, clients: Clients | None = None) -> None:
+    def __init__(
+        self, changes: Iterable[str] = (), wanted: Filter = EVERYTHING, clients: Clients | None = None, values: Any = None
+    ) -> None:
         """`changes`: `ID.threshold=VALUE` settings (a `SettingError` names a bad one); `wanted`: the display
         filter, whose text every evidence filter adds; `clients`: what an earlier doctor learnt of the clients'
-        software, for one that takes over from it on the same traffic (a tap's next window)."""
+        software, for one that takes over from it on the same traffic (a tap's next window); `values`: the run's
+        `values.reader.ValueReader` (the one of --schemas, --schema-registry and the capture)."""
         self.settings = Settings(RULES, tuple(changes))
         self.scope = Scope(filtered=wanted.active, text=wanted.text)
         self.shown = wanted.matches if wanted.active else None
@@ -174,6 +180,9 @@ class Doctor:
         self.clients = Clients() if clients is None else clients
         self.census = Census()
         self.families = [family(self.settings, self.scope, self.ledger, self.clients) for family in FAMILIES]
+        for family in self.families:
+            if isinstance(family, Values) and values is not None:
+                family.reader = values
 
     def add(self, event: object) -> None:
         if isinstance(event, Exchange):

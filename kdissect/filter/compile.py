@@ -72,17 +72,17 @@ TIMES = (
 """The nanoseconds since the epoch a time literal may stand for: those a time shown as text can be."""
 
 
-def compile_node(node: Node, catalog: Catalog) -> tuple[Full, Early | None]:
-    """The closures of a tree, its fields read in the catalogue's APIs: (matches, early); early is None when headers
-    can never decide."""
+def compile_node(node: Node, catalog: Catalog, values: Any = None) -> tuple[Full, Early | None]:
+    """The closures of a tree, its fields read in the catalogue's APIs and records' keys and values read by `values` (a
+    `values.reader.ValueReader`): (matches, early); early is None when headers can never decide."""
     if isinstance(node, Test):
-        return _test(node, None, catalog)
+        return _test(node, None, catalog, values)
     if isinstance(node, Quantified):
-        return _test(node.test, node.quantifier.text, catalog)
+        return _test(node.test, node.quantifier.text, catalog, values)
     if isinstance(node, Not):
-        inner, early = compile_node(node.item, catalog)
+        inner, early = compile_node(node.item, catalog, values)
         return (lambda ex: not inner(ex)), (None if early is None else _early_not(early))
-    parts = [compile_node(item, catalog) for item in node.items]
+    parts = [compile_node(item, catalog, values) for item in node.items]
     return conjunction(parts) if isinstance(node, And) else disjunction(parts)
 
 
@@ -143,9 +143,9 @@ def _early_junction(parts: list[tuple[Full, Early | None]], decisive: bool) -> E
 # -- one test ------------------------------------------------------------------------------------------------------
 
 
-def compile_value(value: Value, catalog: Catalog) -> Resolved:
+def compile_value(value: Value, catalog: Catalog, values: Any = None) -> Resolved:
     """The field of a value expression, with count() or len() applied: what -e prints and tests compare."""
-    field = resolve(value.field, catalog)
+    field = resolve(value.field, catalog, values)
     function = value.function
     if function is None:
         return field
@@ -162,8 +162,8 @@ def compile_value(value: Value, catalog: Catalog) -> Resolved:
     return Resolved(f"{function.text}({field.name})", frozenset({INT}), lambda ex: measure(inner(ex)), early)
 
 
-def _test(test: Test, quantifier: str | None, catalog: Catalog) -> tuple[Full, Early | None]:
-    field = compile_value(test.value, catalog)
+def _test(test: Test, quantifier: str | None, catalog: Catalog, values: Any) -> tuple[Full, Early | None]:
+    field = compile_value(test.value, catalog, values)
     over = _over(field, test, quantifier)
     values, early = field.values, field.early
     full: Full = lambda ex: over(values(ex))

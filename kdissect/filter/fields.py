@@ -193,8 +193,8 @@ EXCHANGE_FIELDS: dict[str, ExchangeField] = {
         TEXT, "any diagnostic code of the exchange (body.malformed, frame.incomplete, ...)", lambda ex: [d.code for d in ex.diagnostics]
     ),
 }
-ALIASES = {"api_name": "api", "api_version": "version"}
-"""The JSON layout's names for the same fields."""
+ALIASES = {"api_name": "api", "api_version": "version", "key": "record.key", "value": "record.value"}
+"""The JSON layout's names for the same fields, and a record's key and value by their own names."""
 SIDES = ("request", "response")
 
 
@@ -423,10 +423,14 @@ def _path_values(side: str, names: list[str]) -> Values:
     return values
 
 
-def resolve(token: Token, catalog: Catalog) -> Resolved:
+def resolve(token: Token, catalog: Catalog, values: Any = None) -> Resolved:
     """The field a word names, in the catalogue's APIs; a FilterError at the word (or the part of the path) that names
-    nothing."""
+    nothing. Record fields read keys and values with `values` (a `values.reader.ValueReader`)."""
     name = ALIASES.get(token.text, token.text)
+    if name == "record" or name.startswith("record."):
+        from kdissect.filter.record_fields import resolve_record
+
+        return resolve_record(token, name, values)
     known = EXCHANGE_FIELDS.get(name)
     if known is not None:
         names = catalog.names if known.kind == API else None

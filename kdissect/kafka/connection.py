@@ -45,7 +45,7 @@ from kdissect.kafka.detect import REQUEST_PROBE, find_request, find_response, pl
 from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
-from kdissect.kafka.phase import CLOSED, EMPTY, IGNORED, KAFKA, PROBING, SASL, Phase, moved
+from kdissect.kafka.phase import CLOSED, EMPTY, IGNORED, KAFKA, PROBING, SASL, SIDE, Phase, moved
 from kdissect.kafka.shared import Shared
 from kdissect.net.reassembly import Reassembler, StreamSink
 from kdissect.net.tcp import ACK, SYN
@@ -278,6 +278,11 @@ class Connection:
             self._ignore()
 
     def _ignore(self) -> None:
+        side_streams = self.shared.side_streams
+        if side_streams is not None and side_streams(self.streams, self.ends):  # its probes replayed into sinks of its own
+            self._move(SIDE)
+            self.probes = ()
+            return
         self._move(IGNORED)
         self._release()
 
@@ -476,7 +481,7 @@ class Connection:
         """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
         request waiting for its response with its decoded body, every response waiting for its request's bytes."""
         total = CONNECTION_COST + self.deferred_bytes + SEGMENT_COST * len(self.deferred or ())
-        if self.phase is not PROBING:
+        if self.phase is not PROBING and self.phase is not SIDE:
             total += KAFKA_COST
             for request, _ in self.pairing.outstanding or ():
                 total += REQUEST_COST + BODY_FACTOR * request.frame.size
@@ -514,6 +519,14 @@ class Connection:
             self._release()
         elif not self.phase.over:  # Kafka, perhaps already in its SASL tokens: the bytes replayed may have said so
             self._close_kafka(ended, ts)
+
+    def _close_side(self, ended: Ending, ts: int) -> None:
+        """A connection another protocol's reader took: its last bytes go to that reader; it ends as not Kafka."""
+        for stream in self.streams:
+            stream.flush(ts)
+            stream.sink.finish()
+        self._move(IGNORED)
+        self._release()
 
     def _close_kafka(self, ended: Ending, ts: int) -> None:
         """Flush what waits behind holes and hand on the last frames, settle every request still waiting, and tell the
@@ -560,6 +573,7 @@ CLOSERS: dict[Phase, Callable[[Connection, Ending, int], None]] = {
     PROBING: Connection._close_probing,
     KAFKA: Connection._close_kafka,
     SASL: Connection._close_kafka,
+    SIDE: Connection._close_side,
 }
 """How a connection in each phase is closed; an ended one is not."""
 

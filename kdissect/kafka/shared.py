@@ -41,6 +41,9 @@ class BodyDecoder(Protocol):
 
 
 Keep = Callable[[ConnectionInfo, Message, "Message | None"], bool]
+SideStreams = Callable[[Any, Any], bool]
+"""Given a connection found not to be Kafka (its two reassemblers, whose sinks are the probes holding its first bytes,
+and its two ends), take it over by giving its streams sinks of its own and True; False leaves it ignored."""
 """A verdict from headers: given the connection, the request and (once it is there) the response, False when
 nobody will look at the exchange, so its bodies need not be decoded. It must stay False once it said False."""
 
@@ -67,7 +70,14 @@ class Shared:
     """What every connection of one dissector shares: settings, the output queue, counters."""
 
     def __init__(
-        self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None, catalog: Catalog, keep: Keep | None = None
+        self,
+        ports: frozenset[int],
+        limits: Limits,
+        reorder: bool,
+        decoder: BodyDecoder | None,
+        catalog: Catalog,
+        keep: Keep | None = None,
+        side_streams: SideStreams | None = None,
     ) -> None:
         self.ports = ports
         self.catalog = catalog
@@ -77,6 +87,7 @@ class Shared:
         self.patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)
         self.decoder = decoder
         self.keep = keep
+        self.side_streams = side_streams
         self.events: list[Event] = []
         self.counters = Counters()
         self.tls_keys = KeyLog()

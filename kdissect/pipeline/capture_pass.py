@@ -18,7 +18,7 @@ from kdissect.capture.oddities import Oddity
 from kdissect.capture.source import CaptureError, CaptureFile
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Event
-from kdissect.pipeline.config import decoder_of, filter_of, options_of
+from kdissect.pipeline.config import decoder_of, filter_of, options_of, values_of
 from kdissect.pipeline.demux import ConnectionDemux, Keyed
 from kdissect.pipeline.findings import finding_rows
 from kdissect.pipeline.reader import merge_oddities, oddities_json, open_path
@@ -33,8 +33,9 @@ class CapturePass:
         self.path = path
         self.rows = rows
         options = options_of(config)
-        wanted = filter_of(config, options.catalog)
-        self.doctor = Doctor(wanted=wanted) if judged else None
+        values = values_of(config)
+        wanted = filter_of(config, options.catalog, values)
+        self.doctor = Doctor(wanted=wanted, values=values) if judged else None
         if self.doctor is None:
             options = replace(options, keep=wanted.keep)  # the doctor reads every body, whatever the filter shows
         secrets = config.get("tls_secrets", {}).get(str(file_id), b"")

@@ -3,7 +3,7 @@
 
 Keys: `paths` (file id -> capture), `ports`, `filter` (the -Y text), `tls_keylog` (bytes), `tls_secrets` (file id ->
 the key logs a pcapng embeds), `spec_files` and `spec_keys` (the users' specs as text), and what tests set
-(`reorder`, `max_frame_size`, `show_secrets`).
+(`reorder`, `max_frame_size`, `show_secrets`), and the value reader's `schemas` and `schema_registry`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from kdissect.schema import Catalog, catalog_with
 from kdissect.schema.user_specs import SpecFile, load
 
 _catalogs: dict[str, Catalog] = {}
+_readers: dict[str, Any] = {}
+"""A Python worker's value readers by the schemas they were given, kept across its tasks with what they compiled."""
 _decoders: dict[str, Decoder] = {}
 """A Python worker's decoders by the configuration that shapes them, kept across its tasks (Spark reuses
 workers): compiling a task's decoders costs about 0.15 s, a tenth of a 16 MiB range's work."""
@@ -49,9 +51,32 @@ def options_of(config: dict[str, Any]) -> Options:
     )
 
 
-def filter_of(config: dict[str, Any], catalog: Catalog) -> Filter:
-    """The job's -Y filter (checked by the driver before anything runs)."""
-    return compile_filter([("-Y", config["filter"])] if config.get("filter") else [], catalog)
+def filter_of(config: dict[str, Any], catalog: Catalog, values: Any = None) -> Filter:
+    """The job's -Y filter (checked by the driver before anything runs); `values` reads the record fields it names."""
+    return compile_filter([("-Y", config["filter"])] if config.get("filter") else [], catalog, values)
+
+
+def values_of(config: dict[str, Any]) -> Any:
+    """The worker's value reader for the schemas the driver sent (--schemas) and its registry (--schema-registry), kept
+    for the worker's next tasks with what it compiled and asked."""
+    key = json.dumps([config.get("schemas"), config.get("schema_registry")])
+    reader = _readers.get(key)
+    if reader is None:
+        from kdissect.schema.code_cache import base
+        from kdissect.values.reader import ValueReader
+        from kdissect.values.schemas import Book, schema_from_record
+
+        book = Book()
+        for told in config.get("schemas") or ():
+            book.add(schema_from_record(told))
+        fetch = None
+        if config.get("schema_registry"):
+            from kdissect.values.registry import RegistryClient
+
+            fetch = RegistryClient(config["schema_registry"], base(), lambda message: None)
+        reader = _readers[key] = ValueReader(book, None, fetch)
+        reader.learns = False  # what a record says must not depend on which connections a task read before
+    return reader
 
 
 def decoder_of(config: dict[str, Any], options: Options) -> Decoder:

@@ -21,7 +21,7 @@ import pyarrow as pa
 from kdissect.dissector import Dissector, make_dissector
 from kdissect.pipeline import rows, tables
 from kdissect.pipeline.blobs import unpack
-from kdissect.pipeline.config import decoder_of, filter_of, options_of
+from kdissect.pipeline.config import decoder_of, filter_of, options_of, values_of
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
 from kdissect.pipeline.table_rows import KeyRows, TableRows
 
@@ -42,12 +42,13 @@ class _Task:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         options = options_of(config)
-        wanted = filter_of(config, options.catalog)
+        values = values_of(config)
+        wanted = filter_of(config, options.catalog, values)
         self.options = options = replace(options, keep=wanted.keep)
         self.paths: dict[int, str] = {int(k): v for k, v in config["paths"].items()}
         self.decoder = decoder_of(config, options)
         """One for every connection of the task, and of the worker's next tasks."""
-        self.rows = TableRows(wanted.matches)
+        self.rows = TableRows(wanted.matches, values)
         self.stats = self.rows.stats
         self.topics: dict[str, str] = {}
         self.group: tuple[int, bytes] | None = None

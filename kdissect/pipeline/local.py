@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from kdissect.capture import ranges
 from kdissect.pipeline import tables
 from kdissect.pipeline.capture_pass import CapturePass
-from kdissect.pipeline.config import filter_of, options_of
+from kdissect.pipeline.config import filter_of, options_of, values_of
 from kdissect.pipeline.findings import findings_batch
 from kdissect.pipeline.inputs import InputError, InputFile, expand, is_uri
 from kdissect.pipeline.job import KIND_OF, UNIQUE, WRITTEN, JobError, Totals, embedded_secrets
@@ -80,7 +80,8 @@ class LocalJob:
         self.out = os.path.abspath(out)
         self.config = {**config, "paths": {str(k): v for k, v in paths.items()}, "tls_secrets": embedded_secrets(paths)}
         self.progress = progress
-        self.wanted = filter_of(self.config, options_of(self.config).catalog)
+        self.values = values_of(self.config)
+        self.wanted = filter_of(self.config, options_of(self.config).catalog, self.values)
         self.writers = {
             name: TableWriter(
                 os.path.join(self.out, name),
@@ -118,7 +119,7 @@ class LocalJob:
         return totals
 
     def _capture(self, file_id: int, path: str, totals: Totals, stopping: Callable[[], bool]) -> None:
-        made = TableRows(self.wanted.matches)
+        made = TableRows(self.wanted.matches, self.values)
         one = CapturePass(self.config, file_id, path, made, judged=True)
 
         def between() -> bool:

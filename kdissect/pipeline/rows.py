@@ -16,7 +16,8 @@ from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
 from kdissect.records.values import KafkaRecord, LegacyMessage, RecordBatch
 from kdissect.schema.tree import Struct
-from kdissect.views.json_lines import encode, exchange_tree, value_json
+from kdissect.values.reader import plain_format
+from kdissect.views.json_lines import decoded_json, encode, encode_value, exchange_tree, value_json
 
 OFFSET_BITS = 20
 """exchange_id = first packet number << 20 | the frame's stream offset mod 2**20: unique within a capture, as
@@ -152,14 +153,21 @@ def topic_id_at(fields: Struct | None, path: str) -> str | None:
 
 
 def exchange_row(
-    exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str], records: int, ahead: int | None = None
+    exchange: Exchange,
+    capture: str,
+    xid: int,
+    cid: int,
+    missed: set[str],
+    records: int,
+    ahead: int | None = None,
+    values: Any = None,
 ) -> dict[str, Any]:
     """The exchanges-table row, given the exchange's record count (its rows in `records`) and the exchange_id of the
     exchange it waited behind (`Exchange.ahead`), if it waited.
 
     Its errors, topics and groups are the JSON tree's own lists (`exchange_tree`), made once for both."""
     request, response = exchange.request, exchange.response
-    document = exchange_tree(exchange)
+    document = exchange_tree(exchange, values)
     errors = document["errors"]
     document["id"] = xid
     document["queued_behind"] = ahead
@@ -212,8 +220,25 @@ DIRECTION = {"request": "produce", "response": "fetch"}
 fetched in a response."""
 
 
-def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterator[dict[str, Any]]:
-    """One row per record of every records field in the exchange (Produce requests, Fetch responses)."""
+def _read(values: Any, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: Any) -> dict[str, Any]:
+    """The records table's columns of what a key and value say: format (avro, protobuf, json, unknown, text, bytes; null
+    for a null), the schema id as text (an id, a GUID, a global id), the decoded value as the JSON layout writes it."""
+    decoded = values.record(topic, key, value, headers, field) if values is not None else (None, None)
+    out: dict[str, Any] = {}
+    for role, data, d in zip(("key", "value"), (key, value), decoded):
+        if d is None or d.plain:
+            out[f"{role}_format"] = None if data is None else plain_format(data)
+            out[f"{role}_schema_id"] = out[f"{role}_decoded"] = None
+        else:
+            out[f"{role}_format"] = d.format
+            out[f"{role}_schema_id"] = None if d.schema_id is None else str(d.schema_id)
+            out[f"{role}_decoded"] = encode_value(decoded_json(d)["value"]).decode() if d.ok else None
+    return out
+
+
+def record_rows(exchange: Exchange, capture: str, xid: int, cid: int, values: Any = None) -> Iterator[dict[str, Any]]:
+    """One row per record of every records field in the exchange (Produce requests, Fetch responses), with what each
+    key and value say when `values` (a `values.reader.ValueReader`) reads them."""
     for side, body in _bodies(exchange):
         ordinal = 0
         for placed in body.records:
@@ -253,6 +278,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                             "control": batch.control,
                             "control_type": control.name if control is not None else None,
                             "reading": _reading(r.reading),
+                            **_read(values if control is None else None, placed.topic, r.key, r.value, r.headers, placed.records),
                         }
                         ordinal += 1
                 else:
@@ -277,6 +303,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                             "control": False,
                             "control_type": None,
                             "reading": _reading(m.reading),
+                            **_read(values, placed.topic, m.key, m.value, (), placed.records),
                         }
                         ordinal += 1
 

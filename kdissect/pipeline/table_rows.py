@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kdissect.events import ConnectionEnd, Event, Exchange, Notice
 from kdissect.pipeline import rows
@@ -53,8 +54,10 @@ class KeyRows:
 class TableRows:
     """Rows of the exchanges, records and diagnostics tables, gathered per kind until the engine takes them."""
 
-    def __init__(self, wanted: Callable[[Exchange], bool]) -> None:
+    def __init__(self, wanted: Callable[[Exchange], bool], values: Any = None) -> None:
         self.wanted = wanted
+        self.values = values
+        """The `values.reader.ValueReader` whose readings fill the records' value columns (config.values_of)."""
         """Exchanges it rejects are left out with their records and diagnostics; notices stay."""
         self.out = {kind: rows.Columns() for kind in KINDS}
         self.stats = dict.fromkeys(STATS, 0)
@@ -70,9 +73,9 @@ class TableRows:
                 if not self.wanted(event):
                     continue
                 cid = first_index << rows.CONNECTION_BITS | event.connection.id
-                records = list(rows.record_rows(event, capture, xid, cid))
+                records = list(rows.record_rows(event, capture, xid, cid, self.values))
                 ahead = None if event.ahead is None else key.exchange_ids[event.ahead - 1]
-                row = rows.exchange_row(event, capture, xid, cid, key.names.missed, len(records), ahead)
+                row = rows.exchange_row(event, capture, xid, cid, key.names.missed, len(records), ahead, self.values)
                 date, api = rows.day(event.ts), row["api_name"] or rows.UNKNOWN
                 out["exchange"].add(row, date, api)
                 stats["exchanges"] += 1

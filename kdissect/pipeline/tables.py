@@ -93,6 +93,12 @@ RECORDS = pa.schema(
         ("control", pa.bool_()),
         ("control_type", pa.string()),
         ("reading", pa.string()),
+        ("key_format", pa.string()),
+        ("key_schema_id", pa.string()),
+        ("key_decoded", pa.string()),
+        ("value_format", pa.string()),
+        ("value_schema_id", pa.string()),
+        ("value_decoded", pa.string()),
     ]
 )
 

@@ -43,6 +43,21 @@ def preview(data: bytes | None) -> Text:
     return Text(f"0x {shown}" + ("…" if len(data) > PREVIEW // 2 else "") + f" ({len(data)} bytes)", style="cyan")
 
 
+def _tree_of(node: Tree, value: Any) -> None:
+    """A decoded value as a tree: objects by their field names (escaped: a schema from a capture is data too), arrays by
+    index, leaves as `scalar` writes them."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else None
+    if items is None:
+        node.add(scalar("", value))
+        return
+    for name, item in items:
+        label = Text(f"[{name}]", style="dim") if isinstance(name, int) else Text(printable(str(name)))
+        if isinstance(item, (dict, list)) and item:
+            _tree_of(node.add(label + Text(f" [{len(item)}]" if isinstance(item, list) else "", style="bold")), item)
+        else:
+            node.add(label + Text(": ") + scalar("", item))
+
+
 def scalar(name: str, value: Any) -> Text:
     if isinstance(value, Redacted):
         return Text(str(value), style="bold magenta")
@@ -63,9 +78,17 @@ def scalar(name: str, value: Any) -> Text:
 
 class DetailView:
     def __init__(
-        self, catalog: Catalog, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None, show_secrets: bool = False
+        self,
+        catalog: Catalog,
+        hexdump: bool,
+        marks: dict[int, tuple[str, int, int]] | None = None,
+        show_secrets: bool = False,
+        values: Any = None,
     ) -> None:
         self.catalog = catalog
+        self.values = values
+        """The run's `values.reader.ValueReader`: each record's key and value read for what they say, as a subtree."""
+        self._topics: dict[int, str | None] = {}
         """The run's APIs: which of them carry secrets, whose bodies a dump masks when they do not decode whole."""
         self.hexdump = hexdump
         self.show_secrets = show_secrets
@@ -123,6 +146,7 @@ class DetailView:
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
             bnode = self._mark(node.add(label), (header.length if header else 0, len(message.frame.data)))
+            self._topics = {id(placed.records): placed.topic for placed in body.records}
             if body.fields is not None:
                 self._struct(bnode, body.fields, message.frame.data)
             elif body.raw is not None:
@@ -190,15 +214,16 @@ class DetailView:
         return text
 
     def _records(self, node: Tree, records: RecordSet, start: int | None) -> None:
+        topic = self._topics.get(id(records))
         for i, batch in enumerate(records.batches):
             if isinstance(batch, RecordBatch):
-                self._batch(node, i, batch, start)
+                self._batch(node, i, batch, start, topic, records)
             else:
-                self._legacy(node, batch, start)
+                self._legacy(node, batch, start, topic, records)
         for d in records.diagnostics:
             node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
 
-    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None) -> None:
+    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None, topic: str | None, field: RecordSet) -> None:
         ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
         label = Text(f"Batch {i}", style="bold")
         label.append(f"  v2, {b.codec}{ratio}, offsets {b.base_offset}-{b.base_offset + b.last_offset_delta}, {b.record_count} records")
@@ -218,10 +243,9 @@ class DetailView:
             )
         )
         for record in b.records:
-            self._record(child, record)
+            self._record(child, record, topic, field)
 
-    @staticmethod
-    def _record(node: Tree, r: Record) -> None:
+    def _record(self, node: Tree, r: Record, topic: str | None, field: RecordSet) -> None:
         text = Text(f"offset {r.offset}  {format_timestamp(r.timestamp)}  key ")
         text.append_text(preview(r.key))
         text.append("  value ")
@@ -233,8 +257,32 @@ class DetailView:
                 DetailView._values(control, r.control.value)
         if r.reading is not None:
             DetailView._reading(child, r.reading)
+        elif r.control is None:
+            self._decoded(child, topic, r.key, r.value, r.headers, field)
         for key, value in r.headers:
             child.add(Text(f"header {key!r}: ") + preview(value))
+
+    def _decoded(self, node: Tree, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: RecordSet) -> None:
+        """What a record's key and value say (docs/values.md), each a subtree: how it is framed and by which schema, where
+        the encoded value starts, the decoded fields, and what did not decode, with its offset in the key or value."""
+        if self.values is None:
+            return
+        for role, data, decoded in zip(("key", "value"), (key, value), self.values.record(topic, key, value, headers, field, explain=True)):
+            if decoded is None:
+                continue
+            label = Text(f"{role} ", style="bold") + Text(decoded.format, style="bold cyan")
+            if decoded.framing != "none":
+                label.append(f", {decoded.framing} framing")
+            label.append(f": {printable(decoded.why)}", style="dim")
+            if decoded.start and data is not None:
+                label.append(f"  encoded value @{decoded.start}-{len(data)} of the {role}", style="dim")
+            child = node.add(label)
+            if decoded.name:
+                child.add(Text("type: ") + Text(printable(decoded.name), style="green"))
+            if decoded.ok:
+                _tree_of(child, decoded.value)
+            for d in decoded.diagnostics:
+                child.add(Text(f"⚠ {d.code}: {printable(d.message)} ({d.at()})", style="magenta"))
 
     @staticmethod
     def _reading(node: Tree, reading: KafkaRecord) -> None:
@@ -258,7 +306,7 @@ class DetailView:
             else:
                 node.add(Text(f"{printable(name)}: ") + scalar(name, value))
 
-    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
+    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None, topic: str | None, field: RecordSet) -> None:
         text = Text(f"Message v{m.magic}", style="bold")
         text.append(f"  offset {m.offset}, {m.codec}")
         if m.timestamp is not None:
@@ -267,11 +315,13 @@ class DetailView:
         child = node.add(text)
         if m.messages:
             for inner in m.messages:
-                self._legacy(child, inner, None)
+                self._legacy(child, inner, None, topic, field)
         else:
             child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
             if m.reading is not None:
                 self._reading(child, m.reading)
+            else:
+                self._decoded(child, topic, m.key, m.value, (), field)
 
     @staticmethod
     def _dump(side: str, message: Message, hidden: bool) -> RenderableType:

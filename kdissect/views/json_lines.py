@@ -40,6 +40,7 @@ from kdissect.views.summary import SASL_TOKEN_LABEL
 if TYPE_CHECKING:
     from kdissect.doctor.engine import Report
     from kdissect.doctor.finding import Finding
+    from kdissect.values.reader import Decoded, ValueReader
 
 LAYOUT = 3
 """3: a finding's evidence says `count`, `unit` and `filter` (2 had `exchange_count`), and reports end with a
@@ -208,6 +209,8 @@ def _struct_tree(struct: Struct) -> dict[str, Any]:
 
 
 def _records_tree(records: RecordSet) -> dict[str, Any]:
+    if _reading.values is not None:
+        _reading.enter(records)
     return {"size": records.size, "truncated": records.truncated, "batches": [_batch_tree(b) for b in records.batches]}
 
 
@@ -222,6 +225,8 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
         out["format"] = "v2"
         out["span"] = list(batch.span)
         out["base_time"] = record_time(batch.base_timestamp)
+        if _reading.values is not None:
+            _reading.batch(batch.records)
         if records:
             out["records"] = [_record_tree(r) for r in batch.records]
         return out
@@ -231,6 +236,8 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
 def _record_tree(record: Record) -> dict[str, Any]:
     timestamp = record.timestamp
     headers = record.headers
+    key = record.key
+    value = record.value
     out = {
         "offset": record.offset,
         "timestamp": timestamp,
@@ -238,13 +245,15 @@ def _record_tree(record: Record) -> dict[str, Any]:
         "offset_delta": record.offset_delta,
         "timestamp_delta": record.timestamp_delta,
         "attributes": record.attributes,
-        "key": encode_bytes(record.key),
-        "value": encode_bytes(record.value),
+        "key": encode_bytes(key),
+        "value": encode_bytes(value),
         "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
     if record.reading is not None:
         out["_kdissect"] = record.reading
+    if (value and value[0] in _looked_at) or (key and key[0] in _looked_at):
+        _with_decoded(out, key, value, headers)  # what they say: a plain key and value cost a look at their first bytes
     return out
 
 
@@ -271,7 +280,106 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
         out["_kdissect"] = message.reading
     if messages:
         out["messages"] = [_legacy_tree(m) for m in message.messages]
+    if not message.messages:
+        key, value = message.key, message.value
+        if (value and value[0] in _looked_at) or (key and key[0] in _looked_at):
+            _with_decoded(out, key, value, ())
     return out
+
+
+class _Reading:
+    """What the encoder needs to read the keys and values of the exchange being made JSON (`exchange_tree`): it meets
+    records inside their RecordSet, which `_records_tree` marks as the records field (and topic) being encoded."""
+
+    __slots__ = ("values", "topics", "field", "topic", "in_field")
+
+    def __init__(self) -> None:
+        self.values: ValueReader | None = None
+        self.topics: dict[int, str | None] = {}
+        self.field: RecordSet | None = None
+        self.topic: str | None = None
+        self.in_field = False
+        """The field is the registry's `_schemas` topic, which teaches schemas: all its records are read."""
+
+    def start(self, exchange: Exchange, values: ValueReader | None) -> None:
+        global _looked_at
+        _looked_at = _NOTHING
+        topics = {}
+        if values is not None:
+            for message in (exchange.request, exchange.response):
+                body = message.body if message is not None and isinstance(message.body, Body) else None
+                if body is not None:
+                    for placed in body.records:
+                        topics[id(placed.records)] = placed.topic
+        self.values = values if topics else None
+        self.topics, self.field, self.topic, self.in_field = topics, None, None, False
+
+    def enter(self, records: RecordSet) -> None:
+        global _looked_at
+        self.field, self.topic = records, self.topics.get(id(records))
+        self.in_field = self.topic == "_schemas"
+        _looked_at = _EVERY_BYTE if self.in_field else _CANDIDATES
+
+    def batch(self, records: tuple[Record, ...]) -> None:
+        """A v2 batch begins: its first record's headers say whether its records name their schemas in headers."""
+        global _looked_at
+        headed = bool(records) and bool(records[0].headers) and _framed_by_header(records[0].headers)
+        _looked_at = _EVERY_BYTE if self.in_field or headed else _CANDIDATES
+
+
+_reading = _Reading()
+_CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
+"""First bytes of a key or value that may be more than text: framing's magic bytes, JSON."""
+_NOTHING: frozenset[int] = frozenset()
+_EVERY_BYTE = frozenset(range(256))
+_looked_at = _NOTHING
+"""The first bytes whose key or value the encoder reads in the records field being encoded: none without a reader,
+every one in a `_schemas` field or a batch whose schemas are named in headers, else `_CANDIDATES`."""
+_SCHEMA_HEADERS = frozenset({"__key_schema_id", "__value_schema_id", "apicurio.key.globalId", "apicurio.value.globalId"})
+
+
+def _framed_by_header(headers: tuple) -> bool:
+    return any(name in _SCHEMA_HEADERS for name, _ in headers)
+
+
+def _with_decoded(out: dict[str, Any], key: bytes | None, value: bytes | None, headers: tuple) -> None:
+    """A record's `key_decoded` and `value_decoded`; the encoder asks only for a record whose first bytes or headers
+    may say more than bytes (a record of plain text or bytes costs that look and nothing more)."""
+    reading = _reading
+    read_key, read_value = reading.values.record(reading.topic, key, value, headers, reading.field)  # type: ignore[union-attr]
+    if read_key is not None and not read_key.plain:
+        out["key_decoded"] = decoded_json(read_key)
+    if read_value is not None and not read_value.plain:
+        out["value_decoded"] = decoded_json(read_value)
+
+
+def decoded_json(d: Decoded) -> dict[str, Any]:
+    """A key's or value's reading: its framing, format, schema (id, subject, version, type) and decoded value."""
+    schema = d.schema
+    return {
+        "framing": d.framing,
+        "format": d.format,
+        "schema_id": d.schema_id,
+        "subject": d.subject,
+        "version": schema.version if schema else None,
+        "type": d.name,
+        "start": d.start,
+        "why": d.why,
+        "value": _exact_floats(d.value) if d.ok else None,
+        "diagnostics": [diagnostic_json(x) for x in d.diagnostics],
+    }
+
+
+def _exact_floats(value: Any) -> Any:
+    """A decoded value with each float made safe for the fast encoder (`json_float`), at any depth."""
+    kind = type(value)
+    if kind is float:
+        return json_float(value)
+    if kind is dict:
+        return {k: _exact_floats(v) for k, v in value.items()}
+    if kind is list:
+        return [_exact_floats(v) for v in value]
+    return value
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -353,9 +461,11 @@ def _connection(c: ConnectionInfo) -> dict[str, Any]:
     return out
 
 
-def exchange_tree(exchange: Exchange) -> dict[str, Any]:
+def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict[str, Any]:
     """An exchange's JSON object as the writer encodes it: bodies, records and bytes are left as they are and
-    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain."""
+    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain. With `values`, a
+    record's key and value carry what they say (`key_decoded`, `value_decoded`), read now: encode the tree next."""
+    _reading.start(exchange, values)
     request, response = exchange.request, exchange.response
     sent = request.body if request is not None and isinstance(request.body, Body) else None
     got = response.body if response is not None and isinstance(response.body, Body) else None
@@ -430,10 +540,10 @@ def _large(exchange: Exchange) -> bool:
     return False
 
 
-def exchange_pieces(exchange: Exchange) -> Iterator[bytes]:
+def exchange_pieces(exchange: Exchange, values: ValueReader | None = None) -> Iterator[bytes]:
     """An exchange's NDJSON line, newline included, in pieces whose concatenation is `encode(exchange_tree(...))`
     byte for byte: whole for most exchanges, a few records or elements at a time for a large one."""
-    tree = exchange_tree(exchange)
+    tree = exchange_tree(exchange, values)
     if _large(exchange):
         yield from streamed(tree)
     else:
@@ -502,6 +612,8 @@ def _pieces(value: Any) -> Iterator[bytes]:
     elif cls is Struct:
         yield from _pieces(_struct_tree(value))
     elif cls is RecordSet:
+        if _reading.values is not None:
+            _reading.enter(value)
         yield from _pieces({"size": value.size, "truncated": value.truncated, "batches": value.batches})
     elif cls is RecordBatch:
         tree = _batch_tree(value, records=False)
@@ -527,15 +639,21 @@ def _pieces(value: Any) -> Iterator[bytes]:
         yield b"]"
 
 
-def exchange_json(exchange: Exchange) -> dict[str, Any]:
-    return value_json(exchange_tree(exchange))
+def encode_value(value: Any) -> bytes:
+    """One value's compact JSON as every line spells it (a decoded record value for `records -f`)."""
+    return _encoded(value)
+
+
+def exchange_json(exchange: Exchange, values: ValueReader | None = None) -> dict[str, Any]:
+    return value_json(exchange_tree(exchange, values))
 
 
 def streamed_record_json(item: Any) -> dict[str, Any]:
-    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`)."""
+    """One record of `kdissect records --json` (a `decode.streamed.StreamedRecord`), with what its key and value
+    say when it carries them (`StreamedRecord.decoded`)."""
     record, exchange = item.record, item.exchange
     timestamp = -1 if record.timestamp is None else record.timestamp
-    return {
+    out = {
         "type": "record",
         "layout": LAYOUT,
         "exchange": exchange.id,
@@ -551,6 +669,12 @@ def streamed_record_json(item: Any) -> dict[str, Any]:
         "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
         **({"_kdissect": value_json(record.reading)} if record.reading is not None else {}),
     }
+    key, value = item.decoded
+    if key is not None and not key.plain:
+        out["key_decoded"] = decoded_json(key)
+    if value is not None and not value.plain:
+        out["value_decoded"] = decoded_json(value)
+    return out
 
 
 def notice_json(notice: Notice) -> dict[str, Any]:
@@ -647,9 +771,10 @@ class JsonLinesWriter:
     A UTF-8 text stream is written through its byte buffer, so lines go out as the encoder made them; the
     writer then owns the stream (nothing else may write to it in between)."""
 
-    def __init__(self, stream: IO[str], flush_each: bool = False) -> None:
+    def __init__(self, stream: IO[str], flush_each: bool = False, values: ValueReader | None = None) -> None:
         self._stream = stream
         self._flush_each = flush_each
+        self._values = values
         self._bytes: Any = None
         buffer = getattr(stream, "buffer", None)
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
@@ -662,7 +787,7 @@ class JsonLinesWriter:
 
     def write_exchange(self, exchange: Exchange) -> None:
         """`write(exchange_tree(exchange))`, a large exchange in pieces (`exchange_pieces`)."""
-        for piece in exchange_pieces(exchange):
+        for piece in exchange_pieces(exchange, self._values):
             self._put(piece)
         if self._flush_each:
             self._stream.flush()

@@ -20,7 +20,7 @@ from kdissect.views.output import Closing, Output, Settings
 class JsonOutput(Output):
     def __init__(self, stream: IO[str], settings: Settings) -> None:
         super().__init__(stream, settings)
-        self.writer = JsonLinesWriter(stream, flush_each=settings.live is not None)
+        self.writer = JsonLinesWriter(stream, flush_each=settings.live is not None, values=settings.values)
         """A live session's lines reach the reader at once."""
 
     def exchange(self, exchange: Exchange) -> None:
@@ -51,6 +51,8 @@ class JsonOutput(Output):
         elif report is not None and self.settings.command == "live":
             for finding in report.findings:
                 self.finding(finding)
+        for row in closing.schemas or ():
+            self.writer.write({"type": "schema", "layout": LAYOUT, **{k: v for k, v in row.items() if k != "type"}})
         if report is not None:
             self.writer.write(verdict_json(report))
         self.stream.flush()

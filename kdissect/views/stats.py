@@ -55,7 +55,11 @@ class Stats:
     """Consumes exchanges and keeps running totals; memory grows with APIs, topics, clients and groups only, and
     with clients only up to `MAX_CLIENTS`: a capture can name a new client id in every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, values: Any = None) -> None:
+        self.values = values
+        """The run's `values.reader.ValueReader`: what records' values say, per topic (the serialization table)."""
+        self.serialization: dict[tuple[str | None, str, str], dict[str, Any]] = {}
+        """(topic, format, framing) -> schema ids, subjects, produced and fetched records."""
         self.apis: dict[tuple[int | None, int | None], dict[str, Any]] = {}
         self.topics: dict[tuple[str | None, int | None], Counter[str]] = defaultdict(Counter)
         self.clients: dict[str, dict[str, Any]] = {}
@@ -105,6 +109,31 @@ class Stats:
                 counts = self.topics[(placed.topic, placed.partition)]
                 counts[f"{kind}_records"] += placed.records.data_count
                 counts[f"{kind}_bytes"] += placed.records.size
+                if self.values is not None:
+                    self._serialization(placed, kind)
+
+    def _serialization(self, placed: Any, kind: str) -> None:
+        """Count each data record's value by how it reads: format, framing, schema id and subject."""
+        from kdissect.values.reader import plain_format
+
+        read, topic = self.values.read, placed.topic
+        for record in placed.records.data_records():
+            if record.value is None:
+                continue
+            decoded = read("value", record.value, record.headers, topic, placed.records)
+            if decoded is None or decoded.plain:
+                fmt, framing = plain_format(record.value), "none"
+            else:
+                fmt, framing = decoded.format, decoded.framing
+            row = self.serialization.get((topic, fmt, framing))
+            if row is None:
+                row = self.serialization[(topic, fmt, framing)] = {"schema_ids": [], "subjects": [], "produced": 0, "fetched": 0}
+            row[kind] += 1
+            if decoded is not None and decoded.schema_id is not None and decoded.schema_id not in row["schema_ids"]:
+                row["schema_ids"].append(decoded.schema_id)
+            subject = decoded.subject if decoded is not None else None
+            if subject is not None and subject not in row["subjects"]:
+                row["subjects"].append(subject)
 
     def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         yield (
@@ -165,6 +194,22 @@ class Stats:
             ],
         )
         yield "rebalances", [_round_row(r) for name, g in self.rebalances.groups.items() for r in g.rows(name)]
+        if any(fmt not in ("text", "bytes") for _, fmt, _ in self.serialization):  # only where values say more than bytes
+            yield (
+                "serialization",
+                [
+                    {
+                        "topic": topic,
+                        "format": fmt,
+                        "framing": framing,
+                        "schema_ids": row["schema_ids"],
+                        "subjects": row["subjects"],
+                        "produced_records": row["produced"],
+                        "fetched_records": row["fetched"],
+                    }
+                    for (topic, fmt, framing), row in sorted(self.serialization.items(), key=lambda item: (str(item[0][0]), item[0][1:]))
+                ],
+            )
         if self.tls:
             yield "tls", [_tls_row(end) for end in sorted(self.tls, key=lambda e: e.connection.id)]
 
@@ -263,6 +308,28 @@ LAYOUTS: list[TableLayout] = [
             _ms(row["p50_ms"]),
             _ms(row["p99_ms"]),
             ", ".join(f"{a}×{n}" for a, n in sorted(row["apis"].items(), key=lambda i: -i[1])),
+        ),
+    ),
+    (
+        "serialization",
+        "Serialization of values (docs/values.md)",
+        [
+            TableColumn("topic", wrap=True),
+            TableColumn("format"),
+            TableColumn("framing", keep=2),
+            TableColumn("schema ids", wrap=True),
+            TableColumn("subjects", wrap=True, keep=1),
+            TableColumn("produced records", "right"),
+            TableColumn("fetched records", "right"),
+        ],
+        lambda row, width: (
+            str(row["topic"]),
+            row["format"],
+            row["framing"],
+            ", ".join(map(str, row["schema_ids"])) or "-",
+            ", ".join(row["subjects"]) or "-",
+            str(row["produced_records"]),
+            str(row["fetched_records"]),
         ),
     ),
     (

@@ -31,7 +31,7 @@ class TextOutput(Output):
         if command == "records":
             from kdissect.views.record_stream import RecordLines
 
-            self._lines = RecordLines(stream, settings.record_format)
+            self._lines = RecordLines(stream, settings.record_format, settings.record_decode)
             return
         from kdissect.views.console import make_console
 
@@ -40,7 +40,7 @@ class TextOutput(Output):
         if settings.detail or command == "show":
             from kdissect.views.detail import DetailView
 
-            self._tree = DetailView(settings.catalog, settings.hexdump, show_secrets=settings.show_secrets)
+            self._tree = DetailView(settings.catalog, settings.hexdump, show_secrets=settings.show_secrets, values=settings.values)
         if command in ("read", "live"):
             from kdissect.views.terminal import ReadView
 
@@ -93,6 +93,10 @@ class TextOutput(Output):
                 self._rows.title(self.title.name, self.title.format, self.title.compression)
             assert closing.counters is not None, "a closing with a summary has the core's counters"
             self._rows.closing(closing.summary, closing.counters, list(closing.linktypes), list(closing.notes))
+        if closing.schemas is not None:
+            from kdissect.views.schema_list import print_schemas
+
+            print_schemas(list(closing.schemas), console)
         if closing.stats is not None:
             from kdissect.views.stats import print_stats
 

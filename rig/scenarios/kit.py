@@ -124,6 +124,7 @@ def confluent_produce(
             codec=codec,
             acks=acks,
             **extra,
+            **(rec.get("manifest") or {}),  # what a scenario says of this record alone (a value scenario: its decoded value)
         )
         if err is not None:
             line["error"] = f"{err.code()} {err.name()}"
