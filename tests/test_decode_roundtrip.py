@@ -18,9 +18,9 @@ from strategies import TRIPLES, body, definition, filled, filled_struct, flexibl
 
 from kdissect.decode.body import CompiledBodies
 from kdissect.schema import BUILTIN, DATA_SCHEMAS, Field, pick
+from kdissect.schema.encoder import Encoder
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.versioned import read_versioned
-from kdissect.testing.body_encoder import Encoder
 from kdissect.wire import write_uvarint
 
 DECODER = CompiledBodies(BUILTIN, records_hook)

@@ -25,10 +25,10 @@ from kdissect.doctor.protocol import REMOVED_IN_4
 from kdissect.doctor.rule import SettingError
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
