@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kdissect.commands.options import READS, Common, ExitStatus, UserError, takes
-from kdissect.commands.reading import Reading
+from kdissect.commands.options import READS, Common, ExitStatus, UserError, split_list, takes
+from kdissect.commands.reading import Reading, open_source
 
 FAIL_ON = ("warning", "error")
 
@@ -41,11 +41,14 @@ def _rules(value: bool) -> None:
 
 @takes(
     *READS,
+    "write",
     helps={
         "filter": "Restrict the evidence to exchanges this display filter shows (repeatable; docs/filters.md); the rules "
         "still see every exchange, and a finding with no evidence shown is left out.",
         "json_out": "Write NDJSON, one object per finding (layout: docs/json.md).",
         "count": "Stop after N exchanges the filters let through: findings on the start of the capture.",
+        "write": "Also write the packets of the findings' evidence (every evidence exchange, and the connections that are evidence "
+        "themselves), with their connections' handshakes and closes, to this capture (.pcap or .pcapng, .gz, .zst or .lz4 to compress).",
     },
 )
 def doctor(
@@ -53,6 +56,12 @@ def doctor(
     settings: Annotated[
         Optional[list[str]],
         typer.Option("--set", metavar="ID.NAME=VALUE", help="Change a threshold, e.g. group.rebalance-storm.threshold=10 (repeatable)."),
+    ] = None,
+    finding: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--finding", metavar="ID,...", help="Only these findings (ids as --rules lists them): what is told, and what -w writes."
+        ),
     ] = None,
     fail_on: Annotated[
         Optional[str],
@@ -82,9 +91,14 @@ def doctor(
 
     if fail_on is not None and fail_on not in FAIL_ON:
         raise UserError(f"--fail-on {fail_on}: say warning or error")
+    from kdissect.doctor.engine import RULES
+
+    chosen = set(split_list(finding) or ())
+    if chosen - set(RULES):
+        raise UserError(f"--finding {','.join(sorted(chosen - set(RULES)))}: no such finding (kdissect doctor --rules lists them)")
     wanted = common.wanted
     try:
-        doctor = Doctor(settings or (), wanted.matches if wanted.active else None)
+        doctor = Doctor(settings or (), wanted.matches if wanted.active else None, every=common.write is not None)
     except SettingError as exc:
         raise UserError(str(exc)) from None
     # the rules read every body, whatever the filter shows
@@ -94,10 +108,29 @@ def doctor(
             doctor.add(event)
             if isinstance(event, Exchange) and wanted.matches(event):
                 run.took()
-        findings = doctor.findings()
-        for finding in findings:
-            output.finding(finding)
+        findings = [f for f in doctor.findings() if not chosen or f.id in chosen]
+        for each in findings:
+            output.finding(each)
         output.end(Closing())
+    if common.write is not None and not run.interrupted:
+        run.selection = _evidence(common, findings)
     run.finish()
     if fail_on is not None and any(SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on) for f in findings):
         raise ExitStatus(1)
+
+
+def _evidence(common: Common, findings: list) -> object:
+    """The findings' evidence as a cut's selection: the capture read again, each exchange numbered as before, the
+    evidence exchanges and every exchange of an evidence connection chosen."""
+    from kdissect.dissector import file_dissector
+    from kdissect.events import Exchange
+    from kdissect.rewrite.cut import Selection
+
+    ids = {i for f in findings for i in f.evidence.every_exchange}
+    connections = {c for f in findings for c in f.evidence.every_connection}
+    selection = Selection()
+    with open_source(common.capture or "-") as source:
+        for event in file_dissector(source, replace(common.options, keep=None)).run(source.packets()):
+            if isinstance(event, Exchange) and (event.id in ids or event.connection.id in connections):
+                selection.add(event)
+    return selection

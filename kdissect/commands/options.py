@@ -396,6 +396,23 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             ],
         ),
     ],
+    "write": [
+        _option(
+            "write",
+            Annotated[
+                Optional[Path],
+                typer.Option(
+                    "--write",
+                    "-w",
+                    metavar="FILE",
+                    help="Also write the packets that carry the exchanges shown, with their connections' handshakes and closes, "
+                    "to this capture (.pcap or .pcapng, and .gz, .zst or .lz4 to compress it): it reads back as exactly those exchanges.",
+                    rich_help_panel="Output",
+                    show_default=False,
+                ),
+            ],
+        ),
+    ],
     "secrets": [
         _option(
             "show_secrets",
@@ -460,6 +477,8 @@ class Common:
     """-e: the fields the fields formats write, compiled."""
     layout: Any = None
     """-E: the fields formats' layout."""
+    write: Path | None = None
+    """-w: the capture the exchanges shown are cut into (rewrite/cut.py)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -574,6 +593,7 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
         *make_format(catalog, command, values),
+        make_write(values),
     )
 
 
@@ -602,6 +622,27 @@ def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tu
         return name, tuple(compile_fields(names, catalog)), make_layout(settings)
     except (FilterError, FieldsError) as exc:
         raise UserError(str(exc)) from None
+
+
+def make_write(values: dict[str, Any]) -> Path | None:
+    """-w's file, checked before anything is read: a name that says pcap or pcapng, a capture that can be read twice
+    (the cut reads it again), and not the capture itself."""
+    path = values.get("write")
+    if path is None:
+        return None
+    from kdissect.capture.destination import DestinationError, format_of
+    from kdissect.capture.source import STDIN
+
+    try:
+        format_of(str(path))
+    except DestinationError as exc:
+        raise UserError(f"-w {exc}") from None
+    capture = make_capture(values) if "capture" in values else None
+    if capture == STDIN:
+        raise UserError("-w reads the capture a second time to cut it: give a capture file, not standard input")
+    if capture is not None and path.exists() and Path(capture).exists() and path.samefile(capture):
+        raise UserError(f"-w {path}: that is the capture being read; name another file")
+    return path
 
 
 def make_capture(values: dict[str, Any]) -> str:

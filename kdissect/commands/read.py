@@ -11,7 +11,7 @@ from kdissect.commands.options import READS, Common, UserError, takes
 from kdissect.commands.reading import Reading
 
 
-@takes(*READS, "fields", "decoding", "detail", "secrets")
+@takes(*READS, "write", "fields", "decoding", "detail", "secrets")
 def read(
     common: Common,
     all_events: Annotated[
@@ -43,8 +43,8 @@ def read(
         jobs = available()
     elif jobs < 0:
         raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
-    if text and common.output is None and sys.stdout.isatty():
-        jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
+    if (text and common.output is None and sys.stdout.isatty()) or common.write is not None:
+        jobs = 1  # rows drawn on a terminal share it with the progress bar, and -w cuts the exchanges one process holds
     settings = {"detail": common.detail, "all_events": all_events}
 
     def worker_sink(stream):
@@ -55,7 +55,7 @@ def read(
         sink = EventSink(common.wanted, run.writes("read", **settings), totals=text)  # --json and fields print no totals
         for event in run.events(worker_sink):
             if sink.add(event):
-                run.took()
+                run.took(event)
         run.output.end(
             Closing(sink.summary, run.dissector.counters, tuple(run.source.linktypes()), tuple(run.notes())) if text else Closing()
         )

@@ -11,7 +11,7 @@ from contextlib import ExitStack, closing, contextmanager
 from dataclasses import replace
 from typing import Any
 
-from kdissect.commands.options import Common, ExitStatus, UserError
+from kdissect.commands.options import Common, ExitStatus, OutputError, UserError
 from kdissect.commands.signals import Stopper
 
 PROGRESS_EVERY = 0x1000
@@ -52,6 +52,12 @@ class Reading:
         self.shown = 0
         self.damage: Counter[str] = Counter()
         """Diagnostics of severity error, by code: what makes the exit status 1."""
+        self.selection: Any = None
+        """The exchanges -w cuts into a capture (`rewrite.cut.Selection`), as the command chooses them."""
+        if common.write is not None:
+            from kdissect.rewrite.cut import Selection
+
+            self.selection = Selection()
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
@@ -91,8 +97,10 @@ class Reading:
     def interrupted(self) -> bool:
         return self.stopper.stopping is not None
 
-    def took(self) -> None:
-        """The command showed one more exchange; at --count the reading stops."""
+    def took(self, exchange: Any = None) -> None:
+        """The command showed one more exchange (-w cuts it into its capture); at --count the reading stops."""
+        if self.selection is not None and exchange is not None:
+            self.selection.add(exchange)
         self.shown += 1
         if self.common.count is not None and self.shown >= self.common.count:
             self.stopped_by = "count"
@@ -160,8 +168,33 @@ class Reading:
             )
         return notes
 
+    def cut(self, selection: Any = None) -> None:
+        """Write -w's capture: the chosen exchanges' packets, read again from the capture (rewrite/cut.py)."""
+        selection = selection or self.selection
+        if selection is None or self.common.write is None:
+            return
+        from kdissect.capture.destination import CaptureDestination, DestinationError
+        from kdissect.rewrite.cut import CutError, write_cut
+        from kdissect.tls.keylog import KeyLog
+
+        keys = KeyLog()
+        keys.add(self.options.tls_keylog)
+        with open_source(self.common.capture or "-") as source:
+            try:
+                with CaptureDestination(self.common.write) as destination:
+
+                    def embedded(text: bytes) -> None:
+                        keys.add(text)
+                        destination.secrets(text)
+
+                    source.secrets_to(embedded)
+                    write_cut(source.packets(), selection, destination.write, self.options.limits, keys)
+            except (DestinationError, CutError) as exc:
+                raise OutputError(str(exc)) from None
+
     def finish(self) -> None:
-        """Raise the run's exit status when it is not 0: interrupted, or the capture is damaged."""
+        """Write -w's capture, then raise the run's exit status when it is not 0: interrupted, or the capture is damaged."""
+        self.cut()
         if self.interrupted:
             raise ExitStatus(self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial")
         for d in self.source.diagnostics():

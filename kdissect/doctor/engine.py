@@ -27,11 +27,11 @@ RULES: dict[str, Rule] = {rule.id: rule for family in FAMILIES for rule in famil
 
 
 class Doctor:
-    def __init__(self, changes: Iterable[str] = (), shown: Callable[[Exchange], bool] | None = None) -> None:
+    def __init__(self, changes: Iterable[str] = (), shown: Callable[[Exchange], bool] | None = None, every: bool = False) -> None:
         """`changes`: `ID.threshold=VALUE` settings (a `SettingError` names a bad one); `shown`: the display
-        filter's test of an exchange, None to show everything."""
+        filter's test of an exchange, None to show everything; `every`: keep every piece of evidence (`doctor -w`)."""
         self.settings = Settings(RULES, tuple(changes))
-        self.scope = Scope(filtered=shown is not None)
+        self.scope = Scope(filtered=shown is not None, every=every)
         self.shown = shown
         self.families = [family(self.settings, self.scope) for family in FAMILIES]
 

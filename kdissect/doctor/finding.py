@@ -26,6 +26,10 @@ class Evidence:
     first_ts: int | None = None
     last_ts: int | None = None
     """The time window (ns since the epoch) from the first piece of evidence to the last."""
+    every_exchange: tuple[int, ...] = ()
+    every_connection: tuple[int, ...] = ()
+    """Every evidence exchange the filter shows, and every connection that is evidence by itself, kept only when the
+    doctor is asked to (`doctor -w` cuts them into a capture); the lists above are for people."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,11 +30,13 @@ def made(table: dict[K, V], key: K, make: Callable[..., V], *args: Any) -> V:
 class Scope:
     """What the engine tells every trail about the exchange being looked at: whether `-Y` shows it."""
 
-    __slots__ = ("shown", "filtered", "connections")
+    __slots__ = ("shown", "filtered", "connections", "every")
 
-    def __init__(self, filtered: bool) -> None:
+    def __init__(self, filtered: bool, every: bool = False) -> None:
         self.shown = True
         self.filtered = filtered
+        self.every = every
+        """Keep every piece of evidence, not only the first `KEEP` of each kind (`doctor -w`)."""
         self.connections: set[int] = set()
         """Connections with a shown exchange, kept only under a filter: they carry capture findings."""
 
@@ -42,11 +44,27 @@ class Scope:
 class Trail:
     """The evidence of one finding as it comes: every occurrence counts, only those the filter shows are kept."""
 
-    __slots__ = ("scope", "ids", "count", "shown", "connections", "clients", "groups", "partitions", "first_ts", "last_ts")
+    __slots__ = (
+        "scope",
+        "ids",
+        "count",
+        "shown",
+        "connections",
+        "clients",
+        "groups",
+        "partitions",
+        "first_ts",
+        "last_ts",
+        "every_id",
+        "every_connection",
+    )
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.ids: list[int] = []
+        self.every_id: list[int] = []
+        self.every_connection: list[int] = []
+        """Filled only when the scope asks for every piece of evidence."""
         self.count = 0
         self.shown = 0
         self.connections: list[int] = []
@@ -63,6 +81,8 @@ class Trail:
         self.shown += 1
         if len(self.ids) < KEEP:
             self.ids.append(exchange.id)
+        if self.scope.every:
+            self.every_id.append(exchange.id)
         self._note(self.connections, exchange.connection.id)
         client_id = exchange.client_id
         if client_id:
@@ -78,6 +98,8 @@ class Trail:
         if not self.scope.filtered or info.id in self.scope.connections:
             self._note(self.connections, info.id)
             self.when(first_ts, last_ts)
+            if self.scope.every:
+                self.every_connection.append(info.id)
 
     def when(self, first_ts: int, last_ts: int) -> None:
         if self.first_ts is None or first_ts < self.first_ts:
@@ -104,6 +126,8 @@ class Trail:
             tuple(self.partitions),
             self.first_ts,
             self.last_ts,
+            tuple(self.every_id),
+            tuple(self.every_connection),
         )
 
 

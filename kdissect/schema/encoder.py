@@ -38,9 +38,10 @@ class Encoder:
                 self._field(out, f, version, flexible, value[f.name])
         if not flexible:
             return
-        tagged = []
-        for f in sorted((f for f in present if version in f.tagged), key=lambda f: f.tag):  # type: ignore[arg-type, return-value]
-            if f.name in value:
+        tagged: list[tuple[int, bytes]] = []
+        for f in present:
+            if version in f.tagged and f.name in value:
+                assert f.tag is not None, "a tagged field has its tag"
                 data = bytearray()
                 self._field(data, f, version, flexible, value[f.name])
                 tagged.append((f.tag, bytes(data)))
@@ -49,8 +50,8 @@ class Encoder:
                 tagged.append((item.tag, item.data))
         tagged.sort(key=lambda t: t[0])
         out += write_uvarint(len(tagged))
-        for tag, data in tagged:
-            out += write_uvarint(tag) + write_uvarint(len(data)) + data
+        for tag, raw in tagged:
+            out += write_uvarint(tag) + write_uvarint(len(raw)) + raw
 
     def _field(self, out: bytearray, f: Field, version: int, flexible: bool, value: Any) -> None:
         compact = flexible if f.flexible is None else version in f.flexible
