@@ -103,13 +103,19 @@ class Restream:
             del self._ins[: MARKS // 2], self._outs[: MARKS // 2]
 
 
-def restreamed(
-    placed: Placed, pair: tuple[Restream, Restream], link: bytes | None = None, src: bytes | None = None, dst: bytes | None = None
-) -> list[Packet]:
+class Addressing(Protocol):
+    """How written packets are addressed (an anonymization renumbers every address; a cut keeps them)."""
+
+    def address(self, packed: bytes) -> bytes: ...
+
+    def link(self, linktype: int, header: bytes) -> bytes: ...
+
+
+def restreamed(placed: Placed, pair: tuple[Restream, Restream], addressing: Addressing | None = None) -> list[Packet]:
     """The packets a captured one becomes once its connection is restreamed (both directions in `pair`, in the
     track's order): the new bytes its arrival completed, at the new stream's sequence numbers, with its
     acknowledgement (and SACK edges) moved; none when it carries nothing new and is no handshake or close. Its
-    link-layer header and addresses are kept, or replaced by `link`, `src` and `dst`."""
+    link-layer header and addresses are kept, or renumbered by `addressing`."""
     packet, segment, track, direction, offset = placed
     flags = segment.flags
     mine, theirs = pair[direction], pair[direction ^ 1]
@@ -131,6 +137,10 @@ def restreamed(
         return ack if track.base[direction ^ 1] is None else track.seq_at(direction ^ 1, theirs.moved(track.offset_of(direction ^ 1, ack)))
 
     ack = moved_ack(segment.ack) if flags & ACK else segment.ack
+    link = src = dst = None
+    if addressing is not None:
+        link = addressing.link(packet.linktype, packet.data[: layout.ip])
+        src, dst = addressing.address(segment.src), addressing.address(segment.dst)
     pieces = [out[at : at + MAX_PAYLOAD] for at in range(0, len(out), MAX_PAYLOAD)] or [b""]
     made = []
     for i, piece in enumerate(pieces):

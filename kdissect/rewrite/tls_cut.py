@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 
 from kdissect.rewrite.spans import Spans
-from kdissect.rewrite.tls_records import Opened, TlsRecords
-from kdissect.tls.records import APPLICATION_DATA, RecordReader
+from kdissect.rewrite.tls_records import Opened, RecordTransform, TlsRecords
+from kdissect.tls.records import APPLICATION_DATA
 
 _HEADER = struct.Struct(">BHH").pack
 
@@ -23,16 +23,13 @@ class TlsCutError(Exception):
     opened); the message is one line for the user."""
 
 
-class SealedCut:
-    """The `Transform` (rewrite/restream.py) of one side of a TLS connection in a cut."""
+class SealedCut(RecordTransform):
+    """The transform of one side of a TLS connection in a cut."""
 
     def __init__(self, records: TlsRecords, side: int, spans: Spans, connection: int) -> None:
-        self.records = records
-        self.side = side
+        super().__init__(records, side)
         self.spans = spans
         self.connection = connection
-        self.reader = RecordReader(self._record, self._lost, self._skipped)
-        self.out = bytearray()
         self.plaintext = 0
         """Application bytes opened so far: the offsets the core's exchanges (and so the spans) count in."""
         self.next_seq: dict[int, int] = {}
@@ -40,17 +37,7 @@ class SealedCut:
         self.moved: set[int] = set()
         """Epochs where a record was dropped or shortened: later records there are sealed at new numbers."""
 
-    def data(self, chunk: bytes) -> bytes:
-        self.reader.data(chunk, 0, 0)
-        out = bytes(self.out)
-        self.out.clear()
-        return out
-
-    def gap(self, length: int) -> None:
-        self._lost(None, length, 0, 0)
-
-    def _record(self, ctype: int, version: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
-        opened = self.records.record(self.side, ctype, version, fragment)
+    def record(self, opened: Opened) -> None:
         if opened.content is None or opened.cipher is None:
             self._as_captured(opened)
             return
@@ -64,14 +51,13 @@ class SealedCut:
                 return
         seq = self.next_seq.get(opened.epoch, 0)
         self.next_seq[opened.epoch] = seq + 1
-        if seq != opened.seq or content != opened.content:
-            self.moved.add(opened.epoch)
         if seq == opened.seq and content == opened.content:
-            self.out += _HEADER(ctype, version, len(fragment)) + fragment
+            self.out += _HEADER(opened.ctype, opened.version, len(opened.fragment)) + opened.fragment
             return
+        self.moved.add(opened.epoch)
         inner = content + bytes([opened.inner]) if self.records.tls13 else content
-        sealed = opened.cipher.seal(seq, ctype, version, inner)
-        self.out += _HEADER(ctype, version, len(sealed)) + sealed
+        sealed = opened.cipher.seal(seq, opened.ctype, opened.version, inner)
+        self.out += _HEADER(opened.ctype, opened.version, len(sealed)) + sealed
 
     def _as_captured(self, opened: Opened) -> None:
         """A record in the clear, or sealed under a key the key log lacks (a TLS 1.3 handshake record): kept as it is,
@@ -80,12 +66,8 @@ class SealedCut:
             raise TlsCutError(f"connection {self.connection}: a TLS record no key opens would have to move; it cannot be cut")
         self.out += _HEADER(opened.ctype, opened.version, len(opened.fragment)) + opened.fragment
 
-    def _lost(self, records: int | None, length: int, offset: int, ts: int) -> None:
-        raise TlsCutError(
-            f"connection {self.connection}: its TLS stream lost {length} bytes in the capture; it cannot be cut record by record"
-        )
+    def lost(self, records: int | None, length: int, offset: int, ts: int) -> None:
+        raise TlsCutError(f"connection {self.connection}: its TLS stream lost {length} bytes in the capture, so it cannot be cut")
 
-    def _skipped(self, length: int, offset: int) -> None:
-        raise TlsCutError(
-            f"connection {self.connection}: {length} bytes of its TLS stream are no record; it cannot be cut record by record"
-        )
+    def skipped(self, length: int, offset: int) -> None:
+        raise TlsCutError(f"connection {self.connection}: {length} bytes of its TLS stream are no record, so it cannot be cut")

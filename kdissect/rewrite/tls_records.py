@@ -16,7 +16,7 @@ from kdissect.tls import keylog, tls12, tls13
 from kdissect.tls.aead import RecordCipher
 from kdissect.tls.handshake import CLIENT_HELLO, FINISHED, KEY_UPDATE, SERVER_HELLO, TLS13, HandshakeReader, Hello, HelloError, parse_hello
 from kdissect.tls.keylog import KeyLog
-from kdissect.tls.records import APPLICATION_DATA, CHANGE_CIPHER_SPEC, HANDSHAKE
+from kdissect.tls.records import APPLICATION_DATA, CHANGE_CIPHER_SPEC, HANDSHAKE, RecordReader
 from kdissect.tls.suites import SUITES, Suite
 
 CLIENT, SERVER = 0, 1
@@ -169,3 +169,35 @@ class TlsRecords:
 
     def _secret(self, label: str) -> bytes | None:
         return None if self.client_hello is None else self.keys.get(label, self.client_hello.random)
+
+
+class RecordTransform:
+    """A restream's `Transform` (rewrite/restream.py) over one side of a TLS connection: the side's bytes cut into
+    records, each opened by `TlsRecords` and handed to `record`, which adds what the new stream holds for it to `out`."""
+
+    def __init__(self, records: TlsRecords, side: int) -> None:
+        self.records = records
+        self.side = side
+        self.reader = RecordReader(self._record, self.lost, self.skipped)
+        self.out = bytearray()
+
+    def data(self, chunk: bytes) -> bytes:
+        self.reader.data(chunk, 0, 0)
+        out = bytes(self.out)
+        self.out.clear()
+        return out
+
+    def gap(self, length: int) -> None:
+        self.reader.gap(length, 0)
+
+    def _record(self, ctype: int, version: int, fragment: bytes, offset: int, ts: int, index: int) -> None:
+        self.record(self.records.record(self.side, ctype, version, fragment))
+
+    def record(self, opened: Opened) -> None:
+        raise NotImplementedError
+
+    def lost(self, records: int | None, length: int, offset: int, ts: int) -> None:
+        """Records the capture lost (the reader tells them; a subclass decides what they cost)."""
+
+    def skipped(self, length: int, offset: int) -> None:
+        """Bytes that were no record."""
