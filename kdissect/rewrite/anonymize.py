@@ -23,7 +23,7 @@ from kdissect.rewrite.addresses import Renumbering
 from kdissect.rewrite.bodies import Anonymizer, filler
 from kdissect.rewrite.placement import Conversations, Track
 from kdissect.rewrite.pseudonyms import Pseudonyms
-from kdissect.rewrite.restream import Restream, restreamed
+from kdissect.rewrite.restream import Pair, Pairs, Restream, restreamed
 from kdissect.rewrite.tls_records import Opened, RecordTransform, TlsRecords
 from kdissect.rewrite.units import Units
 from kdissect.schema import ApiKey
@@ -135,9 +135,14 @@ def _second_pass(
     keys = KeyLog()
     keys.add(options.tls_keylog)
     renumbering = Renumbering(report.names)
-    conversations = Conversations(options.limits.max_fragment_bytes)
-    pairs: dict[int, tuple[Restream, Restream]] = {}
+    conversations = Conversations(options.limits)
     others: set[int] = set()
+
+    def made(track: Track) -> Pair:
+        report.connections += 1
+        return _restreams(track, kept[track.id], units, keys, options)
+
+    pairs = Pairs(conversations, made)
     with reopen() as source:
 
         def learn(text: bytes) -> None:
@@ -148,15 +153,12 @@ def _second_pass(
             placed = conversations.place(packet)
             if placed is None:
                 continue
-            track = placed.track
-            connection = kept.get(track.id)
-            if connection is None:
-                others.add(track.id)
+            if placed.track.id not in kept:
+                others.add(placed.track.id)
                 continue
-            pair = pairs.get(track.id)
+            pair = pairs.of(placed.track)
             if pair is None:
-                pair = pairs[track.id] = _restreams(track, connection, units, keys, options)
-                report.connections += 1
+                continue
             for out in restreamed(placed, pair, renumbering):
                 write(out)
                 report.packets += 1

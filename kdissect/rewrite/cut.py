@@ -27,7 +27,7 @@ from kdissect.limits import Limits
 from kdissect.net.rebuild import rebuilt, sack_edges, tcp_layout
 from kdissect.net.tcp import ACK, FIN, RST, SYN
 from kdissect.rewrite.placement import Conversations, Placed, Track
-from kdissect.rewrite.restream import Restream, restreamed
+from kdissect.rewrite.restream import Pairs, Restream, restreamed
 from kdissect.rewrite.spans import Spans
 from kdissect.rewrite.tls_cut import SealedCut, TlsCutError
 from kdissect.rewrite.tls_records import TlsRecords
@@ -93,10 +93,10 @@ def write_cut(packets: Iterable[Packet], selection: Selection, write, limits: Li
     """Write the cut of `packets` (the capture read again, in order) through `write(packet)`; `keys` opens the TLS
     connections chosen (the key log the first pass used, with the secrets the file embeds added as they are read)."""
     selection.freeze()
-    conversations = Conversations(limits.max_fragment_bytes)
+    conversations = Conversations(limits)
     plain: dict[int, tuple[Spans, Spans]] = {}
     """Each chosen plaintext connection's spans, in the track's directions (0: the sender of its first packet)."""
-    sealed: dict[int, tuple[Restream, Restream]] = {}
+    sealed = Pairs(conversations, lambda track: _sealed(track, selection.connections[track.id], limits, keys))
     """Each chosen TLS connection's directions, rewritten record by record."""
     seen: set[int] = set()
     written = Written(exchanges=selection.exchanges)
@@ -109,9 +109,9 @@ def write_cut(packets: Iterable[Packet], selection: Selection, write, limits: Li
         if chosen is None:
             continue
         if chosen.tls:
-            pair = sealed.get(track.id) or sealed.setdefault(track.id, _sealed(track, chosen, limits, keys))
+            pair = sealed.of(track)
             try:
-                out = restreamed(placed, pair)
+                out = restreamed(placed, pair) if pair is not None else []
             except TlsCutError as exc:
                 raise CutError(str(exc)) from None
         else:

@@ -3,8 +3,10 @@
 A rewriting pass reads the capture again after the core has said which exchanges, connections and stream offsets
 matter: it must find the same connections in the packets. `Conversations` follows the core's rules (dissector.py)
 without reassembling anything: a connection opens at the first packet of a 4-tuple that carries data or a SYN, a
-SYN whose sequence number is not its direction's own opens a new one on the same 4-tuple, and every TCP connection
-is numbered, Kafka or not. A stream's offsets count from the byte after the SYN, or from the first byte captured
+SYN whose sequence number is not its direction's own opens a new one on the same 4-tuple, every TCP connection is
+numbered, Kafka or not, and past `Limits.max_connections` the least recently active eighth are forgotten. (The core
+also forgets connections when what they hold passes `max_buffered_bytes`; a capture that made it do so is read
+again with other numbers after that point.) A stream's offsets count from the byte after the SYN, or from the first byte captured
 (`net/reassembly.py`), and run on past 4 GiB where sequence numbers wrap.
 """
 
@@ -13,7 +15,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kdissect.capture.packet import Packet
+from kdissect.dissector import EVICT_FRACTION
 from kdissect.events import Endpoint
+from kdissect.limits import Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import Segment, SegmentDecoder
 from kdissect.net.tcp import ACK, FIN, RST, SYN
@@ -25,11 +29,14 @@ HALF = 1 << 31
 class Track:
     """One connection as the packets show it. Direction 0 is the sender of its first packet, as in the core."""
 
-    __slots__ = ("id", "ends", "base", "high", "fins", "reset", "data")
+    __slots__ = ("id", "ends", "base", "high", "fins", "reset", "data", "last_ts", "released")
 
     def __init__(self, cid: int, a: tuple[bytes, int], b: tuple[bytes, int]) -> None:
         self.id = cid
         self.ends = (a, b)
+        self.last_ts = 0
+        self.released = False
+        """A rewriting pass let go of what it kept for this connection (it was over): later packets are not written."""
         self.base: list[int | None] = [None, None]
         """The sequence number of each direction's stream offset 0: the byte after its SYN, or its first byte."""
         self.high = [0, 0]
@@ -91,10 +98,13 @@ class Placed(NamedTuple):
 class Conversations:
     """Places packets in connections, one packet at a time in capture order."""
 
-    def __init__(self, max_fragment_bytes: int) -> None:
-        self._segments = SegmentDecoder(max_fragment_bytes)
+    def __init__(self, limits: Limits) -> None:
+        self._segments = SegmentDecoder(limits.max_fragment_bytes)
         self._flows: dict[tuple[bytes, int, bytes, int], tuple[Track, int]] = {}
+        self._max = limits.max_connections
         self.count = 0
+        self.forgotten: list[Track] = []
+        """Connections forgotten as the core forgets them (too many at once): whoever keeps state per track lets go."""
 
     def place(self, packet: Packet) -> Placed | None:
         """Where the packet goes; None for one that is not a TCP segment (or only a fragment of one so far), or
@@ -105,7 +115,7 @@ class Conversations:
             return None
         if segment is None:
             return None
-        _ts, _index, src, sport, dst, dport, seq, _ack, flags, payload, missing = segment
+        ts, _index, src, sport, dst, dport, seq, _ack, flags, payload, missing = segment
         entry = self._flows.get((src, sport, dst, dport))
         if entry is None:
             if not (payload or missing or flags & SYN):
@@ -119,6 +129,7 @@ class Conversations:
         length = len(payload) + missing
         offset = track.place(direction, seq, flags, length)
         track.data = track.data or length > 0
+        track.last_ts = ts
         if flags & FIN:
             track.fins[direction] = True
         if flags & RST:
@@ -126,8 +137,20 @@ class Conversations:
         return Placed(packet, segment, track, direction, offset)
 
     def _open(self, a: tuple[bytes, int], b: tuple[bytes, int]) -> Track:
+        if len(self._flows) >= 2 * self._max:
+            self._evict()
         self.count += 1
         track = Track(self.count, a, b)
         self._flows[(a[0], a[1], b[0], b[1])] = (track, 0)
         self._flows[(b[0], b[1], a[0], a[1])] = (track, 1)
         return track
+
+    def _evict(self) -> None:
+        """The core's rule (`Dissector._evict`): the least recently active eighth of the connections go."""
+        tracks = {id(t): t for t, _ in self._flows.values()}
+        by_age = sorted(tracks.values(), key=lambda t: t.last_ts)
+        for track in by_age[: max(1, len(by_age) // EVICT_FRACTION)]:
+            a, b = track.ends
+            self._flows.pop((a[0], a[1], b[0], b[1]), None)
+            self._flows.pop((b[0], b[1], a[0], a[1]), None)
+            self.forgotten.append(track)

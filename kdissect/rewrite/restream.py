@@ -9,6 +9,7 @@ each output began.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import Protocol
 
 from kdissect.capture.packet import Packet
@@ -18,10 +19,12 @@ from kdissect.net.reassembly import Patience, Reassembler
 from kdissect.net.rebuild import rebuilt, tcp_layout
 from kdissect.net.segments import Segment
 from kdissect.net.tcp import ACK, FIN, RST, SYN
-from kdissect.rewrite.placement import Placed
+from kdissect.rewrite.placement import Conversations, Placed, Track
 
 MARKS = 8192
 """Marks kept per direction: an acknowledgement names recent bytes; past this the oldest half goes."""
+GRACE = 1024
+"""Packets after a connection closed during which its last acknowledgements are still written; then its state goes."""
 MAX_PAYLOAD = 65000
 """The most a rewritten packet carries: an IP packet holds 65535 bytes, headers included. A unit that grew past it
 (a rewritten frame going out whole with its last byte) takes several packets at the same time."""
@@ -161,3 +164,49 @@ def restreamed(placed: Placed, pair: tuple[Restream, Restream], addressing: Addr
         made.append(packet._replace(data=data, orig_len=len(data)))
         before += len(piece)
     return made
+
+
+Pair = tuple[Restream, Restream]
+
+
+class Pairs:
+    """The restreamed connections of a rewriting pass: each made at its first packet, let go of `GRACE` packets after
+    it closed (or when the core would forget it), so a capture of a million connections holds the live ones only."""
+
+    def __init__(self, conversations: Conversations, make: Callable[[Track], Pair]) -> None:
+        self._conversations = conversations
+        self._make = make
+        self._pairs: dict[int, Pair] = {}
+        self._closed: dict[Track, int] = {}
+        self._packets = 0
+
+    def of(self, track: Track) -> Pair | None:
+        """The connection's pair; None once it was let go (a late packet of a connection over: not written)."""
+        self._packets += 1
+        if track.released:
+            return None
+        pair = self._pairs.get(track.id)
+        if pair is None:
+            pair = self._pairs[track.id] = self._make(track)
+        if track.closed and track not in self._closed:
+            self._closed[track] = self._packets
+        if self._conversations.forgotten or (self._closed and self._packets - next(iter(self._closed.values())) > GRACE):
+            self._release()
+        return pair
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def _release(self) -> None:
+        for track in self._conversations.forgotten:
+            self._let_go(track)
+        self._conversations.forgotten.clear()
+        for track, closed in list(self._closed.items()):
+            if self._packets - closed <= GRACE:
+                break
+            self._let_go(track)
+
+    def _let_go(self, track: Track) -> None:
+        track.released = True
+        self._pairs.pop(track.id, None)
+        self._closed.pop(track, None)
