@@ -268,7 +268,7 @@ def test_sasl_is_removed_and_the_summary_escapes_what_came_from_the_wire(tmp_pat
         (["anonymize", "{capture}"], "-o FILE"),
         (["anonymize", "{capture}", "-o", "{out}/x.txt"], ".pcap or .pcapng"),
         (["anonymize", "-", "-o", "{out}/x.pcap"], "standard input"),
-        (["anonymize", "{capture}", "-o", "{capture}"], "the capture being read"),
+        (["anonymize", "{capture}", "-o", "{capture}"], "a capture being read"),
         (["anonymize", "{out}/missing.pcap", "-o", "{out}/x.pcap"], "no such file"),
     ],
 )

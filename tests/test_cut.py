@@ -245,7 +245,7 @@ def test_doctor_writes_the_evidence_of_the_findings_chosen(tmp_path):
     [
         (["read", "-", "-w", "{out}/x.pcap"], "standard input"),
         (["read", "{capture}", "-w", "{out}/x.txt"], ".pcap or .pcapng"),
-        (["read", "{capture}", "-w", "{capture}"], "the capture being read"),
+        (["read", "{capture}", "-w", "{capture}"], "a capture being read"),
         (["doctor", "{capture}", "--finding", "no.such", "-w", "{out}/x.pcap"], "no such finding"),
     ],
 )

@@ -375,7 +375,7 @@ def test_doctor_json_fail_on_and_explain() -> None:
         (("--explain", "nope"), "no such finding"),
         ((removed, "--set", "x"), "no finding"),
         ((removed, "--fail-on", "info"), "say warning or error"),
-        ((), "name one capture"),
+        ((), "name the capture"),
     ):
         done = kdissect("doctor", *args)
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

@@ -61,17 +61,17 @@ def anonymize(
         format_of(str(output))
     except DestinationError as exc:
         raise UserError(f"-o {exc}") from None
-    capture = common.capture or STDIN
-    if capture == STDIN:
+    captures = common.captures
+    if STDIN in captures:
         raise UserError("anonymize reads the capture twice: give a capture file, not standard input")
-    if output.exists() and output.samefile(capture):
-        raise UserError(f"-o {output}: that is the capture being read; name another file")
+    if output.exists() and any(Path(c).exists() and output.samefile(c) for c in captures):
+        raise UserError(f"-o {output}: that is a capture being read; name another file")
     mapping = mapping or output.with_name(output.name + ".mapping.json")
-    with open_source(capture):
+    with open_source(captures):
         pass  # a capture that cannot be opened is told now, in one line
     try:
         with CaptureDestination(output) as destination:
-            report = run(lambda: open_source(capture), common.options, destination.write, drop_values)
+            report = run(lambda: open_source(captures), common.options, destination.write, drop_values)
         mapping.write_text(json.dumps(report.names.mapping(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except (DestinationError, OSError) as exc:
         raise OutputError(str(exc)) from None

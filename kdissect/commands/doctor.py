@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kdissect.commands.options import READS, Common, ExitStatus, UserError, split_list, takes
-from kdissect.commands.reading import Reading, open_source
+from kdissect.commands.reading import Reading, dissector_for, open_source
 
 FAIL_ON = ("warning", "error")
 
@@ -122,15 +122,14 @@ def doctor(
 def _evidence(common: Common, findings: list) -> object:
     """The findings' evidence as a cut's selection: the capture read again, each exchange numbered as before, the
     evidence exchanges and every exchange of an evidence connection chosen."""
-    from kdissect.dissector import file_dissector
     from kdissect.events import Exchange
     from kdissect.rewrite.cut import Selection
 
     ids = {i for f in findings for i in f.evidence.every_exchange}
     connections = {c for f in findings for c in f.evidence.every_connection}
     selection = Selection()
-    with open_source(common.capture or "-") as source:
-        for event in file_dissector(source, replace(common.options, keep=None)).run(source.packets()):
+    with open_source(common.captures) as source:
+        for event in dissector_for(source, replace(common.options, keep=None)).run(source.packets()):
             if isinstance(event, Exchange) and (event.id in ids or event.connection.id in connections):
                 selection.add(event)
     return selection

@@ -18,13 +18,24 @@ PROGRESS_EVERY = 0x1000
 """Packets between two updates of the progress display (a mask: 4096)."""
 
 
-def open_source(name: str) -> Any:
-    from kdissect.capture import CaptureError, open_capture
+def open_source(names: tuple[str, ...]) -> Any:
+    """The capture to read, or several read as one (capture/merge.py); a UserError names what cannot be read."""
+    from kdissect.capture import CaptureError
+    from kdissect.capture.merge import open_captures
 
     try:
-        return open_capture(name)
+        return open_captures(list(names or ("-",)))
     except CaptureError as exc:
         raise UserError(str(exc)) from None
+
+
+def dissector_for(source: Any, options: Any) -> Any:
+    """The core for a capture's packets (`dissector.file_dissector`), with the taps joined and timed when several
+    captures are read as one (kdissect/taps/)."""
+    from kdissect.dissector import file_dissector
+    from kdissect.taps.dissector import tapped
+
+    return tapped(file_dissector(source, options), source, options.limits)
 
 
 class Reading:
@@ -61,16 +72,14 @@ class Reading:
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
-        from kdissect.dissector import file_dissector
-
         with ExitStack() as stack:
-            self.source = stack.enter_context(open_source(self.common.capture or "-"))
+            self.source = stack.enter_context(open_source(self.common.captures))
             self.stream = stack.enter_context(self.common.open_output())
             self.stopper.install()
             stack.callback(self.stopper.restore)
             self._stack = stack.pop_all()
         options = self.options
-        if self.jobs > 1:
+        if self.jobs > 1 and len(self.common.captures) == 1:
             from kdissect.commands import jobs
 
             self.jobs = jobs.splits(self.common.capture, self.jobs)
@@ -78,7 +87,7 @@ class Reading:
                 self.workers = jobs.Workers(self.jobs)
                 self._stack.callback(self.workers.stop)
                 options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
-        self.dissector = file_dissector(self.source, options)
+        self.dissector = dissector_for(self.source, options)
         return self
 
     def __exit__(self, *exc: object) -> bool | None:
@@ -175,11 +184,12 @@ class Reading:
             return
         from kdissect.capture.destination import CaptureDestination, DestinationError
         from kdissect.rewrite.cut import CutError, write_cut
+        from kdissect.taps.joined import joined
         from kdissect.tls.keylog import KeyLog
 
         keys = KeyLog()
         keys.add(self.options.tls_keylog)
-        with open_source(self.common.capture or "-") as source:
+        with open_source(self.common.captures) as source:
             try:
                 with CaptureDestination(self.common.write) as destination:
 
@@ -188,7 +198,7 @@ class Reading:
                         destination.secrets(text)
 
                     source.secrets_to(embedded)
-                    write_cut(source.packets(), selection, destination.write, self.options.limits, keys)
+                    write_cut(joined(source, self.options.limits), selection, destination.write, self.options.limits, keys)
             except (DestinationError, CutError) as exc:
                 raise OutputError(str(exc)) from None
 

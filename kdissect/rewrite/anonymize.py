@@ -14,9 +14,9 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kdissect.capture.packet import Packet
-from kdissect.capture.source import CaptureFile
 from kdissect.dissector import Options, file_dissector
 from kdissect.events import ConnectionEnd, Endpoint, Exchange
 from kdissect.rewrite.addresses import Renumbering
@@ -27,6 +27,8 @@ from kdissect.rewrite.restream import Pair, Pairs, Restream, restreamed
 from kdissect.rewrite.tls_records import Opened, RecordTransform, TlsRecords
 from kdissect.rewrite.units import Units
 from kdissect.schema import ApiKey
+from kdissect.taps.dissector import tapped
+from kdissect.taps.joined import joined
 from kdissect.tls.keylog import KeyLog
 from kdissect.tls.records import APPLICATION_DATA
 
@@ -62,9 +64,10 @@ class Kept:
     tls: bool
 
 
-def anonymize(reopen: Callable[[], CaptureFile], options: Options, write: Callable[[Packet], None], drop_values: bool) -> Report:
-    """Anonymize the capture `reopen()` opens (twice) through `write`, with the core's `options` (ports, key log,
-    catalogue); record keys, values and header values are emptied with `drop_values`, else filled."""
+def anonymize(reopen: Callable[[], Any], options: Options, write: Callable[[Packet], None], drop_values: bool) -> Report:
+    """Anonymize the capture (or captures read as one, capture/merge.py) that `reopen()` opens, twice, through
+    `write`, with the core's `options` (ports, key log, catalogue); record keys, values and header values are emptied
+    with `drop_values`, else filled."""
     report = Report()
     limits = replace(
         options.limits,
@@ -85,11 +88,11 @@ def anonymize(reopen: Callable[[], CaptureFile], options: Options, write: Callab
     return report
 
 
-def _first_pass(reopen: Callable[[], CaptureFile], options: Options, units: Units, report: Report, drop_values: bool) -> dict[int, Kept]:
+def _first_pass(reopen: Callable[[], Any], options: Options, units: Units, report: Report, drop_values: bool) -> dict[int, Kept]:
     anonymizer = Anonymizer(options.catalog, report.names, filler(drop_values))
     kept: dict[int, Kept] = {}
     with reopen() as source:
-        for event in file_dissector(source, options).run(source.packets()):
+        for event in tapped(file_dissector(source, options), source, options.limits).run(source.packets()):
             if isinstance(event, Exchange):
                 _exchange(event, anonymizer, units, report)
             elif isinstance(event, ConnectionEnd):
@@ -125,7 +128,7 @@ def _exchange(exchange: Exchange, anonymizer: Anonymizer, units: Units, report: 
 
 
 def _second_pass(
-    reopen: Callable[[], CaptureFile],
+    reopen: Callable[[], Any],
     options: Options,
     units: Units,
     kept: dict[int, Kept],
@@ -149,7 +152,7 @@ def _second_pass(
             keys.add(text)  # the secrets a pcapng embeds, as they come
 
         source.secrets_to(learn)
-        for packet in source.packets():
+        for packet in joined(source, options.limits):
             placed = conversations.place(packet)
             if placed is None:
                 continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kdissect.capture.packet import Packet
-from kdissect.dissector import EVICT_FRACTION
+from kdissect.dissector import EVICT_FRACTION, flow_keys
 from kdissect.events import Endpoint
 from kdissect.limits import Limits
 from kdissect.net.malformed import Malformed
@@ -29,11 +29,12 @@ HALF = 1 << 31
 class Track:
     """One connection as the packets show it. Direction 0 is the sender of its first packet, as in the core."""
 
-    __slots__ = ("id", "ends", "base", "high", "fins", "reset", "data", "last_ts", "released")
+    __slots__ = ("id", "ends", "tap", "base", "high", "fins", "reset", "data", "last_ts", "released")
 
-    def __init__(self, cid: int, a: tuple[bytes, int], b: tuple[bytes, int]) -> None:
+    def __init__(self, cid: int, a: tuple[bytes, int], b: tuple[bytes, int], tap: int = 0) -> None:
         self.id = cid
         self.ends = (a, b)
+        self.tap = tap
         self.last_ts = 0
         self.released = False
         """A rewriting pass let go of what it kept for this connection (it was over): later packets are not written."""
@@ -100,7 +101,7 @@ class Conversations:
 
     def __init__(self, limits: Limits) -> None:
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
-        self._flows: dict[tuple[bytes, int, bytes, int], tuple[Track, int]] = {}
+        self._flows: dict[tuple, tuple[Track, int]] = {}
         self._max = limits.max_connections
         self.count = 0
         self.forgotten: list[Track] = []
@@ -116,16 +117,17 @@ class Conversations:
         if segment is None:
             return None
         ts, _index, src, sport, dst, dport, seq, _ack, flags, payload, missing = segment
-        entry = self._flows.get((src, sport, dst, dport))
+        tap = packet.tap
+        entry = self._flows.get(flow_keys((src, sport), (dst, dport), tap)[0])
         if entry is None:
             if not (payload or missing or flags & SYN):
                 return None
-            track, direction = self._open((src, sport), (dst, dport)), 0
+            track, direction = self._open((src, sport), (dst, dport), tap), 0
         else:
             track, direction = entry
             base = track.base[direction]
             if flags & SYN and not flags & ACK and (track.closed or base is None or (base - 1) % MOD != seq):
-                track, direction = self._open((src, sport), (dst, dport)), 0
+                track, direction = self._open((src, sport), (dst, dport), tap), 0
         length = len(payload) + missing
         offset = track.place(direction, seq, flags, length)
         track.data = track.data or length > 0
@@ -136,13 +138,14 @@ class Conversations:
             track.reset = True
         return Placed(packet, segment, track, direction, offset)
 
-    def _open(self, a: tuple[bytes, int], b: tuple[bytes, int]) -> Track:
+    def _open(self, a: tuple[bytes, int], b: tuple[bytes, int], tap: int) -> Track:
         if len(self._flows) >= 2 * self._max:
             self._evict()
         self.count += 1
-        track = Track(self.count, a, b)
-        self._flows[(a[0], a[1], b[0], b[1])] = (track, 0)
-        self._flows[(b[0], b[1], a[0], a[1])] = (track, 1)
+        track = Track(self.count, a, b, tap)
+        forward, backward = flow_keys(a, b, tap)
+        self._flows[forward] = (track, 0)
+        self._flows[backward] = (track, 1)
         return track
 
     def _evict(self) -> None:
@@ -150,7 +153,6 @@ class Conversations:
         tracks = {id(t): t for t, _ in self._flows.values()}
         by_age = sorted(tracks.values(), key=lambda t: t.last_ts)
         for track in by_age[: max(1, len(by_age) // EVICT_FRACTION)]:
-            a, b = track.ends
-            self._flows.pop((a[0], a[1], b[0], b[1]), None)
-            self._flows.pop((b[0], b[1], a[0], a[1]), None)
+            for key in flow_keys(*track.ends, track.tap):
+                self._flows.pop(key, None)
             self.forgotten.append(track)
