@@ -24,12 +24,11 @@ from kdissect.dissector import Options, file_dissector
 from kdissect.events import Exchange, Notice
 from kdissect.filter import compile_filter
 from kdissect.limits import DEFAULT_LIMITS
-from kdissect.rewrite.cut import Selection, write_cut
+from kdissect.rewrite.cut import Selection, cut_into
 from kdissect.schema import BUILTIN, ApiKey
 from kdissect.testing import craft
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER
-from kdissect.tls.keylog import KeyLog
 from tests.test_cli import kdissect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,11 +71,8 @@ def cut(path: Path, chosen: list[Exchange], out: Path, keylog: bytes) -> None:
     selection = Selection()
     for exchange in chosen:
         selection.add(exchange)
-    keys = KeyLog()
-    keys.add(keylog)
-    with open_capture(path) as capture, CaptureDestination(out) as destination:
-        capture.secrets_to(lambda text: (keys.add(text), destination.secrets(text)))
-        write_cut(capture.packets(), selection, destination.write, DEFAULT_LIMITS, keys)
+    with open_capture(path) as capture:
+        cut_into(out, capture, selection, DEFAULT_LIMITS, keylog)
 
 
 def damage(found: list) -> set[str]:

@@ -122,14 +122,9 @@ def doctor(
 def _evidence(common: Common, findings: list) -> object:
     """The findings' evidence as a cut's selection: the capture read again, each exchange numbered as before, the
     evidence exchanges and every exchange of an evidence connection chosen."""
-    from kdissect.events import Exchange
-    from kdissect.rewrite.cut import Selection
+    from kdissect.rewrite.cut import choose
 
     ids = {i for f in findings for i in f.evidence.every_exchange}
     connections = {c for f in findings for c in f.evidence.every_connection}
-    selection = Selection()
     with open_source(common.captures) as source:
-        for event in dissector_for(source, replace(common.options, keep=None)).run(source.packets()):
-            if isinstance(event, Exchange) and (event.id in ids or event.connection.id in connections):
-                selection.add(event)
-    return selection
+        return choose(dissector_for(source, replace(common.options, keep=None)).run(source.packets()), ids, connections)

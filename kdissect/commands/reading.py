@@ -177,28 +177,16 @@ class Reading:
             )
         return notes
 
-    def cut(self, selection: Any = None) -> None:
+    def cut(self) -> None:
         """Write -w's capture: the chosen exchanges' packets, read again from the capture (rewrite/cut.py)."""
-        selection = selection or self.selection
-        if selection is None or self.common.write is None:
+        if self.selection is None or self.common.write is None:
             return
-        from kdissect.capture.destination import CaptureDestination, DestinationError
-        from kdissect.rewrite.cut import CutError, write_cut
-        from kdissect.taps.joined import joined
-        from kdissect.tls.keylog import KeyLog
+        from kdissect.capture.destination import DestinationError
+        from kdissect.rewrite.cut import CutError, cut_into
 
-        keys = KeyLog()
-        keys.add(self.options.tls_keylog)
         with open_source(self.common.captures) as source:
             try:
-                with CaptureDestination(self.common.write) as destination:
-
-                    def embedded(text: bytes) -> None:
-                        keys.add(text)
-                        destination.secrets(text)
-
-                    source.secrets_to(embedded)
-                    write_cut(joined(source, self.options.limits), selection, destination.write, self.options.limits, keys)
+                cut_into(self.common.write, source, self.selection, self.options.limits, self.options.tls_keylog)
             except (DestinationError, CutError) as exc:
                 raise OutputError(str(exc)) from None
 

@@ -18,9 +18,12 @@ the chosen bytes sealed again under the same keys at their new sequence numbers,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+from kdissect.capture.destination import CaptureDestination
 from kdissect.capture.packet import Packet
 from kdissect.events import Endpoint, Exchange
 from kdissect.limits import Limits
@@ -31,6 +34,7 @@ from kdissect.rewrite.restream import Pairs, Restream, restreamed
 from kdissect.rewrite.spans import Spans
 from kdissect.rewrite.tls_cut import SealedCut, TlsCutError
 from kdissect.rewrite.tls_records import TlsRecords
+from kdissect.taps.joined import joined
 from kdissect.tls.keylog import KeyLog
 
 CLIENT, BROKER = 0, 1
@@ -87,6 +91,32 @@ class Written:
     packets: int = 0
     connections: int = 0
     exchanges: int = 0
+
+
+def choose(events: Iterable[Any], ids: Container[int], connections: Container[int] = ()) -> Selection:
+    """The exchanges numbered `ids`, and every exchange of `connections`, from the events of the capture read again
+    (numbered as the first reading numbered them)."""
+    selection = Selection()
+    for event in events:
+        if isinstance(event, Exchange) and (event.id in ids or event.connection.id in connections):
+            selection.add(event)
+    return selection
+
+
+def cut_into(path: str | os.PathLike[str], source: Any, selection: Selection, limits: Limits, keylog: bytes) -> Written:
+    """Write the cut of `source` (a capture opened again, or several: capture/merge.py) into the capture file `path`,
+    TLS connections opened with `keylog` and the secrets the file embeds (which a pcapng cut embeds in turn).
+    DestinationError or CutError say why it cannot be written."""
+    keys = KeyLog()
+    keys.add(keylog)
+    with CaptureDestination(path) as destination:
+
+        def embedded(text: bytes) -> None:
+            keys.add(text)
+            destination.secrets(text)
+
+        source.secrets_to(embedded)
+        return write_cut(joined(source, limits), selection, destination.write, limits, keys)
 
 
 def write_cut(packets: Iterable[Packet], selection: Selection, write, limits: Limits, keys: KeyLog) -> Written:
