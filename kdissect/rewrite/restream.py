@@ -95,6 +95,14 @@ class Restream:
     def fill(offset: int, data: bytes) -> int:
         return 0
 
+    def finish(self) -> None:
+        """The stream is over: what a unit still waits for never comes, and a packet to carry it neither."""
+
+    @property
+    def held(self) -> int:
+        """Bytes held for a packet to carry: none once the packet that completed them is written."""
+        return len(self._out)
+
     def _emit(self, out: bytes) -> None:
         if not out:
             return
