@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from kdissect.testing import craft
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER
 from tests.test_cli import kdissect
+from tests.test_cli_habits import SHIM, interrupt_while_reading
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = ROOT.parent / "shared" / "captures-public"
@@ -234,6 +236,17 @@ def test_doctor_writes_the_evidence_of_the_findings_chosen(tmp_path):
     assert len(cut) == finding["evidence"]["exchange_count"]
     ids = ",".join(map(str, finding["evidence"]["exchanges"]))
     assert read_back(capture, "-Y", f"id in {{{ids}}}") == cut
+
+
+def test_an_interrupted_doctor_writes_no_evidence_and_says_so(many_connections, tmp_path):
+    """Ctrl-C during `doctor -w`: the evidence would need a second reading of the whole capture; none is made."""
+    out = tmp_path / "evidence.pcap"
+    command = [sys.executable, "-c", SHIM, "doctor", str(many_connections), "-w", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    interrupt_while_reading(process, many_connections)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err.decode().endswith(f": the output is partial, and {out} was not written\n") and not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -112,8 +112,8 @@ def doctor(
         for each in findings:
             output.finding(each)
         output.end(Closing())
-    if common.write is not None and not run.interrupted:
-        run.selection = _evidence(common, findings)
+    if common.write is not None:  # interrupted: no second reading for the evidence, and no file (run.finish says so)
+        run.selection = None if run.interrupted else _evidence(common, findings)
     run.finish()
     if fail_on is not None and any(SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on) for f in findings):
         raise ExitStatus(1)

@@ -194,7 +194,10 @@ class Reading:
         """Write -w's capture, then raise the run's exit status when it is not 0: interrupted, or the capture is damaged."""
         self.cut()
         if self.interrupted:
-            raise ExitStatus(self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial")
+            unwritten = f", and {self.common.write} was not written" if self.common.write is not None and self.selection is None else ""
+            raise ExitStatus(
+                self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial{unwritten}"
+            )
         for d in self.source.diagnostics():
             if d.severity == "error":
                 self.damage[d.code] += 1
