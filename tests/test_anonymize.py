@@ -145,7 +145,7 @@ def _text(data: bytes) -> str:
 def found_in(needle: str, haystack: bytes) -> bool:
     raw = needle.encode()
     for form in (raw, raw.hex().encode(), base64.b64encode(raw).rstrip(b"=")):
-        if re.search(EDGE[0] + re.escape(form) + EDGE[1], haystack):
+        if form in haystack and re.search(EDGE[0] + re.escape(form) + EDGE[1], haystack):  # `in` first: far faster
             return True
     return False
 
