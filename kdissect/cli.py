@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect import __version__
+from kdissect.commands.anonymize import anonymize
 from kdissect.commands.browse import browse
 from kdissect.commands.doctor import doctor
 from kdissect.commands.live import live
@@ -89,7 +90,7 @@ class GroupedHelp(typer.core.TyperCommand):
                 formatter.write_dl(sections[panel])
 
 
-for command in (read, show, stats, doctor, records, browse, live, spark, schema):
+for command in (read, show, stats, doctor, records, browse, anonymize, live, spark, schema):
     app.command(cls=GroupedHelp)(command)
 
 

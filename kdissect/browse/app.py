@@ -399,14 +399,14 @@ class BrowseApp(App[None]):
     def _write_chosen(self, name: str | None) -> None:
         if not name:
             return
-        exchanges, index = self.exchanges, self.index
+        exchanges = self.exchanges
         positions = list(exchanges.positions()[: exchanges.shown()])
-        self._write(Path(name), [p + 1 for p in positions], [(index.first[p], index.last[p]) for p in positions])
+        self._write(Path(name), [p + 1 for p in positions])
 
     @work(thread=True, group="write")
-    def _write(self, out: Path, ids: list[int], packets: list[tuple[int, int]]) -> None:
+    def _write(self, out: Path, ids: list[int]) -> None:
         try:
-            written = write_set(out, self.path, self.options, ids, packets)
+            written = write_set(out, self.path, self.options, ids)
         except (OSError, ValueError) as exc:
             self.call_from_thread(self.notify, printable(f"not written: {exc}"), severity="error", markup=False)
             return

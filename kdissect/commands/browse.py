@@ -13,7 +13,11 @@ def browse(common: Common) -> None:
     """Browse a capture: flows, exchanges, every field of one with its bytes, filters as you type, charts."""
     if common.capture == "-":
         raise UserError("browse reads its capture again to open an exchange: give a file, not standard input")
-    with open_source(common.capture):  # type: ignore[arg-type]
+    if len(common.captures) > 1:
+        raise UserError(
+            "browse reads one capture: merge them first (mergecap -w all.pcapng ...), or read them as one with read, stats or doctor"
+        )
+    with open_source(common.captures):
         pass  # a missing or unreadable file is one line now, not an empty screen
     from kdissect.browse.app import BrowseApp
 

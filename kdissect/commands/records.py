@@ -12,6 +12,7 @@ from kdissect.commands.reading import Reading
 
 @takes(
     *READS,
+    "write",
     helps={
         "json_out": "Write NDJSON, one object per record (docs/json.md).",
         "quiet": "No progress bar.",
@@ -59,7 +60,7 @@ def records(
                 if topics and item.topic not in topics:
                     continue
                 output.record(item)
-                run.took()
+                run.took(event)
                 if run.stopped_by:
                     break
         output.end(Closing())

@@ -33,6 +33,10 @@ class Evidence:
     counts it."""
     unit: Unit = "exchange"
     """What `count` counts of what the filter selects: exchanges, or the distinct connections they belong to."""
+    every_exchange: tuple[int, ...] = ()
+    every_connection: tuple[int, ...] = ()
+    """Every evidence exchange the filter shows, and every connection that is evidence by itself, kept only when the
+    doctor is asked to (`doctor -w` cuts them into a capture); the lists above are for people."""
 
 
 @dataclass(frozen=True, slots=True)
