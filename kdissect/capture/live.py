@@ -449,7 +449,7 @@ class RingCapture(PacketSocketCapture):
             self._index += 1
             stats.packets += 1
             stats.bytes += wire
-            out.append(new(Packet, (sec * 1_000_000_000 + nsec, linktype, data, wire, self._index, -1)))
+            out.append(new(Packet, (sec * 1_000_000_000 + nsec, linktype, data, wire, self._index, -1, 0)))
         return out
 
     def close(self) -> None:

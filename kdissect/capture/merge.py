@@ -66,6 +66,10 @@ class MergedCaptures:
     def linktypes(self) -> list[int]:
         return list(dict.fromkeys(t for capture in self.captures for t in capture.linktypes()))
 
+    def stops_when(self, stopped: Callable[[], bool]) -> None:
+        for capture in self.captures:
+            capture.stops_when(stopped)
+
     def secrets_to(self, callback: Callable[[bytes], None]) -> None:
         for capture in self.captures:
             capture.secrets_to(callback)

@@ -61,7 +61,7 @@ class RecordCipher:
             return self.aead.encrypt(nonce, plaintext, _HEADER(ctype, version, len(plaintext) + TAG))
         if self.gcm12:
             explicit = seq.to_bytes(EXPLICIT_NONCE, "big")
-            return explicit + self.aead.encrypt(self.iv + explicit, plaintext, _AAD12(seq, ctype, version, len(plaintext)))
+            return explicit + self.aead.encrypt(self.salt + explicit, plaintext, _AAD12(seq, ctype, version, len(plaintext)))
         return self.aead.encrypt((self.iv ^ seq).to_bytes(12, "big"), plaintext, _AAD12(seq, ctype, version, len(plaintext)))
 
     def overhead(self) -> int:
