@@ -229,11 +229,12 @@ def test_doctor_writes_the_evidence_of_the_findings_chosen(tmp_path):
     out = tmp_path / "evidence.pcap"
     done = kdissect("doctor", capture, "--finding", "group.member-removed", "-w", out, "--json")
     assert done.returncode == 0, done.stderr
-    assert [line for line in done.stdout.decode().splitlines() if '"group.member-removed"' in line]
-    assert all('"group.member-removed"' in line for line in done.stdout.decode().splitlines())
-    finding = json.loads(done.stdout.decode().splitlines()[0])
+    *findings, verdict = map(json.loads, done.stdout.decode().splitlines())
+    assert findings and all(f["type"] == "finding" and f["id"] == "group.member-removed" for f in findings)
+    assert verdict["type"] == "verdict" and verdict["verdict"].endswith(": group.member-removed")  # the verdict of what is told
+    finding = findings[0]
     cut = read_back(out)
-    assert len(cut) == finding["evidence"]["exchange_count"]
+    assert len(cut) == finding["evidence"]["count"]
     ids = ",".join(map(str, finding["evidence"]["exchanges"]))
     assert read_back(capture, "-Y", f"id in {{{ids}}}") == cut
 
