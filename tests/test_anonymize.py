@@ -44,7 +44,8 @@ SASL = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 NAMED = {"client_id", "ClientId", "GroupId", "TransactionalId", "MemberId", "GroupInstanceId", "Host", "Leader", "ClientHost", "Key"}
 """JSON fields whose values are the owner's names, besides each exchange's `topics` and `groups`."""
 BENIGN = {"ClientSoftwareName", "ClientSoftwareVersion"}
-"""Fields kept on purpose (a client library's name and version): a record value that happens to spell one is found."""
+"""Fields kept on purpose (a client library's name and version; and records' header keys, which anonymize keeps as a
+body's field names are kept): a record value that happens to spell one is found."""
 EDGE = (rb"(?<![A-Za-z0-9._-])", rb"(?![A-Za-z0-9._-])")
 """A name is found where it stands whole (`txn` is no leak inside `transaction`)."""
 
@@ -116,7 +117,7 @@ def secrets_of(path: Path, found: list) -> set[str]:
         elif isinstance(value, str) and key in BENIGN:
             benign.add(value)
 
-    for line in as_json(found).splitlines():
+    for line in as_json(found).split("\n")[:-1]:  # not splitlines: a name may hold U+0085 or U+2028, which JSON leaves as they are
         walk(json.loads(line))
     for exchange in found:
         if isinstance(exchange, Exchange):
@@ -125,6 +126,7 @@ def secrets_of(path: Path, found: list) -> set[str]:
                     for placed in message.body.records:
                         for record in placed.records.data_records():
                             names.update(_text(v) for v in (record.key, record.value, *(h for _, h in record.headers)) if v)
+                            benign.update(_text(k) if isinstance(k, bytes) else k for k, _ in record.headers if k)  # kept
         elif isinstance(exchange, ConnectionEnd):
             names.update((exchange.connection.client.address, exchange.connection.broker.address))
     manifest = path.with_suffix(".manifest.jsonl")

@@ -21,6 +21,7 @@ from kdissect.records.values import RecordSet
 from kdissect.rewrite.pseudonyms import Pseudonyms
 from kdissect.rewrite.record_sets import Fill, Unwritable, anonymized_records
 from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Catalog, MessageSpec, pick
+from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
 from kdissect.schema.encoder import Encoder
 from kdissect.schema.model import Field, nearest_version
 from kdissect.schema.tree import Struct, UnknownTag
@@ -51,6 +52,9 @@ STRINGS: dict[str, str] = {
     "SubscribedTopicRegex": "pattern",
     "SourceTopicRegex": "pattern",
     "TransactionalIdPattern": "pattern",
+    "Url": "name",
+    "LeaderUrl": "name",
+    "Connector": "name",
     "ProcessId": "name",
     "Stores": "name",
     "Successors": "name",
@@ -73,14 +77,20 @@ STRINGS: dict[str, str] = {
 }
 """Strings without an entity type that hold the owner's names or words, by field name; any other string (config and
 feature names, states, protocol and mechanism names, the cluster id) says nothing of the owner and is kept."""
+SUBSCRIPTIONS = (CONSUMER_PROTOCOL_SUBSCRIPTION, CONNECT_METADATA)
+ASSIGNMENTS = (CONSUMER_PROTOCOL_ASSIGNMENT, CONNECT_ASSIGNMENT)
 BYTES = {
-    "Metadata": CONSUMER_PROTOCOL_SUBSCRIPTION,
-    "MemberMetadata": CONSUMER_PROTOCOL_SUBSCRIPTION,
-    "Assignment": CONSUMER_PROTOCOL_ASSIGNMENT,
-    "MemberAssignment": CONSUMER_PROTOCOL_ASSIGNMENT,
+    "Metadata": SUBSCRIPTIONS,
+    "MemberMetadata": SUBSCRIPTIONS,
+    "Assignment": ASSIGNMENTS,
+    "MemberAssignment": ASSIGNMENTS,
+    "Allocation": (CONNECT_ASSIGNMENT,),
 }
-"""Bytes that carry the consumer protocol: written again with its topics mapped and its user data filled. Any other
-bytes field (user data, HMACs, salts, telemetry, an envelope's request) becomes zeros."""
+"""Bytes that carry a group's payload in a format declared as spec tables, by the group's protocol type (decode/
+embedded.py reads it): the consumer protocol, or Kafka Connect's (a worker's metadata holds its allocation, an
+assignment). Written again from the struct read, with its names mapped and its user data filled; which format it is
+the struct's own fields say. Any other bytes field (Kafka Streams' user data, Schema Registry's JSON, HMACs, salts,
+telemetry, an envelope's request) becomes zeros."""
 RESOURCE_TYPES = {2: "topic", 3: "group", 5: "txn", 6: "name", 7: "principal"}
 """ACL and config resource types whose names are the owner's; brokers (4, 8) are named by their ids."""
 ENTITY_TYPES = {"user": "principal", "client-id": "client", "ip": "host"}
@@ -208,25 +218,41 @@ class Anonymizer:
         return self.names.name(kind, value)
 
     def _bytes(self, f: Field, value: bytes, holder: Struct) -> bytes:
-        schema = BYTES.get(f.name)
         embedded = holder.annotations.get(f.name) if holder.annotations else None
-        if schema is not None and isinstance(embedded, Struct) and not (embedded.annotations and "problem" in embedded.annotations):
-            return self._embedded(schema, embedded)
+        if isinstance(embedded, Struct) and not (embedded.annotations and "problem" in embedded.annotations):
+            for schema in BYTES.get(f.name, ()):
+                read = _read_as(schema, embedded)
+                if read is not None:
+                    return self._embedded(schema, embedded, *read)
         return bytes(len(value))
 
-    def _embedded(self, schema: tuple[MessageSpec, ...], value: Struct) -> bytes:
-        """A consumer-protocol payload written again: its version first, then its struct at the version read."""
+    def _embedded(self, schema: tuple[MessageSpec, ...], value: Struct, used: int, in_band: bool) -> bytes:
+        """A group's payload written again: its version first, then its struct at the version read."""
         version = value["Version"]
-        known = tuple(sorted({v for d in schema for v in range(d.valid.lo, d.valid.hi + 1)}))
-        used = nearest_version(known, version)
         definition = pick(schema, used)
         assert definition is not None
-        in_band = bool(definition.fields) and definition.fields[0].name == "Version"
         fields = value if in_band else Struct(value.names[1:], value.values[1:])
         fields.annotations = value.annotations
         self._struct(definition.fields, used, fields)
         encoded = self.encoder.encode(definition.fields, used, used in definition.flexible, fields)
         return encoded if in_band else _I16.pack(version) + encoded
+
+
+def _read_as(schema: tuple[MessageSpec, ...], value: Struct) -> tuple[int, bool] | None:
+    """(the version to write at, whether the version is the definition's first field) when `value` is what reading
+    a payload of `schema` makes (its version, then the fields of that version in order); None when it is not."""
+    version = value.get("Version") if "Version" in value.names else None
+    if not isinstance(version, int):
+        return None
+    known = tuple(sorted({v for d in schema for v in range(d.valid.lo, d.valid.hi + 1)}))
+    used = nearest_version(known, version)
+    definition = pick(schema, used)
+    if definition is None:
+        return None
+    in_band = bool(definition.fields) and definition.fields[0].name == "Version"
+    names = [f.name for f in definition.fields if used in f.versions and used not in f.tagged]
+    read = [n for n, v in zip(value.names, value.values) if not isinstance(v, UnknownTag)]
+    return (used, in_band) if read == (names if in_band else ["Version", *names]) else None
 
 
 def filler(drop: bool) -> Fill:
