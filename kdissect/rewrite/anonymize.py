@@ -91,12 +91,21 @@ def anonymize(reopen: Callable[[], Any], options: Options, write: Callable[[Pack
 def _first_pass(reopen: Callable[[], Any], options: Options, units: Units, report: Report, drop_values: bool) -> dict[int, Kept]:
     anonymizer = Anonymizer(options.catalog, report.names, filler(drop_values))
     kept: dict[int, Kept] = {}
+    reserved: set[int] = set()
+    """Connections whose addresses the pseudonyms avoid: each one's before its first exchange's names are mapped."""
     with reopen() as source:
         for event in tapped(file_dissector(source, options), source, options.limits).run(source.packets()):
             if isinstance(event, Exchange):
+                if event.connection.id not in reserved:
+                    reserved.add(event.connection.id)
+                    report.names.reserve(event.connection.client.address)
+                    report.names.reserve(event.connection.broker.address)
                 _exchange(event, anonymizer, units, report)
             elif isinstance(event, ConnectionEnd):
                 info = event.connection
+                reserved.discard(info.id)
+                report.names.reserve(info.client.address)
+                report.names.reserve(info.broker.address)
                 if info.tls is not None and info.tls.secret is None:
                     report.tls_left_out += 1
                     continue

@@ -23,8 +23,11 @@ from kdissect.rewrite.record_sets import Fill, Unwritable, anonymized_records
 from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Catalog, MessageSpec, pick
 from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
 from kdissect.schema.encoder import Encoder
-from kdissect.schema.model import Field, nearest_version
+from kdissect.schema.generated_extras import STREAMS_SUBSCRIPTION_INFO
+from kdissect.schema.model import OPEN, Field, Versions, nearest_version
+from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.schema.tree import Struct, UnknownTag
+from kdissect.schema.versioned import version_width
 
 ENTITIES = {"topicName": "topic", "groupId": "group", "transactionalId": "txn"}
 STRINGS: dict[str, str] = {
@@ -55,6 +58,9 @@ STRINGS: dict[str, str] = {
     "Url": "name",
     "LeaderUrl": "name",
     "Connector": "name",
+    "topic": "topic",
+    "host": "host",
+    "namedTopology": "name",
     "ProcessId": "name",
     "Stores": "name",
     "Successors": "name",
@@ -85,12 +91,13 @@ BYTES = {
     "Assignment": ASSIGNMENTS,
     "MemberAssignment": ASSIGNMENTS,
     "Allocation": (CONNECT_ASSIGNMENT,),
+    "UserData": (STREAMS_SUBSCRIPTION_INFO, ASSIGNMENT_INFO),
 }
 """Bytes that carry a group's payload in a format declared as spec tables, by the group's protocol type (decode/
-embedded.py reads it): the consumer protocol, or Kafka Connect's (a worker's metadata holds its allocation, an
-assignment). Written again from the struct read, with its names mapped and its user data filled; which format it is
-the struct's own fields say. Any other bytes field (Kafka Streams' user data, Schema Registry's JSON, HMACs, salts,
-telemetry, an envelope's request) becomes zeros."""
+embedded.py reads it): the consumer protocol (and in a Kafka Streams group its user data, Streams' own), or Kafka
+Connect's (a worker's metadata holds its allocation, an assignment). Written again from the struct read, with its
+names mapped; which format it is the struct's own fields say. Any other bytes field (a plain consumer's user data,
+Schema Registry's JSON, HMACs, salts, telemetry, an envelope's request) becomes zeros."""
 RESOURCE_TYPES = {2: "topic", 3: "group", 5: "txn", 6: "name", 7: "principal"}
 """ACL and config resource types whose names are the owner's; brokers (4, 8) are named by their ids."""
 ENTITY_TYPES = {"user": "principal", "client-id": "client", "ip": "host"}
@@ -99,6 +106,9 @@ KEPT_TRAILING = 8
 """Bytes after a body that are kept as they were (librdkafka writes 3 after its Metadata v12 requests, which Wireshark
 reads); more could carry anything, and become zeros."""
 _I16 = struct.Struct(">h")
+ANY_VERSION = Versions(0, OPEN)
+JSON_NAMES = {"master": "Leader"}
+"""JSON members named otherwise than the spec fields of the same meaning: Schema Registry's leader is its `master`."""
 
 
 class Anonymizer:
@@ -224,35 +234,58 @@ class Anonymizer:
                 read = _read_as(schema, embedded)
                 if read is not None:
                     return self._embedded(schema, embedded, *read)
+            if value[:1] == b"{":
+                return self._json(value)
         return bytes(len(value))
 
-    def _embedded(self, schema: tuple[MessageSpec, ...], value: Struct, used: int, in_band: bool) -> bytes:
-        """A group's payload written again: its version first, then its struct at the version read."""
-        version = value["Version"]
+    def _json(self, value: bytes) -> bytes:
+        """A payload read as a JSON object (Schema Registry's identities and assignments) written again as compact
+        JSON, its hosts mapped to pseudonyms and its other members kept (ports, schemes, versions, flags)."""
+        import json
+
+        def mapped(item: Any, key: str | None = None) -> Any:
+            if isinstance(item, dict):
+                return {k: mapped(v, k) for k, v in item.items()}
+            if isinstance(item, list):
+                return [mapped(v) for v in item]
+            if isinstance(item, str) and key is not None:
+                name = JSON_NAMES.get(key) or key[:1].upper() + key[1:]  # Schema Registry's camelCase
+                return self._string(Field(name, "string", ANY_VERSION), item, Struct((), [])) if name in STRINGS else item
+            return item
+
+        try:
+            found = json.loads(value)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return bytes(len(value))
+        return json.dumps(mapped(found), separators=(",", ":")).encode()
+
+    def _embedded(self, schema: tuple[MessageSpec, ...], value: Struct, used: int, width: int, in_band: bool) -> bytes:
+        """A group's payload written again: its version first (its struct's first field, or `width` bytes before
+        it), then its struct at the version read."""
         definition = pick(schema, used)
         assert definition is not None
         fields = value if in_band else Struct(value.names[1:], value.values[1:])
         fields.annotations = value.annotations
         self._struct(definition.fields, used, fields)
         encoded = self.encoder.encode(definition.fields, used, used in definition.flexible, fields)
-        return encoded if in_band else _I16.pack(version) + encoded
+        return encoded if in_band else value.values[0].to_bytes(width, "big", signed=True) + encoded
 
 
-def _read_as(schema: tuple[MessageSpec, ...], value: Struct) -> tuple[int, bool] | None:
-    """(the version to write at, whether the version is the definition's first field) when `value` is what reading
-    a payload of `schema` makes (its version, then the fields of that version in order); None when it is not."""
-    version = value.get("Version") if "Version" in value.names else None
-    if not isinstance(version, int):
+def _read_as(schema: tuple[MessageSpec, ...], value: Struct) -> tuple[int, int, bool] | None:
+    """(the version to write at, the bytes the version takes, whether it is the definition's first field) when
+    `value` is what reading a payload of `schema` makes (`versioned.read_payload`: its version, then the fields of
+    that version in order); None when it is not."""
+    width, in_band = version_width(schema[0])
+    if not value.names or not isinstance(value.values[0], int) or value.names[0] != (schema[0].fields[0].name if in_band else "Version"):
         return None
     known = tuple(sorted({v for d in schema for v in range(d.valid.lo, d.valid.hi + 1)}))
-    used = nearest_version(known, version)
+    used = nearest_version(known, value.values[0])
     definition = pick(schema, used)
     if definition is None:
         return None
-    in_band = bool(definition.fields) and definition.fields[0].name == "Version"
     names = [f.name for f in definition.fields if used in f.versions and used not in f.tagged]
     read = [n for n, v in zip(value.names, value.values) if not isinstance(v, UnknownTag)]
-    return (used, in_band) if read == (names if in_band else ["Version", *names]) else None
+    return (used, width, in_band) if read == (names if in_band else ["Version", *names]) else None
 
 
 def filler(drop: bool) -> Fill:

@@ -2,8 +2,9 @@
 
 A topic is `topic-1` wherever it is named: in a Metadata response, a Produce request, a consumer's subscription, a
 config's value or an error message. IPv4 addresses become 10.0.0.1, 10.0.0.2, ... (a host name that is an address
-too, so a broker's advertised host and the packets' addresses still agree), IPv6 ones fd00::1, ..., MAC addresses
-02:00:00:00:00:01, .... The owner keeps the mapping (`mapping`) to read the anonymized capture's findings back.
+too, so a broker's advertised host and the packets' addresses still agree), IPv6 ones fd00::1, ..., skipping the
+addresses the capture's connections use (`reserve`); MAC addresses 02:00:00:00:00:01, .... The owner keeps the
+mapping (`mapping`) to read the anonymized capture's findings back.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ class Pseudonyms:
         self.names: dict[str, dict[str, str]] = {kind: {} for kind in KINDS}
         self.addresses: dict[bytes, bytes] = {}
         self.macs: dict[bytes, bytes] = {}
+        self.reserved: set[bytes] = set()
+        """The capture's own addresses, as `reserve` learns them: no pseudonym is made equal to one, or an anonymized
+        copy would show an address of the original (as another host's)."""
+        self._numbered = 0
         self._text: re.Pattern[str] | None = None
 
     def name(self, kind: str, value: str) -> str:
@@ -70,11 +75,20 @@ class Pseudonyms:
         """An IPv4 or IPv6 address, renumbered."""
         found = self.addresses.get(packed)
         if found is None:
-            n = len(self.addresses) + 1
-            found = (0x0A000000 + n).to_bytes(4, "big") if len(packed) == 4 else (0xFD00 << 112 | n).to_bytes(16, "big")
+            while found is None or found in self.reserved:
+                self._numbered += 1
+                n = self._numbered
+                found = (0x0A000000 + n).to_bytes(4, "big") if len(packed) == 4 else (0xFD00 << 112 | n).to_bytes(16, "big")
             self.addresses[packed] = found
             self._text = None
         return found
+
+    def reserve(self, address: str) -> None:
+        """An address the capture holds (a connection's end, as text): pseudonyms made from now on avoid it."""
+        try:
+            self.reserved.add(ipaddress.ip_address(address).packed)
+        except ValueError:
+            pass
 
     def mac(self, packed: bytes) -> bytes:
         """A link-layer address, renumbered as a locally administered one (of the same length)."""
