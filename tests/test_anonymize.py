@@ -29,8 +29,11 @@ from kdissect.decode.body import Body
 from kdissect.dissector import Options, file_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.records.encode import Draft, encode_batch
+from kdissect.records.values import KafkaRecord
 from kdissect.rewrite.anonymize import Report, anonymize
+from kdissect.rewrite.pseudonyms import KEPT
 from kdissect.schema import ApiKey
+from kdissect.schema.tree import Struct
 from kdissect.testing import craft
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER
@@ -43,6 +46,8 @@ CAPTURES = sorted((ROOT / "captures").glob("*.pcap*")) + sorted(PUBLIC.glob("*.p
 SASL = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 NAMED = {"client_id", "ClientId", "GroupId", "TransactionalId", "MemberId", "GroupInstanceId", "Host", "Leader", "ClientHost", "Key"}
 """JSON fields whose values are the owner's names, besides each exchange's `topics` and `groups`."""
+INTERNAL_NAMED = {"Group", "Topic", "MemberId", "ClientId", "ClientHost", "TransactionalId", "GroupInstanceId", "Leader"}
+"""Fields of the records of Kafka's own topics (camelCase there) whose values are the owner's names."""
 BENIGN = {"ClientSoftwareName", "ClientSoftwareVersion"}
 """Fields kept on purpose (a client library's name and version; and records' header keys, which anonymize keeps as a
 body's field names are kept): a record value that happens to spell one is found."""
@@ -125,6 +130,12 @@ def secrets_of(path: Path, found: list) -> set[str]:
                 if message is not None and isinstance(message.body, Body):
                     for placed in message.body.records:
                         for record in placed.records.data_records():
+                            if record.reading is not None:  # Kafka's own topics: their names, not their numbers
+                                held, fields = _reading_names(record.reading)
+                                names.update(held)
+                                benign.update(fields)  # the JSON names its fields: a group called "group" is no leak there
+                                names.update(_text(h) for _, h in record.headers if h)
+                                continue
                             names.update(_text(v) for v in (record.key, record.value, *(h for _, h in record.headers)) if v)
                             benign.update(_text(k) if isinstance(k, bytes) else k for k, _ in record.headers if k)  # kept
         elif isinstance(exchange, ConnectionEnd):
@@ -133,11 +144,33 @@ def secrets_of(path: Path, found: list) -> set[str]:
     if manifest.exists():
         for line in manifest.read_text().splitlines():
             entry = json.loads(line)
-            if entry.get("kind") in ("produced", "consumed"):
+            if entry.get("kind") in ("produced", "consumed") and not entry.get("record"):  # not Kafka's own records
                 names.update(v for v in (entry.get("key"), entry.get("value"), entry.get("topic")) if isinstance(v, str))
                 names.update(h[1] for h in entry.get("headers") or () if isinstance(h[1], str))
-    kept = {"__consumer_offsets", "__transaction_state"}
+    kept = set(KEPT)
     return {n for n in names - benign - kept if len(n) >= 4 and set(n) - set("kvhm")}
+
+
+def _reading_names(reading: KafkaRecord) -> tuple[set[str], set[str]]:
+    """The names a record of Kafka's own topics holds (a group, a topic, a member, a client, a host...), and the names
+    of its fields."""
+    found: set[str] = set()
+    fields: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, Struct):
+            fields.update(value.names)
+            for name, item in zip(value.names, value.values):
+                if isinstance(item, str) and name[:1].upper() + name[1:] in NAMED | INTERNAL_NAMED:
+                    found.add(item)
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(reading.key)
+    walk(reading.value)
+    return found, fields
 
 
 def _text(data: bytes) -> str:
@@ -261,7 +294,7 @@ def test_sasl_is_removed_and_the_summary_escapes_what_came_from_the_wire(tmp_pat
     assert b"hunter2" not in data and b"alice" not in data and b"customer" not in data and b"orders" not in data
     mapping = json.loads((tmp_path / "anonymized.pcapng.gz.mapping.json").read_text())
     assert mapping["topics"] == {"orders": "topic-1"} and mapping["client_ids"] == {"billing\x1b]0;owned\x07": "client-1"}
-    assert mapping["addresses"] == {"10.0.0.1": "10.0.0.1", "10.0.0.2": "10.0.0.2"}
+    assert mapping["addresses"] == {"10.0.0.1": "10.0.0.3", "10.0.0.2": "10.0.0.4"}  # never one of the capture's own
 
 
 @pytest.mark.parametrize(

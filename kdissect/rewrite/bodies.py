@@ -1,11 +1,12 @@
 """A Kafka frame anonymized: its header's client id and its body's names mapped to pseudonyms, its records' keys,
-values and header values replaced, its secrets removed, and the body written again from the spec tables.
+values and header values replaced (a record of Kafka's own topics written again by its schemas, its names mapped),
+its secrets removed, and the body written again from the spec tables.
 
 What a field holds is told by the specs' entity types (topicName, groupId, transactionalId) and otherwise by its name
 (`STRINGS`, `BYTES`); some names depend on a field beside them (a ResourceName is a topic when its ResourceType says
 so). Free text (error messages, reasons, config values) keeps its words, with the names and addresses it mentions
-replaced. Bytes no schema explains (an unknown tagged field, a body no spec reads, an embedded payload that is not
-the consumer protocol) become zeros of the same length. A body that did not decode whole cannot be written again
+replaced. Bytes no schema explains (an unknown tagged field, a body no spec reads, an embedded payload in no format
+`BYTES` names) become zeros of the same length. A body that did not decode whole cannot be written again
 from its fields: everything after its header becomes zeros, so it reads back as the same kind of damage.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted
 from kdissect.events import Message, RequestHeader
-from kdissect.records.values import RecordSet
+from kdissect.records.values import KafkaRecord, RecordSet
 from kdissect.rewrite.pseudonyms import Pseudonyms
 from kdissect.rewrite.record_sets import Fill, Unwritable, anonymized_records
 from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, Catalog, MessageSpec, pick
@@ -28,6 +29,7 @@ from kdissect.schema.model import OPEN, Field, Versions, nearest_version
 from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.versioned import version_width
+from kdissect.wire import write_uvarint
 
 ENTITIES = {"topicName": "topic", "groupId": "group", "transactionalId": "txn"}
 STRINGS: dict[str, str] = {
@@ -58,6 +60,9 @@ STRINGS: dict[str, str] = {
     "Url": "name",
     "LeaderUrl": "name",
     "Connector": "name",
+    "Group": "group",
+    "Topic": "topic",
+    "TransactionalId": "txn",
     "topic": "topic",
     "host": "host",
     "namedTopology": "name",
@@ -197,13 +202,13 @@ class Anonymizer:
         if f.type == "bytes":
             return self._bytes(f, value, holder)
         if f.type == "records" and isinstance(value, RecordSet):
-            return anonymized_records(value, self.fill)
+            return anonymized_records(value, self.fill, self._internal)
         return value
 
     def _string(self, f: Field, value: str | None, holder: Struct) -> str | None:
         if value is None:
             return None
-        kind = ENTITIES.get(f.entity or "") or STRINGS.get(f.name)
+        kind = ENTITIES.get(f.entity or "") or STRINGS.get(f.name) or STRINGS.get(f.name[:1].upper() + f.name[1:])
         if f.name == "Key":  # FindCoordinator's key, a group or a transactional id as its KeyType says; or a quota's key
             kind = "coordinator" if "KeyType" in holder.names else "known"
         if kind == "resource":
@@ -238,6 +243,37 @@ class Anonymizer:
                 return self._json(value)
         return bytes(len(value))
 
+    def _internal(self, reading: KafkaRecord, value: bytes | None) -> tuple[bytes, bytes | None] | None:
+        """A record of one of Kafka's own topics (records/internal.py) written again from its reading, its names
+        mapped: a coordinator's key (record type, then fields) and value (version, then fields), or a metadata record's
+        framed value; None when its reading is not whole."""
+        found = _internal_type(reading)
+        if found is None:
+            return None
+        framing, record_type = found
+        if framing == "metadata":
+            if reading.value is None or not reading.value.names or reading.value.names[0] != "Version":
+                return None
+            version = reading.value.values[0]
+            definition = pick(record_type.value, version)
+            if definition is None:
+                return None
+            fields = Struct(reading.value.names[1:], reading.value.values[1:])
+            self._struct(definition.fields, version, fields)
+            body = self.encoder.encode(definition.fields, version, version in definition.flexible, fields)
+            return b"", write_uvarint(1) + write_uvarint(reading.type) + write_uvarint(version) + body
+        key_definition = pick(record_type.key, 0)
+        if reading.key is None or key_definition is None:
+            return None
+        self._struct(key_definition.fields, 0, reading.key)
+        key = _I16.pack(reading.type) + self.encoder.encode(key_definition.fields, 0, 0 in key_definition.flexible, reading.key)
+        if value is None:
+            return key, None  # a tombstone
+        read = _read_as(record_type.value, reading.value) if reading.value is not None else None
+        if read is None:
+            return None
+        return key, self._embedded(record_type.value, reading.value, *read)
+
     def _json(self, value: bytes) -> bytes:
         """A payload read as a JSON object (Schema Registry's identities and assignments) written again as compact
         JSON, its hosts mapped to pseudonyms and its other members kept (ports, schemes, versions, flags)."""
@@ -269,6 +305,17 @@ class Anonymizer:
         self._struct(definition.fields, used, fields)
         encoded = self.encoder.encode(definition.fields, used, used in definition.flexible, fields)
         return encoded if in_band else value.values[0].to_bytes(width, "big", signed=True) + encoded
+
+
+def _internal_type(reading: KafkaRecord) -> tuple[str, Any] | None:
+    """(framing, record type) of the internal topic whose record type `reading` was read as."""
+    from kdissect.schema.generated_extras import INTERNAL_TOPICS
+
+    for topic in INTERNAL_TOPICS.values():
+        record_type = topic.types.get(reading.type)
+        if record_type is not None and record_type.name == reading.record:
+            return topic.framing, record_type
+    return None
 
 
 def _read_as(schema: tuple[MessageSpec, ...], value: Struct) -> tuple[int, int, bool] | None:

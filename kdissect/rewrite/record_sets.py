@@ -15,10 +15,13 @@ from collections.abc import Callable
 
 from kdissect.records.codecs import CODEC_IDS
 from kdissect.records.encode import Draft, compress, encode_batch, encode_message
-from kdissect.records.values import LOG_APPEND_TIME, LegacyMessage, Record, RecordBatch, RecordSet
+from kdissect.records.values import LOG_APPEND_TIME, KafkaRecord, LegacyMessage, Record, RecordBatch, RecordSet
 
 Fill = Callable[[bytes | None, str], bytes | None]
 """What replaces a key, a value or a header value (its kind: "key", "value" or "header")."""
+Internal = Callable[[KafkaRecord, bytes | None], "tuple[bytes, bytes | None] | None"]
+"""The key and value of a record of one of Kafka's own topics written again from what they were read as (its reading
+and its value's bytes); None when they cannot be, and the record is filled like any other."""
 MESSAGE_HEAD = 17
 """A log entry's offset, size and the bytes up to its magic: a shorter tail is partial whatever it holds."""
 _ENTRY = struct.Struct(">qi")
@@ -28,10 +31,13 @@ class Unwritable(Exception):
     """The records cannot be written again faithfully (some were never decoded, or a batch was damaged)."""
 
 
-def anonymized_records(records: RecordSet, fill: Fill) -> bytes:
-    """The field's bytes with every data record's key, value and header values replaced by `fill`."""
+def anonymized_records(records: RecordSet, fill: Fill, internal: Internal | None = None) -> bytes:
+    """The field's bytes with every data record's key, value and header values replaced by `fill`; a record of one of
+    Kafka's own topics that read by its schemas written again by `internal` instead."""
     if records.not_shown or any(d.severity == "error" for d in records.diagnostics):
         raise Unwritable("records not decoded whole")
+    if internal is not None:
+        fill = _with_internal(fill, internal)
     out = bytearray()
     for batch in records.batches:
         out += _batch(batch, fill) if isinstance(batch, RecordBatch) else _message(batch, batch.offset, fill)
@@ -74,17 +80,50 @@ def _draft(record: Record, batch: RecordBatch) -> Draft:
     return Draft(record.key, record.value, record.headers, timestamp, record.offset_delta, record.attributes)
 
 
+class _Filler:
+    """`fill` that writes a record of Kafka's own topics again by `internal` when it can: `key` is asked first, and
+    answers for the value too."""
+
+    def __init__(self, fill: Fill, internal: Internal) -> None:
+        self.fill = fill
+        self.internal = internal
+        self.value: tuple[bool, bytes | None] = (False, None)
+
+    def key(self, record: Record | LegacyMessage) -> bytes | None:
+        written = self.internal(record.reading, record.value) if record.reading is not None else None
+        if written is None:
+            self.value = (False, None)
+            return self.fill(record.key, "key")
+        self.value = (True, written[1])
+        return written[0]
+
+    def __call__(self, data: bytes | None, kind: str) -> bytes | None:
+        if kind == "value" and self.value[0]:
+            return self.value[1]
+        return self.fill(data, kind)
+
+
+def _with_internal(fill: Fill, internal: Internal) -> Fill:
+    return _Filler(fill, internal)
+
+
+def _key(record: Record | LegacyMessage, fill: Fill) -> bytes | None:
+    return fill.key(record) if isinstance(fill, _Filler) else fill(record.key, "key")
+
+
 def _filled(record: Record, batch: RecordBatch, fill: Fill) -> Draft:
     headers = tuple((key, fill(value, "header")) for key, value in record.headers)
     timestamp = batch.base_timestamp + record.timestamp_delta
-    return Draft(fill(record.key, "key"), fill(record.value, "value"), headers, timestamp, record.offset_delta, record.attributes)
+    key = _key(record, fill)
+    return Draft(key, fill(record.value, "value"), headers, timestamp, record.offset_delta, record.attributes)
 
 
 def _message(message: LegacyMessage, offset: int, fill: Fill) -> bytes:
     """A legacy message at `offset` (as its entry writes it); a compressed one with its inner set written again."""
     timestamp = message.timestamp if message.timestamp is not None else -1
     if message.codec == "none":
-        key, value = fill(message.key, "key"), fill(message.value, "value")
+        key = _key(message, fill)
+        value = fill(message.value, "value")
         return encode_message(offset, magic=message.magic, key=key, value=value, timestamp=timestamp, attributes=message.attributes)
     if not message.messages:
         raise Unwritable("a compressed message set was not opened")
