@@ -167,6 +167,8 @@ class Anonymizer:
         if definition is None:
             return bytes(size)
         if any(d.severity == "error" or d.code == "body.array-cut" for d in message.diagnostics):
+            if {d.code for d in message.diagnostics if d.severity == "error"} == {"body.malformed"} and definition.fields:
+                return b""  # a body cut short reads back cut short (zeros could read as a whole one and more)
             return bytes(size)
         at = next((d.offset for d in message.diagnostics if d.code == "body.trailing-bytes" and d.offset), len(message.frame.data))
         trailing = message.frame.data[at:]
