@@ -41,9 +41,10 @@ from kdissect.net.tcp import SYN
 from kdissect.records.batch import CRC_START, HEADER
 from kdissect.records.codecs import GZIP, LZ4, ZSTD
 from kdissect.records.crc import crc32c
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message, encode_record
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
-from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_record, nested_fan_out
+from kdissect.testing.record_encoder import nested_fan_out
 from kdissect.wire import write_varint
 
 BOUND_MB = 400

@@ -29,10 +29,11 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.records.codecs import GZIP
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message
 from kdissect.schema import BUILTIN
 from kdissect.testing import damage, rfc8448
 from kdissect.testing import record_encoder as records_encode
-from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
+from kdissect.testing.record_encoder import encode_message_set
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(p for p in (ROOT.parent / "shared" / "captures-public").glob("*.pcap*"))

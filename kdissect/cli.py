@@ -18,6 +18,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from kdissect import __version__
+from kdissect.commands.anonymize import anonymize
 from kdissect.commands.browse import browse
 from kdissect.commands.doctor import doctor
 from kdissect.commands.live import live
@@ -95,12 +96,12 @@ class GroupedHelp(typer.core.TyperCommand):
                 formatter.write_dl(sections[panel])
 
 
-for command in (read, show, stats, doctor, report, records, browse, live, tables, sql, spark, schema, schemas):
+for command in (read, show, stats, doctor, report, records, browse, anonymize, live, tables, sql, spark, schema, schemas):
     app.command(cls=GroupedHelp)(command)
 
 
 def _command(argv: list[str]) -> Any:
-    """The click command typer makes of the app: of its one command named first (making all thirteen costs about 8 ms
+    """The click command typer makes of the app: of its one command named first (making all fourteen costs about 8 ms
     of every start), or of all of them for anything else (the help, completion, a mistyped name). Measured when there
     were nine: making all nine made `kdissect schema` take 1.04x the CPU time and `kdissect read
     captures/client-confluent.pcap` 1.03x and 1.05x in two runs (farm-bench, 25 alternated pairs each, medians)."""

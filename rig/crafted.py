@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kdissect.capture.writer import PcapWriter
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN, CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, ApiKey, ErrorCode
 from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
 from kdissect.schema.generated_extras import INTERNAL_TOPICS, STREAMS_SUBSCRIPTION_INFO
@@ -32,7 +33,6 @@ from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.testing.payload_encoder import encode_internal, encode_payload
-from kdissect.testing.record_encoder import Draft, encode_batch
 from rig.manifest import enc
 
 ROOT = Path(__file__).resolve().parent.parent

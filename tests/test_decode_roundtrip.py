@@ -19,11 +19,11 @@ from strategies import TRIPLES, body, definition, filled, filled_struct, flexibl
 from kdissect.decode.body import CompiledBodies
 from kdissect.schema import BUILTIN, DATA_SCHEMAS, Field, pick
 from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
+from kdissect.schema.encoder import Encoder
 from kdissect.schema.generated_extras import STREAMS_SUBSCRIPTION_INFO
 from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.versioned import known_versions, read_versioned, version_width
-from kdissect.testing.body_encoder import Encoder
 from kdissect.wire import write_uvarint
 
 DECODER = CompiledBodies(BUILTIN, records_hook)

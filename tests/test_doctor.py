@@ -27,10 +27,10 @@ from kdissect.doctor.rule import SettingError
 from kdissect.doctor.values import Values
 from kdissect.events import Exchange
 from kdissect.filter import EVERYTHING, Filter, compile_filter
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
@@ -423,7 +423,7 @@ def test_doctor_json_fail_on_and_explain() -> None:
         ((removed, "--set", "x"), "say ID.NAME=VALUE"),
         ((removed, "--set", "nope.threshold=1"), "no finding 'nope'"),
         ((removed, "--fail-on", "info"), "say warning or error"),
-        ((), "name one capture"),
+        ((), "name the capture"),
     ):
         done = kdissect("doctor", *args)
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr

@@ -25,7 +25,8 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
 from kdissect.schema import BUILTIN
-from kdissect.testing.body_encoder import Encoder, build, encode_body
+from kdissect.schema.encoder import Encoder
+from kdissect.testing.body_encoder import build, encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.views.json_lines import decode_bytes, exchange_json
 from kdissect.views.summary import UNDECODED, Summary

@@ -23,9 +23,9 @@ from kdissect.limits import Limits
 from kdissect.net.tcp import SYN
 from kdissect.records import decode_records
 from kdissect.records.codecs import GZIP
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER
-from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message
 from kdissect.views.json_lines import exchange_json, time_text
 from kdissect.wire import write_varint
 

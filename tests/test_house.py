@@ -41,14 +41,18 @@ ALLOWED: dict[str, set[str]] = {
     "filter": CORE_STAGES,
     # floor 6: the doctor, whose rules read the core's events and the decoded bodies
     "doctor": CORE_STAGES | {"filter"},  # a finding's evidence is a display filter: the doctor writes the language
+    # several captures read as one: the taps of one connection joined before the core, its events timed after
+    "taps": CORE_STAGES | {"dissector"},
+    # captures written again (a cut, an anonymized copy) from what the core found in them
+    "rewrite": CORE_STAGES | {"dissector", "taps"},
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
     "metrics": CORE_STAGES | {"filter", "doctor"},  # the tap: events into metrics, and their exporters; no view
     # floor 7½: the report page, made of the doctor's findings and stats' totals; the browser's `w` writes it too
     "report": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
-    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics", "report"},
+    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report", "rewrite"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
     "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports

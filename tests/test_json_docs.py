@@ -4,7 +4,8 @@ Each example block is preceded by a marker naming where it comes from:
 
     <!-- example: CAPTURE SELECTOR [drop=PACKET] -->
 
-SELECTOR is `exchange=N`, `connection=N`, `notice=N` (the N-th notice, 1-based), `record=N` (the N-th line of
+CAPTURE may be several joined by `+`, read as one (capture/merge.py, kdissect/taps/). SELECTOR is `exchange=N`,
+`connection=N`, `notice=N` (the N-th notice, 1-based), `record=N` (the N-th line of
 `kdissect records --json`), `finding=N` (the doctor's N-th finding, 1-based), `verdict=1` (the doctor's verdict),
 `stats=TABLE` or `api=KEY`
 (`kdissect schema --json`, whatever the capture); `drop=P`
@@ -14,6 +15,7 @@ removes packet P before dissecting (to show a gap). `python tests/test_json_docs
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -23,12 +25,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kdissect.capture import open_capture
+from kdissect.capture.merge import open_captures
 from kdissect.decode.streamed import exchange_records
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import ConnectionEnd, Exchange, Notice
 from kdissect.schema import BUILTIN
+from kdissect.taps.dissector import tapped
 from kdissect.values.reader import ValueReader
 from kdissect.views import json_lines
 from kdissect.views.schema_table import rows as schema_rows
@@ -39,10 +42,16 @@ MARKER = re.compile(r"<!-- example: (\S+) (\w+)=(\S+)(?: drop=(\d+))? -->\n```js
 
 
 def generate(capture: str, kind: str, which: str, drop: str | None) -> dict:
-    dissector = make_dissector(Options())
-    with open_capture(ROOT / capture) as source:
-        source.secrets_to(dissector.add_tls_keylog)  # a pcapng's own TLS secrets, as the commands use them
-        packets = [p for p in source.packets() if drop is None or p.index != int(drop)]
+    core = make_dissector(Options())
+    here = os.getcwd()
+    os.chdir(ROOT)  # the captures' names as the document gives them, which several captures' JSON shows
+    try:
+        with open_captures(capture.split("+")) as source:
+            source.secrets_to(core.add_tls_keylog)  # a pcapng's own TLS secrets, as the commands use them
+            packets = [p for p in source.packets() if drop is None or p.index != int(drop)]
+            dissector = tapped(core, source, Options().limits)
+    finally:
+        os.chdir(here)
     events = list(dissector.run(packets))
     if kind == "exchange":
         return json_lines.exchange_json(next(e for e in events if isinstance(e, Exchange) and e.id == int(which)))

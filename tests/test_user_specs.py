@@ -24,11 +24,11 @@ from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import pcap_bytes
 from kdissect.decode.body import CompiledBodies
 from kdissect.schema import BUILTIN, Api, Catalog, Field, error_name
+from kdissect.schema.encoder import Encoder
 from kdissect.schema.specs import Problem
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.user_specs import SpecFile, UserSpecs, from_folders, load
 from kdissect.testing import craft
-from kdissect.testing.body_encoder import Encoder
 from kdissect.testing.craft import CLIENT, SERVER, Conversation
 from kdissect.views.json_lines import decode_bytes
 

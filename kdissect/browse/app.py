@@ -403,13 +403,13 @@ class BrowseApp(App[None]):
     def _write_chosen(self, name: str | None) -> None:
         if not name:
             return
-        exchanges, index = self.exchanges, self.index
+        exchanges = self.exchanges
         if Path(name).suffix.lower() in PAGE_SUFFIXES:  # the report page of what the list shows
             wanted = compiled(exchanges.applied, self.options.catalog) if exchanges.matches is not None else None
             self._write_page(Path(name), wanted or EVERYTHING)
             return
         positions = list(exchanges.positions()[: exchanges.shown()])
-        self._write(Path(name), [p + 1 for p in positions], [(index.first[p], index.last[p]) for p in positions])
+        self._write(Path(name), [p + 1 for p in positions])
 
     @work(thread=True, group="write")
     def _write_page(self, out: Path, wanted: Filter) -> None:
@@ -422,9 +422,9 @@ class BrowseApp(App[None]):
         self.call_from_thread(self.notify, printable(f"wrote the report page of {shown} exchanges to {out}"), markup=False)
 
     @work(thread=True, group="write")
-    def _write(self, out: Path, ids: list[int], packets: list[tuple[int, int]]) -> None:
+    def _write(self, out: Path, ids: list[int]) -> None:
         try:
-            written = write_set(out, self.path, self.options, ids, packets)
+            written = write_set(out, self.path, self.options, ids)
         except (OSError, ValueError) as exc:
             self.call_from_thread(self.notify, printable(f"not written: {exc}"), severity="error", markup=False)
             return

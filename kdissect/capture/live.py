@@ -350,7 +350,7 @@ class PacketSocketCapture:
             self._index += 1
             stats.packets += 1
             stats.bytes += wire
-            out.append(new(Packet, (ts, linktype, data, wire, self._index, -1)))
+            out.append(new(Packet, (ts, linktype, data, wire, self._index, -1, 0)))
         return out
 
     def update_stats(self) -> None:
@@ -447,7 +447,7 @@ class RingCapture(PacketSocketCapture):
             self._index += 1
             stats.packets += 1
             stats.bytes += wire
-            out.append(new(Packet, (sec * 1_000_000_000 + nsec, linktype, data, wire, self._index, -1)))
+            out.append(new(Packet, (sec * 1_000_000_000 + nsec, linktype, data, wire, self._index, -1, 0)))
         return out
 
     def close(self) -> None:
@@ -545,7 +545,7 @@ class PcapCapture:
             self.stats.packets += 1
             self.stats.bytes += header.len
             ts = header.ts.tv_sec * 1_000_000_000 + header.ts.tv_usec * scale
-            out.append(tuple.__new__(Packet, (ts, self.linktype, data, header.len, self._index, -1)))
+            out.append(tuple.__new__(Packet, (ts, self.linktype, data, header.len, self._index, -1, 0)))
         return out
 
     def update_stats(self) -> None:

@@ -153,7 +153,7 @@ class PcapReader:
                 backwards += 1
                 first_back = first_back if first_back is not None else base + pos
             last_ts = ts
-            yield new(Packet, (ts, linktype, buf[pos + 16 : end], orig, index, base + pos))
+            yield new(Packet, (ts, linktype, buf[pos + 16 : end], orig, index, base + pos, 0))
             pos = end
         self._odd.count(
             "pcap.caplen-exceeds-origlen",

@@ -22,7 +22,11 @@ def browse(common: Common) -> None:
     assert capture is not None  # it takes "capture": make_capture named one or refused
     if capture == "-":
         raise UserError("browse reads its capture again to open an exchange: give a file, not standard input")
-    with open_source([capture]):
+    if len(common.captures) > 1:
+        raise UserError(
+            "browse reads one capture: merge them first (mergecap -w all.pcapng ...), or read them as one with read, stats or doctor"
+        )
+    with open_source(common.captures):
         pass  # a missing or unreadable file is one line now, not an empty screen
     from kdissect.browse.app import BrowseApp  # Textual: 0.49 s of imports no other command pays
 

@@ -102,10 +102,12 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         _option(
             "capture",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Argument(
-                    metavar="CAPTURE",
-                    help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4); - reads standard input (tcpdump -w -).",
+                    metavar="CAPTURE...",
+                    help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4); - reads standard input (tcpdump -w -). "
+                    "Several captures, or a quoted glob ('broker-*.pcap'), are read as one, merged by time: a connection two of "
+                    "them saw is one connection.",
                     show_default=False,
                 ),
             ],
@@ -113,12 +115,12 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         _option(
             "read_file",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Option(
                     "--read-file",
                     "-r",
                     metavar="FILE",
-                    help="The capture, as tshark -r takes it (instead of CAPTURE).",
+                    help="The capture, as tshark -r takes it (instead of CAPTURE; repeatable).",
                     rich_help_panel="Input",
                 ),
             ],
@@ -396,6 +398,23 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             ],
         ),
     ],
+    "write": [
+        _option(
+            "write",
+            Annotated[
+                Optional[Path],
+                typer.Option(
+                    "--write",
+                    "-w",
+                    metavar="FILE",
+                    help="Also write the packets that carry the exchanges shown, with their connections' handshakes and closes, "
+                    "to this capture (.pcap or .pcapng, and .gz, .zst or .lz4 to compress it): it reads back as exactly those exchanges.",
+                    rich_help_panel="Output",
+                    show_default=False,
+                ),
+            ],
+        ),
+    ],
     "secrets": [
         _option(
             "show_secrets",
@@ -531,7 +550,9 @@ class Common:
     keys: tuple[str, ...] = ()
     """--spec-dir and --key as given: for a command that reads them itself (`takes(..., install=False)`)."""
     capture: str | None = None
-    """The capture to read: a path, or "-" for standard input."""
+    """The capture to read: a path, or "-" for standard input; several, their names joined (for what is shown)."""
+    captures: tuple[str, ...] = ()
+    """Every capture to read, globs expanded: one, or several read as one (capture/merge.py)."""
     count: int | None = None
     """Stop after this many exchanges the filters let through."""
     detail: bool = False
@@ -549,6 +570,8 @@ class Common:
     """The `metrics.tap.TapSettings` of the --metrics-* options, for a command that takes them."""
     values: Any = None
     """The `values.reader.ValueReader` of --schemas, --schema-registry and the capture's own schemas (docs/values.md)."""
+    write: Path | None = None
+    """-w: the capture the exchanges shown are cut into (rewrite/cut.py)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -637,12 +660,13 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
     if values.get("min_latency") is not None and values["min_latency"] < 0:
         raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
+    captures = make_captures(values) if "capture" in values else ()
     catalog = catalog_with(specs.definitions if specs else ())
     values_reader = side_streams = None
     if "schemas" in values:
         from kdissect.commands.value_sources import make_values
 
-        capture = make_capture(values) if "capture" in values else None
+        capture = captures[0] if captures else None  # the first capture's own schemas: several are read as one
         values_reader, side_streams = make_values(values.get("schemas"), values.get("schema_registry"), capture, lambda: options)
     wanted = make_filter(catalog, values.get("filter"), values_reader, **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
@@ -666,7 +690,8 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         specs,
         tuple(values.get("spec_dir") or ()),
         tuple(values.get("key") or ()),
-        make_capture(values) if "capture" in values else None,
+        shown_name(captures),
+        captures,
         values.get("count"),
         values.get("detail", False),
         tuple(split_list(values.get("topic")) or ()),
@@ -674,6 +699,7 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         *make_format(catalog, command, values, values_reader),
         make_tap(values) if "metrics_top" in values else None,
         values_reader,
+        make_write(values),
     )
 
 
@@ -716,12 +742,50 @@ def make_format(catalog: Any, command: str | None, values: dict[str, Any], reade
         raise UserError(str(exc)) from None
 
 
-def make_capture(values: dict[str, Any]) -> str:
-    """The capture named by the CAPTURE argument or by -r, exactly one of them."""
-    given = [name for name in (values.get("capture"), values.get("read_file")) if name]
-    if len(given) != 1:
-        raise UserError("name one capture: kdissect read CAPTURE, or -r CAPTURE (- for standard input)")
-    return given[0]
+def make_write(values: dict[str, Any]) -> Path | None:
+    """-w's file, checked before anything is read: a name that says pcap or pcapng, a capture that can be read twice
+    (the cut reads it again), and not the capture itself."""
+    path = values.get("write")
+    if path is None:
+        return None
+    from kdissect.capture.destination import DestinationError, format_of
+    from kdissect.capture.source import STDIN
+
+    try:
+        format_of(str(path))
+    except DestinationError as exc:
+        raise UserError(f"-w {exc}") from None
+    captures = make_captures(values) if "capture" in values else ()
+    if STDIN in captures:
+        raise UserError("-w reads the capture a second time to cut it: give a capture file, not standard input")
+    if path.exists() and any(Path(c).exists() and path.samefile(c) for c in captures):
+        raise UserError(f"-w {path}: that is a capture being read; name another file")
+    return path
+
+
+def shown_name(captures: tuple[str, ...]) -> str | None:
+    """How the captures are named in what a command prints (`kdissect show NAME --exchange N`)."""
+    if len(captures) <= 1:
+        return captures[0] if captures else None
+    import shlex
+
+    return " ".join(map(shlex.quote, captures))
+
+
+def make_captures(values: dict[str, Any]) -> tuple[str, ...]:
+    """The captures named by the CAPTURE arguments or by -r (not both), globs expanded."""
+    from kdissect.capture import CaptureError
+    from kdissect.capture.merge import expand
+
+    given, read = values.get("capture") or [], values.get("read_file") or []
+    if bool(given) == bool(read):
+        raise UserError(
+            "name the capture, as arguments or with -r (not both): kdissect read CAPTURE..., or -r CAPTURE (- for standard input)"
+        )
+    try:
+        return tuple(expand(given or read))
+    except CaptureError as exc:
+        raise UserError(str(exc)) from None
 
 
 def split_list(values: list[str] | None) -> list[str] | None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kdissect.doctor.engine import Doctor
 
 
-@takes(*READS, "fields", "decoding", "detail", "secrets", "metrics")
+@takes(*READS, "write", "fields", "decoding", "detail", "secrets", "metrics")
 def read(
     common: Common,
     all_events: Annotated[
@@ -63,8 +63,8 @@ def read(
         jobs = available()
     elif jobs < 0:
         raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
-    if text and common.output is None and sys.stdout.isatty():
-        jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
+    if (text and common.output is None and sys.stdout.isatty()) or common.write is not None:
+        jobs = 1  # rows drawn on a terminal share it with the progress bar, and -w cuts the exchanges one process holds
     if metrics is not None:
         if metrics_interval <= 0:
             raise UserError("--metrics-interval takes seconds above 0")
@@ -89,7 +89,7 @@ def read(
             if tap is not None:
                 tap.add(event)
             if sink.add(event):
-                run.took()
+                run.took(event)
         if tap is not None:
             tap.close()
         if text:

@@ -12,22 +12,31 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from kdissect.commands.options import Common, ExitStatus, UserError
+from kdissect.commands.options import Common, ExitStatus, OutputError, UserError
 from kdissect.commands.signals import Stopper
 
 PROGRESS_EVERY = 0x1000
 """Packets between two updates of the progress display (a mask: 4096)."""
 
 
-def open_source(names: list[str]) -> Any:
-    """One capture, or several merged by time (`capture/merged.py`)."""
+def open_source(names: tuple[str, ...]) -> Any:
+    """The capture to read, or several read as one (capture/merge.py); a UserError names what cannot be read."""
     from kdissect.capture import CaptureError
-    from kdissect.capture.merged import open_captures
+    from kdissect.capture.merge import open_captures
 
     try:
-        return open_captures(names)
+        return open_captures(list(names or ("-",)))
     except CaptureError as exc:
         raise UserError(str(exc)) from None
+
+
+def dissector_for(source: Any, options: Any) -> Any:
+    """The core for a capture's packets (`dissector.file_dissector`), with the taps joined and timed when several
+    captures are read as one (kdissect/taps/)."""
+    from kdissect.dissector import file_dissector
+    from kdissect.taps.dissector import tapped
+
+    return tapped(file_dissector(source, options), source, options.limits)
 
 
 class Reading:
@@ -44,9 +53,9 @@ class Reading:
     def __init__(
         self, common: Common, options: Any = None, jobs: int = 1, every_body: bool = False, captures: list[str] | None = None
     ) -> None:
-        """`captures`: several captures to read as one, merged by time (`report`); else `common.capture`."""
+        """`captures`: the captures to read as one, merged by time (`report` names its own); else `common.captures`."""
         self.common = common
-        self.captures = captures or [common.capture or "-"]
+        self.captures = tuple(captures) if captures else common.captures
         self.options = options or common.options
         self.jobs = jobs
         """Processes to read the capture with (`commands/jobs.py`); 1 unless the capture is a large enough file."""
@@ -62,11 +71,15 @@ class Reading:
         self.shown = 0
         self.damage: Counter[str] = Counter()
         """Diagnostics of severity error, by code: what makes the exit status 1."""
+        self.selection: Any = None
+        """The exchanges -w cuts into a capture (`rewrite.cut.Selection`), as the command chooses them."""
+        if common.write is not None:
+            from kdissect.rewrite.cut import Selection
+
+            self.selection = Selection()
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
-        from kdissect.dissector import file_dissector
-
         with ExitStack() as stack:
             self.source = stack.enter_context(open_source(self.captures))
             self.source.stops_when(lambda: self.stopper.stopping is not None)  # a long search over corrupt bytes too
@@ -75,7 +88,7 @@ class Reading:
             stack.callback(self.stopper.restore)
             self._stack = stack.pop_all()
         options = self.options
-        if self.jobs > 1:
+        if self.jobs > 1 and len(self.common.captures) == 1:
             from kdissect.commands import jobs
 
             self.jobs = jobs.splits(self.common.capture, self.jobs)
@@ -84,7 +97,7 @@ class Reading:
                 self._stack.callback(self.workers.stop)
                 if not self.every_body:
                     options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
-        self.dissector = file_dissector(self.source, options)
+        self.dissector = dissector_for(self.source, options)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
@@ -103,8 +116,10 @@ class Reading:
     def interrupted(self) -> bool:
         return self.stopper.stopping is not None
 
-    def took(self) -> None:
-        """The command showed one more exchange; at --count the reading stops."""
+    def took(self, exchange: Any = None) -> None:
+        """The command showed one more exchange (-w cuts it into its capture); at --count the reading stops."""
+        if self.selection is not None and exchange is not None:
+            self.selection.add(exchange)
         self.shown += 1
         if self.common.count is not None and self.shown >= self.common.count:
             self.stopped_by = "count"
@@ -173,10 +188,27 @@ class Reading:
             )
         return notes
 
+    def cut(self) -> None:
+        """Write -w's capture: the chosen exchanges' packets, read again from the capture (rewrite/cut.py)."""
+        if self.selection is None or self.common.write is None:
+            return
+        from kdissect.capture.destination import DestinationError
+        from kdissect.rewrite.cut import CutError, cut_into
+
+        with open_source(self.common.captures) as source:
+            try:
+                cut_into(self.common.write, source, self.selection, self.options.limits, self.options.tls_keylog)
+            except (DestinationError, CutError) as exc:
+                raise OutputError(str(exc)) from None
+
     def finish(self) -> None:
-        """Raise the run's exit status when it is not 0: interrupted, or the capture lost bytes."""
+        """Write -w's capture, then raise the run's exit status when it is not 0: interrupted, or the capture lost bytes."""
+        self.cut()
         if self.interrupted:
-            raise ExitStatus(self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial")
+            unwritten = f", and {self.common.write} was not written" if self.common.write is not None and self.selection is None else ""
+            raise ExitStatus(
+                self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial{unwritten}"
+            )
         for d in self.source.diagnostics():
             if d.lost:
                 self.damage[d.code] += 1

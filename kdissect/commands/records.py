@@ -12,6 +12,7 @@ from kdissect.commands.reading import Reading
 
 @takes(
     *READS,
+    "write",
     helps={
         "json_out": "Write NDJSON, one object per record (docs/json.md).",
         "quiet": "No progress bar.",
@@ -75,7 +76,7 @@ def records(
                 if per_record and not wanted.matches(InRecord(event, item.topic, item.record, item.decoded)):
                     continue
                 output.record(item)
-                run.took()
+                run.took(event)
                 if run.stopped_by:
                     break
         output.end(Closing())

@@ -167,14 +167,20 @@ class Report:
 
 class Doctor:
     def __init__(
-        self, changes: Iterable[str] = (), wanted: Filter = EVERYTHING, clients: Clients | None = None, values: Any = None
+        self,
+        changes: Iterable[str] = (),
+        wanted: Filter = EVERYTHING,
+        clients: Clients | None = None,
+        values: Any = None,
+        every: bool = False,
     ) -> None:
         """`changes`: `ID.threshold=VALUE` settings (a `SettingError` names a bad one); `wanted`: the display
         filter, whose text every evidence filter adds; `clients`: what an earlier doctor learnt of the clients'
         software, for one that takes over from it on the same traffic (a tap's next window); `values`: the run's
-        `values.reader.ValueReader` (the one of --schemas, --schema-registry and the capture)."""
+        `values.reader.ValueReader` (the one of --schemas, --schema-registry and the capture); `every`: keep every
+        piece of evidence, not only the first few of each kind (`doctor -w` cuts them into a capture)."""
         self.settings = Settings(RULES, tuple(changes))
-        self.scope = Scope(filtered=wanted.active, text=wanted.text)
+        self.scope = Scope(filtered=wanted.active, text=wanted.text, every=every)
         self.shown = wanted.matches if wanted.active else None
         self.ledger = Ledger(self.scope)
         self.clients = Clients() if clients is None else clients

@@ -36,6 +36,10 @@ class Evidence:
     ids: tuple[int, ...] = ()
     """Every exchange id the evidence kept (up to `trail.ID_CAP`, `exchanges` being the first few): what the report's
     timelines mark when a finding is chosen."""
+    every_exchange: tuple[int, ...] = ()
+    every_connection: tuple[int, ...] = ()
+    """Every evidence exchange the filter shows, and every connection that is evidence by itself, kept only when the
+    doctor is asked to (`doctor -w` cuts them into a capture); the lists above are for people."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,7 +82,7 @@ class Latency(Family):
             p50, p99 = histogram.percentile(50), histogram.percentile(99)
             if p99 < least * 1e6 or p99 < ratio * p50:
                 continue
-            trail = Trail(Scope(self.scope.filtered, self.scope.text))  # `slowest` holds shown exchanges only
+            trail = Trail(Scope(self.scope.filtered, self.scope.text, self.scope.every))  # `slowest` holds shown exchanges only
             for _, _, exchange in sorted(self.slowest[(key, where)], key=lambda item: -item[0]):
                 trail.add(exchange)
             name = self.slowest[(key, where)][0][2].api_name or f"api {key}"

@@ -76,13 +76,15 @@ class Kept:
 class Scope:
     """What the engine tells every trail about the exchange being looked at: whether `-Y` shows it."""
 
-    __slots__ = ("shown", "filtered", "connections", "text")
+    __slots__ = ("shown", "filtered", "connections", "text", "every")
 
-    def __init__(self, filtered: bool, text: str = "") -> None:
+    def __init__(self, filtered: bool, text: str = "", every: bool = False) -> None:
         self.shown = True
         self.filtered = filtered
         self.text = text
         """The display filter's own text: an evidence filter is `(the rule's) and (this)`."""
+        self.every = every
+        """Keep every piece of evidence, not only the first `KEEP` of each kind (`doctor -w`)."""
         self.connections: set[int] = set()
         """Connections with a shown exchange, kept only under a filter: they carry capture findings."""
 
@@ -106,12 +108,17 @@ class Trail:
         "first_ts",
         "last_ts",
         "_last_id",
+        "every_id",
+        "every_connection",
     )
 
     def __init__(self, scope: Scope, expr: str | None = None) -> None:
         self.scope = scope
         self.expr = expr
         self.ids: list[int] = []
+        self.every_id: list[int] = []
+        self.every_connection: list[int] = []
+        """Filled only when the scope asks for every piece of evidence."""
         self.count = 0
         self.shown = 0
         self.connections: list[int] = []
@@ -135,6 +142,8 @@ class Trail:
         self.shown += 1
         if len(self.ids) < ID_CAP:
             self.ids.append(exchange.id)
+        if self.scope.every:
+            self.every_id.append(exchange.id)
         if len(self.connections) < ID_CAP:
             self._note(self.connections, exchange.connection.id, ID_CAP)
         client_id = exchange.client_id
@@ -148,6 +157,8 @@ class Trail:
         self.count += other.count
         self.shown += other.shown
         self.ids += other.ids[: ID_CAP - len(self.ids)]
+        self.every_id += other.every_id
+        self.every_connection += other.every_connection
         for mine, theirs, most in (
             (self.connections, other.connections, ID_CAP),
             (self.clients, other.clients, KEEP),
@@ -171,6 +182,8 @@ class Trail:
         if not self.scope.filtered or info.id in self.scope.connections:
             self._note(self.connections, info.id, ID_CAP)
             self.when(first_ts, last_ts)
+            if self.scope.every:
+                self.every_connection.append(info.id)
 
     def when(self, first_ts: int, last_ts: int) -> None:
         if self.first_ts is None or first_ts < self.first_ts:
@@ -213,6 +226,8 @@ class Trail:
             f"({chosen}) and ({self.scope.text})" if self.scope.filtered else chosen,
             unit,
             tuple(self.ids),
+            tuple(self.every_id),
+            tuple(self.every_connection),
         )
 
 

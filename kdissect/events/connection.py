@@ -57,6 +57,8 @@ class ConnectionInfo:
     broker: Endpoint
     tls: TlsInfo | None = None
     """Set once a TLS connection's hellos are read; events before that carry None."""
+    taps: tuple[str, ...] = ()
+    """The captures that saw the connection, when several are read as one (kdissect/taps/); () for one capture."""
 
     def __str__(self) -> str:
         return f"{self.client} → {self.broker}"

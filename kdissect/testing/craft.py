@@ -23,6 +23,7 @@ from kdissect.capture.linktypes import (
     LINKTYPE_RAW,
 )
 from kdissect.capture.packet import Packet
+from kdissect.net.checksum import internet_checksum, tcp_checksum
 from kdissect.net.linklayer import ETHERTYPE_IPV4, ETHERTYPE_IPV6
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
 from kdissect.schema import BUILTIN, Catalog
@@ -100,14 +101,6 @@ def address(text: str) -> bytes:
     return ipaddress.ip_address(text).packed
 
 
-def checksum(data: bytes) -> int:
-    """The Internet checksum. A big-endian number is congruent modulo 0xFFFF to the sum of its 16-bit words,
-    so one big-integer remainder replaces a Python loop over the words."""
-    if len(data) % 2:
-        data += b"\0"
-    return ~(int.from_bytes(data, "big") % 0xFFFF) & 0xFFFF
-
-
 def ipv4(
     src: str,
     dst: str,
@@ -128,7 +121,7 @@ def ipv4(
     total = 4 * ihl + len(payload) if total_length is None else total_length
     flags = (0x4000 if dont_fragment else 0) | (0x2000 if more else 0) | (offset // 8)
     header = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, total, ident, flags, ttl, proto, 0, address(src), address(dst)) + options
-    return header[:10] + struct.pack("!H", checksum(header)) + header[12:] + payload
+    return header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:] + payload
 
 
 def fragment_sizes(length: int, count: int) -> list[int]:
@@ -232,12 +225,7 @@ def tcp(
     options += b"\0" * (-len(options) % 4)
     header = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (5 + len(options) // 4) << 12 | flags, window, 0, 0)
     segment = header + options + payload
-    s, d = address(src), address(dst)
-    if len(s) == 4:
-        pseudo = s + d + struct.pack("!BBH", 0, TCP, len(segment))
-    else:
-        pseudo = s + d + struct.pack("!IxxxB", len(segment), TCP)
-    return segment[:16] + struct.pack("!H", checksum(pseudo + segment)) + segment[18:]
+    return segment[:16] + struct.pack("!H", tcp_checksum(address(src), address(dst), segment)) + segment[18:]
 
 
 def ip(src: str, dst: str, payload: bytes, **options: Any) -> bytes:

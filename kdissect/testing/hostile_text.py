@@ -12,10 +12,10 @@ from typing import Any
 
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN, ApiKey, ErrorCode
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 HOSTILE = (
     "\x1b]0;pwned\x07",  # retitles the terminal's window

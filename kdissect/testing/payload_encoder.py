@@ -10,10 +10,11 @@ import struct
 from typing import Any
 
 from kdissect.schema import Field, MessageSpec, pick
+from kdissect.schema.encoder import Encoder
 from kdissect.schema.model import InternalTopic
 from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import version_width
-from kdissect.testing.body_encoder import Encoder, build
+from kdissect.testing.body_encoder import build
 from kdissect.wire import write_uvarint
 
 ENCODER = Encoder()

@@ -107,6 +107,17 @@ class KeyLog:
         return b"".join(f"{names[key[0]]} {key[1:].hex()} {secret.hex()}\n".encode() for key, secret in self.secrets.items())
 
 
+def own_key_log(given: bytes | KeyLog) -> KeyLog:
+    """A run's own key log, to which the secrets a capture embeds are added: over a key log file already read (looked
+    in, not copied), or holding the lines given."""
+    if isinstance(given, KeyLog):
+        return KeyLog(base=given)
+    keys = KeyLog()
+    if given:
+        keys.add(given)
+    return keys
+
+
 class KeyLogFile(KeyLog):
     """A key log file, read once. Its length is the bytes read, as the bytes it stands for had: where following the
     file (`live --tls-keylog`, tls/follow.py) goes on."""

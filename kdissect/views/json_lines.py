@@ -394,6 +394,8 @@ def connection_json(c: ConnectionInfo) -> dict[str, Any]:
     out = {"id": c.id, "client": endpoint_json(c.client), "broker": endpoint_json(c.broker)}
     if c.tls is not None:
         out["tls"] = {f.name: value_json(getattr(c.tls, f.name)) for f in dataclasses.fields(c.tls)}
+    if c.taps:
+        out["taps"] = list(c.taps)
     return out
 
 
@@ -482,7 +484,7 @@ def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict
     for side, body in (("request", sent), ("response", got)):
         if body is not None and body.errors:
             errors += [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for e in body.errors]
-    return {
+    tree = {
         "type": "exchange",
         "layout": LAYOUT,
         "id": exchange.id,
@@ -504,6 +506,10 @@ def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict
         "request": message_tree(request),
         "response": message_tree(response),
     }
+    if exchange.vantage is not None:
+        tree["broker_ms"] = json_float(exchange.vantage.broker / 1e6)
+        tree["network_ms"] = json_float(exchange.vantage.network / 1e6)
+    return tree
 
 
 STREAM_RECORDS = 4096
