@@ -18,12 +18,12 @@ import pyarrow.dataset as ds
 import pytest
 
 from kdissect.capture import open_capture
+from kdissect.decode.streamed import exchange_records
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Exchange
 from kdissect.pipeline import rows
 from kdissect.pipeline.local import LocalJob, captures_of
-from kdissect.views.record_stream import exchange_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap*")))
