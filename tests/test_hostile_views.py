@@ -10,9 +10,12 @@ import struct
 from rich.console import Console
 
 from kdissect.dissector import Options, make_dissector
+from kdissect.events import Exchange
+from kdissect.records.codecs import GZIP
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
-from kdissect.views import stats, summary, terminal
+from kdissect.testing.record_encoder import compress, encode_message
+from kdissect.views import json_lines, stats, summary, terminal
 from kdissect.views.summary import Latencies, Summary, percentile
 from kdissect.views.terminal import ReadView
 
@@ -107,3 +110,33 @@ def test_a_flows_client_ids_cell_lists_a_few_and_counts_the_rest(monkeypatch):
         totals.add(event)
     text = rendered(ReadView._flows(totals, 200))
     assert "client-002" in text and "client-003" not in text and "+5 more" in text
+
+
+def nested_gzip(leaves: int, size: int) -> Exchange:
+    """A Produce v3 exchange whose one partition holds a gzip wrapper of a gzip wrapper of `leaves` messages of
+    `size` bytes each (values of random bytes, which JSON spells in base64)."""
+    import random
+
+    rng = random.Random(36)
+    leaf = b"".join(encode_message(0, magic=1, value=rng.randbytes(size)) for _ in range(leaves))
+    inner = encode_message(0, magic=1, value=compress(GZIP, leaf), attributes=GZIP)
+    outer = encode_message(0, magic=1, value=compress(GZIP, inner), attributes=GZIP)
+    partition = struct.pack(">ii", 0, len(outer)) + outer
+    body = struct.pack(">hhii", -1, 1, 1000, 1) + struct.pack(">h", 1) + b"t" + struct.pack(">i", 1) + partition
+    conv = Conversation()
+    packets = conv.handshake() + conv.send(CLIENT, craft.request(0, 3, 1, body), 60000)
+    packets += conv.send(SERVER, craft.response(1, b"\0\0\0\0\0\0\0\0"), 60000) + conv.close()
+    [exchange] = [e for e in make_dissector(Options()).run(packets) if isinstance(e, Exchange)]
+    return exchange
+
+
+def test_json_pieces_are_bounded_by_bytes_inside_nested_wrappers(monkeypatch):
+    """A wrapper of few but large messages is walked into and cut by bytes, not made JSON at once; the pieces
+    joined are the line `encode` makes."""
+    monkeypatch.setattr(json_lines, "STREAM_BYTES", 1)  # every exchange streamed
+    monkeypatch.setattr(json_lines, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(json_lines, "FLUSH", 1)
+    exchange = nested_gzip(leaves=40, size=8 << 10)
+    pieces = list(json_lines.exchange_pieces(exchange))
+    assert b"".join(pieces) == json_lines.encode(json_lines.exchange_tree(exchange))
+    assert max(map(len, pieces)) < 40 << 10  # two 8 KiB values in base64 and their fields; whole: 40 of them
