@@ -12,10 +12,12 @@ from rich.console import Console
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.records.codecs import GZIP
+from kdissect.schema import BUILTIN
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
 from kdissect.testing.record_encoder import compress, encode_message
 from kdissect.views import json_lines, stats, summary, terminal
+from kdissect.views.detail import DetailView
 from kdissect.views.summary import Latencies, Summary, percentile
 from kdissect.views.terminal import ReadView
 
@@ -140,3 +142,16 @@ def test_json_pieces_are_bounded_by_bytes_inside_nested_wrappers(monkeypatch):
     pieces = list(json_lines.exchange_pieces(exchange))
     assert b"".join(pieces) == json_lines.encode(json_lines.exchange_tree(exchange))
     assert max(map(len, pieces)) < 40 << 10  # two 8 KiB values in base64 and their fields; whole: 40 of them
+
+
+def test_a_messages_tree_shows_a_budget_of_entries_and_counts_the_rest(monkeypatch):
+    """`read -V` draws at most `DetailView.ENTRIES` batches, records and messages of a message; the line after
+    them counts the rest (here the wrapper, its inner wrapper and 40 messages: 42 entries, 10 drawn)."""
+
+    monkeypatch.setattr(DetailView, "ENTRIES", 10)
+    exchange = nested_gzip(leaves=40, size=100)
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(DetailView(BUILTIN, hexdump=False).render(exchange))
+    text = console.file.getvalue()
+    assert text.count("value ") == 8
+    assert "… 32 more batches, records and messages: a tree shows 10 a message" in text

@@ -61,7 +61,22 @@ def scalar(name: str, value: Any) -> Text:
     return text
 
 
+def _inside(m: LegacyMessage) -> int:
+    """The messages a compressed wrapper holds, at every depth."""
+    held, inside = list(m.messages), 0
+    while held:
+        inner = held.pop()
+        inside += 1
+        held += inner.messages
+    return inside
+
+
 class DetailView:
+    ENTRIES = 1_000
+    """Batches, records and legacy messages a message's tree shows: a frame can hold a million (compressed
+    wrappers nested in many batches), and rich draws a tree of that many nodes for minutes. The rest are counted
+    in one line; `--json` writes them all."""
+
     def __init__(
         self, catalog: Catalog, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None, show_secrets: bool = False
     ) -> None:
@@ -73,6 +88,16 @@ class DetailView:
         """When given, filled with id(tree node) -> (side, start, end): where each field's bytes lie in its frame,
         for the browser's hex pane (needs a body decoded with spans)."""
         self._side = ""
+        self._left = self.ENTRIES
+        self._past = 0
+
+    def _room(self) -> bool:
+        """Whether the message's tree takes one more entry; past its budget the entry is counted instead."""
+        if self._left > 0:
+            self._left -= 1
+            return True
+        self._past += 1
+        return False
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
@@ -118,6 +143,7 @@ class DetailView:
             for tagged in header.tagged:
                 hnode.add(Text(f"tag {tagged.tag}: ") + preview(tagged.data))
         body = message.body if isinstance(message.body, Body) else None
+        self._left, self._past = self.ENTRIES, 0
         if body is not None:
             label = Text(f"Body {printable(body.schema)} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
             if body.assumed:
@@ -127,6 +153,13 @@ class DetailView:
                 self._struct(bnode, body.fields, message.frame.data)
             elif body.raw is not None:
                 bnode.add(preview(body.raw))
+            if self._past:
+                bnode.add(
+                    Text(
+                        f"… {self._past} more batches, records and messages: a tree shows {self.ENTRIES} a message (--json has them all)",
+                        style="dim",
+                    )
+                )
         for d in message.diagnostics:
             node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
         return node
@@ -199,6 +232,9 @@ class DetailView:
             node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
 
     def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None) -> None:
+        if not self._room():
+            self._past += len(b.records)
+            return
         ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
         label = Text(f"Batch {i}", style="bold")
         label.append(f"  v2, {b.codec}{ratio}, offsets {b.base_offset}-{b.base_offset + b.last_offset_delta}, {b.record_count} records")
@@ -218,7 +254,8 @@ class DetailView:
             )
         )
         for record in b.records:
-            self._record(child, record)
+            if self._room():
+                self._record(child, record)
 
     @staticmethod
     def _record(node: Tree, r: Record) -> None:
@@ -259,6 +296,9 @@ class DetailView:
                 node.add(Text(f"{printable(name)}: ") + scalar(name, value))
 
     def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
+        if not self._room():
+            self._past += _inside(m)
+            return
         text = Text(f"Message v{m.magic}", style="bold")
         text.append(f"  offset {m.offset}, {m.codec}")
         if m.timestamp is not None:
