@@ -19,6 +19,7 @@ with instrumented():
     from kdissect.dissector import Options, make_dissector
     from kdissect.events import Exchange
     from kdissect.filter import FilterError, compile_fields, compile_filter
+    from kdissect.schema import BUILTIN
 
 CAPTURE = Path(__file__).resolve().parent.parent / "captures" / "produce-codecs-confluent.pcap"
 FIELDS = (
@@ -132,11 +133,11 @@ def one_input(data: bytes) -> None:
         return
     text = data[1:].decode("utf-8", "replace") if data[0] % 2 == 0 else _Steered(data[1:]).expr()
     try:
-        compile_fields([text])
+        compile_fields([text], BUILTIN)
     except FilterError as exc:
         _refused(exc, text)
     try:
-        wanted = compile_filter([("-Y", text)])
+        wanted = compile_filter([("-Y", text)], BUILTIN)
     except FilterError as exc:
         _refused(exc, text)
         return
