@@ -114,13 +114,13 @@ def test_a_flows_client_ids_cell_lists_a_few_and_counts_the_rest(monkeypatch):
     assert "client-002" in text and "client-003" not in text and "+5 more" in text
 
 
-def nested_gzip(leaves: int, size: int) -> Exchange:
+def nested_gzip(leaves: int, size: int, zeros: bool = False) -> Exchange:
     """A Produce v3 exchange whose one partition holds a gzip wrapper of a gzip wrapper of `leaves` messages of
-    `size` bytes each (values of random bytes, which JSON spells in base64)."""
+    `size` bytes each (values of random bytes, or `zeros`; JSON spells both in base64)."""
     import random
 
     rng = random.Random(36)
-    leaf = b"".join(encode_message(0, magic=1, value=rng.randbytes(size)) for _ in range(leaves))
+    leaf = b"".join(encode_message(0, magic=1, value=bytes(size) if zeros else rng.randbytes(size)) for _ in range(leaves))
     inner = encode_message(0, magic=1, value=compress(GZIP, leaf), attributes=GZIP)
     outer = encode_message(0, magic=1, value=compress(GZIP, inner), attributes=GZIP)
     partition = struct.pack(">ii", 0, len(outer)) + outer
@@ -142,6 +142,19 @@ def test_json_pieces_are_bounded_by_bytes_inside_nested_wrappers(monkeypatch):
     pieces = list(json_lines.exchange_pieces(exchange))
     assert b"".join(pieces) == json_lines.encode(json_lines.exchange_tree(exchange))
     assert max(map(len, pieces)) < 40 << 10  # two 8 KiB values in base64 and their fields; whole: 40 of them
+
+
+def test_a_small_frame_that_decompresses_large_is_streamed(monkeypatch):
+    """A frame far under `STREAM_BYTES` whose wrappers decompress past it (zeros: 320 KiB in a frame of a few
+    hundred bytes) is written in pieces too, not made JSON whole."""
+    monkeypatch.setattr(json_lines, "STREAM_BYTES", 64 << 10)
+    monkeypatch.setattr(json_lines, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(json_lines, "FLUSH", 1)
+    exchange = nested_gzip(leaves=40, size=8 << 10, zeros=True)
+    assert exchange.request.frame.size < 4 << 10
+    pieces = list(json_lines.exchange_pieces(exchange))
+    assert b"".join(pieces) == json_lines.encode(json_lines.exchange_tree(exchange))
+    assert max(map(len, pieces)) < 40 << 10
 
 
 def test_a_messages_tree_shows_a_budget_of_entries_and_counts_the_rest(monkeypatch):

@@ -412,9 +412,10 @@ FLUSH = 1 << 16
 
 
 def _large(exchange: Exchange) -> bool:
-    """Whether an exchange's frames pass `STREAM_BYTES` or its bodies hold more than `STREAM_RECORDS` records
-    (legacy messages nested in compressed wrappers counted at every depth)."""
-    left = STREAM_RECORDS
+    """Whether an exchange's frames, or what their records decompressed to, pass `STREAM_BYTES`, or its bodies
+    hold more than `STREAM_RECORDS` records (legacy messages nested in compressed wrappers counted at every
+    depth): a frame of 500 kB can hold 90 MiB of values."""
+    left, inflated = STREAM_RECORDS, 0
     for message in (exchange.request, exchange.response):
         if message is None:
             continue
@@ -424,12 +425,13 @@ def _large(exchange: Exchange) -> bool:
         batches = [b for placed in body.records for b in placed.records.batches] if body is not None else []
         while batches:
             batch = batches.pop()
+            inflated += batch.uncompressed_size
             if type(batch) is RecordBatch:
                 left -= len(batch.records)
             else:
                 left -= 1
                 batches += batch.messages
-            if left < 0:
+            if left < 0 or inflated > STREAM_BYTES:
                 return True
     return False
 
