@@ -61,14 +61,22 @@ def scalar(name: str, value: Any) -> Text:
     return text
 
 
-def _inside(m: LegacyMessage) -> int:
-    """The messages a compressed wrapper holds, at every depth."""
-    held, inside = list(m.messages), 0
-    while held:
-        inner = held.pop()
-        inside += 1
-        held += inner.messages
-    return inside
+def _count(records: RecordSet) -> tuple[int, int]:
+    """How many records `records.records()` yields, and how many entries a tree of them has (batches, records,
+    legacy messages at every depth): one walk without a generator per wrapper (a frame can hold a million)."""
+    count = entries = 0
+    for batch in records.batches:
+        if isinstance(batch, RecordBatch):
+            count += len(batch.records)
+            entries += 1 + len(batch.records)
+            continue
+        held = [batch]
+        while held:
+            m = held.pop()
+            count += m.codec == "none"
+            entries += 1
+            held += m.messages
+    return count, entries
 
 
 class DetailView:
@@ -92,11 +100,10 @@ class DetailView:
         self._past = 0
 
     def _room(self) -> bool:
-        """Whether the message's tree takes one more entry; past its budget the entry is counted instead."""
+        """Whether the message's tree takes one more entry (a records field counts the ones it left out)."""
         if self._left > 0:
             self._left -= 1
             return True
-        self._past += 1
         return False
 
     def render(self, exchange: Exchange) -> RenderableType:
@@ -192,8 +199,11 @@ class DetailView:
                     self._struct(child.add(Text(f"[{i}]", style="dim")), item, data)
             elif isinstance(value, RecordSet):
                 start = span[1] - value.size if span else None  # the blob starts after its length prefix
-                label = Text(f"{printable(name)}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)
+                count, entries = _count(value)
+                label = Text(f"{printable(name)}: ", style="bold") + self._records_label(value, count) + self._span(struct, name, data)
+                left = self._left
                 self._records(self._mark(node.add(label), span), value, start)
+                self._past += entries - (left - self._left)  # what the budget left out of this field
             else:
                 text = Text(f"{printable(name)}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
                 self._mark(node.add(text + self._span(struct, name, data)), span)
@@ -214,9 +224,8 @@ class DetailView:
             node.add(Text(f"{printable(name)} (read by kdissect): ", style="italic") + scalar(name, annotation))
 
     @staticmethod
-    def _records_label(records: RecordSet) -> Text:
+    def _records_label(records: RecordSet, count: int) -> Text:
         batches = len(records.batches)
-        count = sum(1 for _ in records.records())
         text = Text(f"{batches} batch{'es' if batches != 1 else ''}, {count} record{'s' if count != 1 else ''}, {size(records.size)}")
         if records.truncated:
             text.append(f", {records.truncated} bytes of a partial batch at the end (normal in a Fetch response)", style="dim")
@@ -233,7 +242,6 @@ class DetailView:
 
     def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None) -> None:
         if not self._room():
-            self._past += len(b.records)
             return
         ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
         label = Text(f"Batch {i}", style="bold")
@@ -297,7 +305,6 @@ class DetailView:
 
     def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
         if not self._room():
-            self._past += _inside(m)
             return
         text = Text(f"Message v{m.magic}", style="bold")
         text.append(f"  offset {m.offset}, {m.codec}")
