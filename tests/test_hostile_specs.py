@@ -87,6 +87,18 @@ def test_spec_files_with_long_numbers_stop_a_read_with_one_line(tmp_path):
     assert line.startswith(f"kdissect: error: {request}:1: a number of 5000 characters")
 
 
+def test_a_specs_problems_reach_the_terminal_escaped(tmp_path):
+    """A spec's names are its writer's: a problem that quotes one shows its control characters as escapes, in
+    `schema --check` and in the one line that stops a read."""
+    folder = pair(tmp_path / "esc", "Esc", [{"name": "X\x1b]0;title\x07\x1b[2J\u2028\x9b", "type": "int32", "versions": "0+"}])
+    for args in (("schema", "--check", folder), ("read", CAPTURE, "--spec-dir", folder)):
+        done = kdissect(*args)
+        assert done.returncode == 2
+        out = done.stdout + done.stderr
+        assert not any(c in out.decode() for c in "\x1b\x07\u2028\x9b")
+        assert "X\\x1b]0;title\\x07\\x1b[2J\\u2028\\x9b" in out.decode()
+
+
 def test_a_file_past_the_cap_is_refused_unread(tmp_path):
     folder = pair(tmp_path / "long", "Long", [], about="x" * (8 << 20))
     specs = from_folders([folder], [])
