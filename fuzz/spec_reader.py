@@ -12,8 +12,8 @@ from __future__ import annotations
 from fuzz.common import Broken, check_diagnostics, instrumented, main
 
 with instrumented():
-    from kdissect import schema
     from kdissect.decode.body import CompiledBodies
+    from kdissect.schema import catalog_with
     from kdissect.schema.tree import Struct
     from kdissect.schema.user_specs import SpecFile, load
 
@@ -42,15 +42,14 @@ def one_input(data: bytes) -> None:
             raise Broken(f"a problem in no file given: {problem}")
     if not specs.apis:
         return
-    with schema.installed(specs.definitions):
-        bodies = CompiledBodies(lambda buf, start, end: bytes(buf[start:end]), elements=ELEMENTS)
-        for user in specs.apis:
-            for version in user.api.versions[:4]:
-                for direction in ("request", "response"):
-                    body, diagnostics = bodies.decode(user.api.key, version, direction, data, 0)
-                    check_diagnostics(diagnostics, f"{user.api.name} v{version} {direction}")
-                    if _structs(body.fields) > (1 + ELEMENTS) * NESTING:
-                        raise Broken(f"{_structs(body.fields)} structs decoded, past the elements bound")
+    bodies = CompiledBodies(catalog_with(specs.definitions), lambda buf, start, end: bytes(buf[start:end]), elements=ELEMENTS)
+    for user in specs.apis:
+        for version in user.api.versions[:4]:
+            for direction in ("request", "response"):
+                body, diagnostics = bodies.decode(user.api.key, version, direction, data, 0)
+                check_diagnostics(diagnostics, f"{user.api.name} v{version} {direction}")
+                if _structs(body.fields) > (1 + ELEMENTS) * NESTING:
+                    raise Broken(f"{_structs(body.fields)} structs decoded, past the elements bound")
 
 
 if __name__ == "__main__":

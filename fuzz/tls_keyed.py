@@ -25,6 +25,7 @@ with instrumented():
     from kdissect.kafka.detect import find_request, find_response
     from kdissect.kafka.framing import RESYNC_WINDOW, Framer
     from kdissect.net.segments import SegmentDecoder
+    from kdissect.schema import BUILTIN
     from kdissect.tls.decryptor import HOLD_BYTES, TlsSession
     from kdissect.tls.keylog import KeyLog
     from kdissect.tls.records import HEADER, MAX_LENGTH, SEARCH_WINDOW
@@ -84,7 +85,7 @@ def connections() -> tuple[Connection, ...]:
 
 def _framer(frames: list, report, requests: bool) -> Framer:
     if requests:
-        return Framer(frames.append, report, lambda buf, start: find_request(buf, start, MAX_FRAME), 8, MAX_FRAME, True)
+        return Framer(frames.append, report, lambda buf, start: find_request(buf, start, MAX_FRAME, BUILTIN), 8, MAX_FRAME, True)
     return Framer(frames.append, report, lambda buf, start: find_response(buf, start, MAX_FRAME, ()), 4, MAX_FRAME, True)
 
 

@@ -14,6 +14,7 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
 from kdissect.filter.regex import compile_pattern
+from kdissect.schema import BUILTIN
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER
 
@@ -39,7 +40,7 @@ REFUSED = {
 @pytest.mark.parametrize("expression", REFUSED.values(), ids=REFUSED.keys())
 def test_the_grammar_refuses_with_one_line(expression):
     with pytest.raises(FilterError) as caught:
-        compile_filter([("-Y", expression)])
+        compile_filter([("-Y", expression)], BUILTIN)
     line = str(caught.value)
     assert "\n" not in line and line.startswith("-Y at column ")
 
@@ -57,7 +58,7 @@ def test_the_command_says_it_before_any_output(name):
 
 def test_the_deepest_expression_allowed_compiles_and_runs():
     """64 levels: compiled and evaluated by recursion far from Python's limit, whatever called the filter."""
-    deepest = compile_filter([("-Y", "not " * 32 + "(" * 32 + "api == Metadata" + ")" * 32)])
+    deepest = compile_filter([("-Y", "not " * 32 + "(" * 32 + "api == Metadata" + ")" * 32)], BUILTIN)
     found = [e for e in make_dissector(Options()).run(_exchange("some-client")) if isinstance(e, Exchange)]
     assert [deepest.matches(e) for e in found] == [True]
 
@@ -73,7 +74,7 @@ def _exchange(client_id: str) -> list:
 def test_a_catastrophic_pattern_on_a_captured_value_ends():
     """`(a+)+$` against a client id of a's and a '!': Python's backtracking `re` takes 2**n steps for n a's and
     would never finish this one; RE2 reads the value once."""
-    wanted = compile_filter([("-Y", 'client_id matches "(a+)+$"'), ("-Y #2", 'client_id matches "^(a|aa)+!$"')])
+    wanted = compile_filter([("-Y", 'client_id matches "(a+)+$"'), ("-Y #2", 'client_id matches "^(a|aa)+!$"')], BUILTIN)
     found = [e for e in make_dissector(Options()).run(_exchange("a" * 5000 + "!")) if isinstance(e, Exchange)]
     assert len(found) == 1 and not wanted.matches(found[0])
 

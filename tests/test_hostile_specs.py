@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kdissect import schema
 from kdissect.decode.body import CompiledBodies
+from kdissect.schema import catalog_with
 from kdissect.schema.specs import MAX_DIGITS, MAX_NESTING, Document, SpecError, strip_comments
 from kdissect.schema.tree import Struct
 from kdissect.schema.user_specs import MAX_FILE, SpecFile, from_folders, load
@@ -87,6 +87,18 @@ def test_spec_files_with_long_numbers_stop_a_read_with_one_line(tmp_path):
     assert line.startswith(f"kdissect: error: {request}:1: a number of 5000 characters")
 
 
+def test_a_specs_problems_reach_the_terminal_escaped(tmp_path):
+    """A spec's names are its writer's: a problem that quotes one shows its control characters as escapes, in
+    `schema --check` and in the one line that stops a read."""
+    folder = pair(tmp_path / "esc", "Esc", [{"name": "X\x1b]0;title\x07\x1b[2J\u2028\x9b", "type": "int32", "versions": "0+"}])
+    for args in (("schema", "--check", folder), ("read", CAPTURE, "--spec-dir", folder)):
+        done = kdissect(*args)
+        assert done.returncode == 2
+        out = done.stdout + done.stderr
+        assert not any(c in out.decode() for c in "\x1b\x07\u2028\x9b")
+        assert "X\\x1b]0;title\\x07\\x1b[2J\\u2028\\x9b" in out.decode()
+
+
 def test_a_file_past_the_cap_is_refused_unread(tmp_path):
     folder = pair(tmp_path / "long", "Long", [], about="x" * (8 << 20))
     specs = from_folders([folder], [])
@@ -147,16 +159,15 @@ def structs(value: object) -> int:
 def fan(tmp_path_factory):
     specs = from_folders([pair(tmp_path_factory.mktemp("specs") / "fan", "Fan", EMPTY_IN_TWO_ARRAYS)], [])
     assert not specs.problems
-    with schema.installed(specs.definitions):
-        yield
+    return catalog_with(specs.definitions)
 
 
 def test_elements_are_counted_across_nesting(fan):
     """99 outer elements of 10 inner ones each: 1089 structs; a message may hold 500, so decoding stops at the
     array that passes them, the 41st inner one (99 + 40 * 10 = 499), and keeps what came before."""
-    whole, told = CompiledBodies(bytes).decode(FAN_KEY, 0, "request", body(99, 10), 0)
+    whole, told = CompiledBodies(fan, bytes).decode(FAN_KEY, 0, "request", body(99, 10), 0)
     assert structs(whole.fields) == 1 + 99 + 990 and told == []
-    cut, told = CompiledBodies(bytes, elements=500).decode(FAN_KEY, 0, "request", body(99, 10), 0)
+    cut, told = CompiledBodies(fan, bytes, elements=500).decode(FAN_KEY, 0, "request", body(99, 10), 0)
     [diagnostic] = told
     assert (diagnostic.code, diagnostic.severity, diagnostic.path) == ("body.elements-cut", "warning", "Outer[40].Inner")
     assert structs(cut.fields) <= 1 + 500
@@ -167,5 +178,5 @@ def test_a_small_body_cannot_ask_for_millions_of_structs(fan):
     message's bound stops them, however the arrays nest."""
     data = body(99, 65536)
     assert len(data) == 400
-    cut, told = CompiledBodies(bytes, elements=100_000).decode(FAN_KEY, 0, "request", data, 0)
+    cut, told = CompiledBodies(fan, bytes, elements=100_000).decode(FAN_KEY, 0, "request", data, 0)
     assert [d.code for d in told] == ["body.elements-cut"] and structs(cut.fields) <= 1 + 100_000

@@ -519,14 +519,19 @@ exchange holds in memory while it is written does not grow with it."""
 STREAM_BYTES = 1 << 20
 PIECE = 512
 """Records, or elements of an array of scalars or flat structs, made JSON at a time."""
+PIECE_BYTES = 1 << 20
+"""... or fewer: a piece ends once its records' keys and values pass this many bytes, and a batch or wrapper
+whose records decompressed past it is walked into, so that a batch of large values (a compressed wrapper's 50 MiB
+of them) is not made JSON at once."""
 FLUSH = 1 << 16
 """Pieces are gathered up to this many bytes before they are handed to the stream."""
 
 
 def _large(exchange: Exchange) -> bool:
-    """Whether an exchange's frames pass `STREAM_BYTES` or its bodies hold more than `STREAM_RECORDS` records
-    (legacy messages nested in compressed wrappers counted at every depth)."""
-    left = STREAM_RECORDS
+    """Whether an exchange's frames, or what their records decompressed to, pass `STREAM_BYTES`, or its bodies
+    hold more than `STREAM_RECORDS` records (legacy messages nested in compressed wrappers counted at every
+    depth): a frame of 500 kB can hold 90 MiB of values."""
+    left, inflated = STREAM_RECORDS, 0
     for message in (exchange.request, exchange.response):
         if message is None:
             continue
@@ -536,12 +541,13 @@ def _large(exchange: Exchange) -> bool:
         batches = [b for placed in body.records for b in placed.records.batches] if body is not None else []
         while batches:
             batch = batches.pop()
+            inflated += batch.uncompressed_size
             if type(batch) is RecordBatch:
                 left -= len(batch.records)
             else:
                 left -= 1
                 batches += batch.messages
-            if left < 0:
+            if left < 0 or inflated > STREAM_BYTES:
                 return True
     return False
 
@@ -586,11 +592,18 @@ def _heavy(value: Any) -> bool:
     if cls is Struct:
         return any(type(v) in _NESTS or type(v) is Struct for v in value.values)
     if cls is RecordBatch:
-        return len(value.records) > PIECE
+        return len(value.records) > PIECE or value.uncompressed_size > PIECE_BYTES
     if cls is LegacyMessage:
         messages = value.messages
-        return len(messages) > PIECE or any(m.messages for m in messages)
+        return len(messages) > PIECE or value.uncompressed_size > PIECE_BYTES or any(m.messages for m in messages)
     return cls in _NESTS
+
+
+def _weight(value: Any) -> int:
+    """Bytes of a record's or a message's key and value (what its JSON grows with); 0 for other values."""
+    if type(value) is Record or type(value) is LegacyMessage:
+        return len(value.key or b"") + len(value.value or b"")
+    return 0
 
 
 _RECORDS: dict[type, Callable[[Any], dict[str, Any]]] = {Record: _record_tree, RecordBatch: _batch_tree, LegacyMessage: _legacy_tree}
@@ -639,10 +652,14 @@ def _pieces(value: Any) -> Iterator[bytes]:
             sep = b","
         yield b"]"
     else:
-        for at in range(0, len(value), PIECE):
-            part = [_leaf(v) for v in value[at : at + PIECE]]
-            yield (b"," if at else b"[") + _encoded(part)[1:-1]
-        yield b"]"
+        sep, part, weight = b"[", [], 0
+        for item in value:
+            part.append(_leaf(item))
+            weight += _weight(item)
+            if len(part) >= PIECE or weight >= PIECE_BYTES:
+                yield sep + _encoded(part)[1:-1]
+                sep, part, weight = b",", [], 0
+        yield (sep + _encoded(part)[1:-1] if part else b"") + b"]"
 
 
 def encode_value(value: Any) -> bytes:

@@ -17,7 +17,7 @@ from kdissect.events import ConnectionEnd, Exchange
 from kdissect.printable import printable
 from kdissect.schema import ApiKey, error_name
 from kdissect.schema.tree import Struct
-from kdissect.views.summary import exchange_errors, percentile
+from kdissect.views.summary import Latencies, exchange_errors
 from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp, why_hidden
 
 
@@ -40,10 +40,9 @@ def _round_row(r: Round) -> dict[str, Any]:
     }
 
 
-def _latency_cells(values: list[int]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    cell = lambda q: None if (value := percentile(ordered, q)) is None else value / 1e6
-    return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
+def _latency_cells(values: Latencies) -> dict[str, float | None]:
+    cell = lambda q: None if not values else values.percentile(q) / 1e6  # type: ignore[operator]
+    return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": values.largest / 1e6 if values else None}  # type: ignore[operator]
 
 
 MAX_CLIENTS = 1_000
@@ -76,7 +75,7 @@ class Stats:
         api_key = header.api_key if header else None
         api = self.apis.setdefault(
             (api_key, header.api_version if header else None),
-            {"name": exchange.api_name, "count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()},
+            {"name": exchange.api_name, "count": 0, "errors": Counter(), "latencies": Latencies(), "statuses": Counter()},
         )
         api["count"] += 1
         api["statuses"][exchange.status] += 1
@@ -87,7 +86,7 @@ class Stats:
         who = (header.client_id if header else None) or "(none)"
         if who not in self.clients and len(self.clients) >= MAX_CLIENTS:
             who = OTHER_CLIENTS
-        client = self.clients.setdefault(who, {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []})
+        client = self.clients.setdefault(who, {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": Latencies()})
         client["exchanges"] += 1
         client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
         client["errors"] += len(errors)
@@ -248,7 +247,7 @@ LAYOUTS: list[TableLayout] = [
         [
             TableColumn("API"),
             TableColumn("version", "right"),
-            TableColumn("count", "right"),
+            TableColumn("count", "right", summed=True),
             TableColumn("errors", wrap=True, keep=1),
             TableColumn("p50", "right", keep=5),
             TableColumn("p95", "right", keep=6),
@@ -274,9 +273,9 @@ LAYOUTS: list[TableLayout] = [
         [
             TableColumn("topic", wrap=True),
             TableColumn("partition", "right"),
-            TableColumn("produced records", "right"),
+            TableColumn("produced records", "right", summed=True),
             TableColumn("produced bytes", "right", keep=1),
-            TableColumn("fetched records", "right"),
+            TableColumn("fetched records", "right", summed=True),
             TableColumn("fetched bytes", "right", keep=1),
         ],
         lambda row, width: (
@@ -293,9 +292,9 @@ LAYOUTS: list[TableLayout] = [
         "Clients",
         [
             TableColumn("client id"),
-            TableColumn("exchanges", "right"),
+            TableColumn("exchanges", "right", summed=True),
             TableColumn("bytes", "right", keep=2),
-            TableColumn("errors", "right"),
+            TableColumn("errors", "right", summed=True),
             TableColumn("p50", "right", keep=3),
             TableColumn("p99", "right", keep=1),
             TableColumn("APIs", wrap=True, keep=4),
@@ -339,8 +338,8 @@ LAYOUTS: list[TableLayout] = [
             TableColumn("group", wrap=True),
             TableColumn("members", "right"),
             TableColumn("generations", wrap=True),
-            TableColumn("rebalances", "right"),
-            TableColumn("offset commits", "right", keep=1),
+            TableColumn("rebalances", "right", summed=True),
+            TableColumn("offset commits", "right", keep=1, summed=True),
         ],
         lambda row, width: (
             row["group"],
@@ -363,7 +362,7 @@ LAYOUTS: list[TableLayout] = [
             TableColumn("bytes →", "right", keep=6),
             TableColumn("bytes ←", "right", keep=6),
             TableColumn("decrypted records", "right", keep=2),
-            TableColumn("exchanges", "right"),
+            TableColumn("exchanges", "right", summed=True),
             TableColumn("hidden", "right", wrap=True),
         ],
         lambda row, width: (
@@ -416,6 +415,6 @@ def print_stats(stats: Stats, console: Console, notes: Sequence[Diagnostic] = ()
     width = console.width
     for name, title, columns, cells in LAYOUTS:
         if tables.get(name) or name in ALWAYS:
-            console.print(fitted_table(title, columns, [cells(row, width) for row in tables[name]], width))
+            console.print(fitted_table(title, columns, (cells(row, width) for row in tables[name]), width))
     for note in notes:
         console.print(Text(printable(f"{note.code}: {note.message}"), style="magenta"), highlight=False)

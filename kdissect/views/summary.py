@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from kdissect.decode.body import Body
+from kdissect.doctor.trail import Histogram
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
 from kdissect.schema import error_name
 
@@ -28,6 +29,43 @@ def percentile(sorted_values: list[int], q: float) -> int | None:
         return None
     rank = max(0, min(len(sorted_values) - 1, round(q / 100 * len(sorted_values) + 0.5) - 1))
     return sorted_values[rank]
+
+
+class Latencies:
+    """A table row's latencies: exact up to `EXACT` of them, then folded into the doctor's `Histogram`, so a
+    row costs constant memory however long the capture. Past `EXACT` a percentile is its bucket's upper bound
+    (within 9 %, never above the largest seen); the largest stays exact."""
+
+    __slots__ = ("exact", "histogram", "largest")
+
+    EXACT = 10_000
+
+    def __init__(self) -> None:
+        self.exact: list[int] = []
+        self.histogram: Histogram | None = None
+        self.largest: int | None = None
+
+    def append(self, ns: int) -> None:
+        if self.largest is None or ns > self.largest:
+            self.largest = ns
+        if self.histogram is not None:
+            self.histogram.add(ns)
+            return
+        self.exact.append(ns)
+        if len(self.exact) > self.EXACT:
+            self.histogram = Histogram()
+            for value in self.exact:
+                self.histogram.add(value)
+            self.exact = []
+
+    def percentile(self, q: float) -> int | None:
+        if self.histogram is None:
+            return percentile(sorted(self.exact), q)
+        assert self.largest is not None
+        return min(self.histogram.percentile(q), self.largest)
+
+    def __bool__(self) -> bool:
+        return self.largest is not None
 
 
 def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
@@ -128,7 +166,7 @@ class Flow:
     errors: int = 0
     unanswered: int = 0
     diagnostics: int = 0
-    latencies: list[int] = field(default_factory=list)
+    latencies: Latencies = field(default_factory=Latencies)
     end: ConnectionEnd | None = None
 
 

@@ -7,7 +7,7 @@ once and memory does not grow with it. Colours and control codes appear only on 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -25,7 +25,7 @@ from kdissect.events import ConnectionEnd, ConnectionInfo, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.printable import printable
 from kdissect.schema import error_name
-from kdissect.views.summary import Flow, Labelled, Summary, api_label, exchange_errors, percentile
+from kdissect.views.summary import Flow, Labelled, Summary, api_label, exchange_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,20 +74,27 @@ class TableColumn:
     wrap: bool = False
     keep: int = 0
     max_width: int | None = None
+    summed: bool = False
+    """A count: the row of the rows past `ROWS` gives their sum in this column (other columns stay empty)."""
 
+
+ROWS = 1_000
+"""Rows a closing table shows: a capture can open a connection, name a client or a topic per packet, and a
+table of 100 000 rows costs rich a minute and a gigabyte. The rest are summed in one last row, and said."""
 
 WORD_MAX = 24
 """A wrapping column grows to hold whole words up to this length; longer ones are folded."""
 
 
 def fitted_table(
-    title: str, columns: list[TableColumn], rows: list[tuple[Any, ...]], width: int, style: str = "bold", compact: bool = False
+    title: str, columns: list[TableColumn], rows: Iterable[tuple[Any, ...]], width: int, style: str = "bold", compact: bool = False
 ) -> Table:
     """A table that fits `width`: no column is squeezed below its header or its longest whole value; columns are
     left out, least needed first, until it fits, and the caption names them. `compact` cuts long text with an
-    ellipsis instead of wrapping it, so each row is one line."""
+    ellipsis instead of wrapping it, so each row is one line. Past `ROWS` rows (taken lazily from `rows`), the
+    rest are summed in one row."""
 
-    rows = [tuple(_text(cell) for cell in row) for row in rows]
+    rows, past = _budgeted(rows, columns)
 
     def cells(i: int) -> list[str]:
         return [r[i].plain for r in rows]
@@ -122,10 +129,51 @@ def fitted_table(
     for row in rows:
         table.add_row(*(_one_line(row[i]) if compact and columns[i].wrap else row[i] for i in shown))
     left_out = [c.name for i, c in enumerate(columns) if i not in shown]
+    captions = [f"{past} rows past the first {ROWS} are summed in the last row"] if past else []
     if left_out:
-        table.caption = f"left out at this width: {', '.join(left_out)}"
+        captions.append(f"left out at this width: {', '.join(left_out)}")
+    if captions:
+        table.caption = "; ".join(captions)
         table.caption_justify = "left"
     return table
+
+
+def _budgeted(rows: Iterable[tuple[Any, ...]], columns: list[TableColumn]) -> tuple[list[tuple[Text, ...]], int]:
+    """The first `ROWS` rows as `Text` cells, then one row summing the rest's `summed` columns; and how many
+    rows that last one sums. The rest are counted as they come, never kept."""
+    kept: list[tuple[Text, ...]] = []
+    sums = [0] * len(columns)
+    past = 0
+    for row in rows:
+        if len(kept) < ROWS:
+            kept.append(tuple(_text(cell) for cell in row))
+            continue
+        past += 1
+        for i, c in enumerate(columns):
+            if c.summed:
+                cell = row[i]
+                text = cell.plain if isinstance(cell, Text) else cell
+                sums[i] += int(text) if text.isdigit() else 0
+    if past:
+        label = Text(f"{past} more", style="dim")
+        kept.append(tuple(label if i == 0 else Text(str(sums[i]) if c.summed else "", style="dim") for i, c in enumerate(columns)))
+    return kept, past
+
+
+NAMES = 10
+"""Names a cell lists (a connection can name a new client id in every request); the rest are counted."""
+
+
+def names(values: Iterable[str]) -> str:
+    """The first `NAMES` of `values`, then how many more."""
+    listed: list[str] = []
+    more = 0
+    for value in values:
+        if len(listed) < NAMES:
+            listed.append(value)
+        else:
+            more += 1
+    return ", ".join(listed) + (f" +{more} more" if more else "")
 
 
 def _text(cell: str | Text) -> Text:
@@ -497,44 +545,42 @@ class ReadView:
             TableColumn("#", "right", keep=0),
             TableColumn("client → broker", keep=0),
             TableColumn("client ids", wrap=True, keep=1),
-            TableColumn("exch", "right", keep=0),
+            TableColumn("exch", "right", keep=0, summed=True),
             TableColumn("bytes →", "right", keep=6),
             TableColumn("bytes ←", "right", keep=6),
             TableColumn("APIs", wrap=True, keep=5, max_width=44),
-            TableColumn("errors", "right", keep=2),
-            TableColumn("unans.", "right", keep=4),
+            TableColumn("errors", "right", keep=2, summed=True),
+            TableColumn("unans.", "right", keep=4, summed=True),
             TableColumn("p50", "right", keep=7),
             TableColumn("p99", "right", keep=3),
-            TableColumn("diag", "right", keep=7),
+            TableColumn("diag", "right", keep=7, summed=True),
         ]
-        rows = []
-        for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
-            if flow.hidden and not flow.exchanges:
-                continue  # every exchange of it was filtered out
-            latencies = sorted(flow.latencies)
-            end = flow.end
-            tls = end.connection.tls if end else flow.info.tls
-            rows.append(
-                (
+
+        def rows() -> Iterator[tuple[Any, ...]]:  # made as the table takes them: past its budget only summed
+            for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
+                if flow.hidden and not flow.exchanges:
+                    continue  # every exchange of it was filtered out
+                end = flow.end
+                tls = end.connection.tls if end else flow.info.tls
+                apis = [f"{api}×{n}" for api, n in flow.apis.most_common()] + ([tls_hidden(tls, end)] if tls and end else [])
+                yield (
                     str(flow.info.id),
                     f"{flow.info.client} → {flow.info.broker}"
                     + (" (mid-stream)" if end and end.mid_stream else "")
                     + (f" {tls.version or 'TLS'}" if tls else ""),
-                    ", ".join(flow.client_ids) or "-",
+                    names(flow.client_ids) or "-",
                     str(flow.exchanges),
                     size(end.bytes[0]) if end else "-",
                     size(end.bytes[1]) if end else "-",
-                    ", ".join([f"{api}×{n}" for api, n in flow.apis.most_common()] + ([tls_hidden(tls, end)] if tls and end else [])).strip(
-                        ", "
-                    ),
+                    ", ".join(apis).strip(", "),
                     Text(str(flow.errors), style="red" if flow.errors else ""),
                     Text(str(flow.unanswered), style="yellow" if flow.unanswered else ""),
-                    duration(percentile(latencies, 50)),
-                    duration(percentile(latencies, 99)),
+                    duration(flow.latencies.percentile(50)),
+                    duration(flow.latencies.percentile(99)),
                     Text(str(flow.diagnostics), style="magenta" if flow.diagnostics else ""),
                 )
-            )
-        return fitted_table("Flows", columns, rows, width, compact=compact)
+
+        return fitted_table("Flows", columns, rows(), width, compact=compact)
 
     @staticmethod
     def _errors(summary: Summary, width: int) -> Table:
