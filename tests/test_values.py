@@ -26,7 +26,7 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, Clock, Conversation, request
-from kdissect.testing.record_encoder import Draft, encode_batch
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.values.framing import APICURIO, CONFLUENT_GUID, CONFLUENT_HEADER, GLUE, from_headers, from_prefix, read_indexes
 from kdissect.values.reader import ValueReader
 from kdissect.values.schemas import AVRO, Book, Schema
