@@ -267,7 +267,7 @@ def test_bare_kdissect_prints_its_help_and_completion_can_be_installed():
     assert bare.returncode == 0 and bare.stdout.decode().startswith("Usage: kdissect") and not bare.stderr
     assert b"--install-completion" in bare.stdout
     env = {**os.environ, "_KDISSECT_COMPLETE": "complete_bash", "COMP_WORDS": "kdissect re", "COMP_CWORD": "1"}
-    assert kdissect(env=env).stdout.decode().split() == ["read", "records"]
+    assert kdissect(env=env).stdout.decode().split() == ["read", "report", "records"]
     env = {**os.environ, "_KDISSECT_COMPLETE": "complete_bash", "COMP_WORDS": "kdissect read --min", "COMP_CWORD": "2"}
     assert kdissect(env=env).stdout.decode().split() == ["--min-latency"]
 

@@ -24,9 +24,9 @@ from kdissect.capture import open_capture
 from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, Clock, Conversation, request
-from kdissect.records.encode import Draft, encode_batch
 from kdissect.values.framing import APICURIO, CONFLUENT_GUID, CONFLUENT_HEADER, GLUE, from_headers, from_prefix, read_indexes
 from kdissect.values.reader import ValueReader
 from kdissect.values.schemas import AVRO, Book, Schema
