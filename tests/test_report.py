@@ -206,7 +206,7 @@ def test_doctor_html_writes_the_report_page(tmp_path):
         (["report", "no-such.pcap"], "no-such.pcap: no such file"),
         (["report", CAPTURES / "doctor-lag.pcap", "--ladder", "api =="], "--ladder at column"),
         (["report", CAPTURES / "doctor-lag.pcap", "--set", "consumer.lag.nope=1"], "has no threshold 'nope'"),
-        (["report", CAPTURES / "doctor-lag.pcap", "-"], "standard input cannot be merged"),
+        (["report", CAPTURES / "doctor-lag.pcap", "-"], "standard input (-) is read alone"),
     ],
 )
 def test_mistakes_are_one_line(args, message):

@@ -23,6 +23,7 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Exchange
 from kdissect.pipeline import rows
+from kdissect.pipeline.config import values_of
 from kdissect.pipeline.local import LocalJob, captures_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,21 +55,30 @@ def cli_events(path: str) -> list:
         return list(dissector.run(capture.packets()))
 
 
+PER_TOPIC = "values."
+"""The values family keys its findings by topic, and a connection key's dissector knows only the topic ids its own
+connections named (Fetch v13+ names topics by id): the tables' findings of it differ from the CLI's where a topic is
+named on another connection (docs/pipeline.md says so)."""
+
+
 def test_the_findings_table_says_what_kdissect_doctor_says_of_every_capture(every_capture):
     got: dict[str, Counter] = {}
     for row in read_table(every_capture, "findings"):
+        if row["finding"].startswith(PER_TOPIC):
+            continue
         key = (row["finding"], row["severity"], row["title"], row["evidence_count"], row["evidence_filter"])
         got.setdefault(row["capture"], Counter())[key + (tuple(row["exchange_ids"]),)] += 1
     judged = 0
     for path in PROJECT:
         events = cli_events(path)
-        doctor = Doctor()
+        doctor = Doctor(values=values_of({}))  # values read as the engines read them: no schema learnt from the capture
         for event in events:
             doctor.add(event)
         stable = {e.id: rows.exchange_id(e) for e in events if isinstance(e, Exchange)}
         want = Counter(
             (f.id, f.severity, f.title, f.evidence.count, f.evidence.filter, tuple(stable[n] for n in f.evidence.exchanges))
             for f in doctor.findings()
+            if not f.id.startswith(PER_TOPIC)
         )
         assert got.get(path, Counter()) == want, path
         judged += bool(want)

@@ -705,7 +705,7 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
 
 def make_tap(values: dict[str, Any]) -> Any:
     """The tap's settings from the --metrics-* options; a UserError for one out of range."""
-    from kdissect.metrics.tap import TapSettings
+    from kdissect.metrics.settings import TapSettings
 
     top, series, idle, window = (values[f"metrics_{name}"] for name in ("top", "series", "idle", "window"))
     if top < 1 or series < 1:

@@ -74,17 +74,21 @@ def ladder_filter(common: Common, text: str | None) -> Any:
 def write_report(common: Common, captures: list[str], settings: tuple[str, ...] | list[str], episode: Any) -> None:
     """Read the captures once, for the doctor and the page, and write the page where `common` says."""
     from kdissect.commands.reading import Reading
+    from kdissect.commands.value_sources import make_values
     from kdissect.doctor.engine import Doctor
     from kdissect.doctor.rule import SettingError
     from kdissect.report.build import Build
     from kdissect.report.page import Told
 
+    options = replace(common.options, keep=None)  # the rules read every body, whatever the filter shows
+    # values as `doctor` reads them: schemas learnt from the (first) capture and its registry traffic
+    values, side_streams = make_values(None, None, captures[0] if captures else None, lambda: options)
+    options = replace(options, side_streams=side_streams)
     try:
-        build = Build(Doctor(settings, common.wanted), common.wanted, episode)
+        build = Build(Doctor(settings, common.wanted, values=values), common.wanted, episode)
     except SettingError as exc:
         raise UserError(str(exc)) from None
-    # the rules read every body, whatever the filter shows
-    with Reading(common, options=replace(common.options, keep=None), captures=captures) as run:
+    with Reading(common, options=options, captures=captures) as run:
         for event in run.events():
             if build.add(event):
                 run.took()

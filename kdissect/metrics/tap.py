@@ -18,7 +18,6 @@ remembered of groups, partitions and clients. Connections end with the core's `C
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from kdissect.decode.body import Body
 from kdissect.doctor.clients import Clients, Software
@@ -31,6 +30,7 @@ from kdissect.filter import EVERYTHING, Filter
 from kdissect.metrics import definitions as m
 from kdissect.metrics.budget import Budget, Recent
 from kdissect.metrics.series import Family, Labels, Snapshot, family
+from kdissect.metrics.settings import TapSettings
 from kdissect.schema import ApiKey, error_name
 from kdissect.schema.tree import Struct
 
@@ -42,20 +42,6 @@ LONG_POLL_FRACTION = LONG_POLL.thresholds[0].default
 GROUP_KEYS = frozenset({ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
 OPERATIONS: dict[int, tuple[str, str]] = {ApiKey.PRODUCE: ("send", "send"), ApiKey.FETCH: ("poll", "receive")}
 """API -> (messaging.operation.name, messaging.operation.type), as OpenTelemetry's Kafka conventions name them."""
-
-
-@dataclass(frozen=True, slots=True)
-class TapSettings:
-    top: int = 100
-    """Label values of each kind (client ids, topics, groups, hosts, brokers, software) with a label of their own."""
-    most: int = 10_000
-    """Series per metric; past it, new ones are folded into one whose labels are all `other`."""
-    idle: float = 600.0
-    """Seconds without a measurement after which a series, a label value, a relation is let go."""
-    window: float = 60.0
-    """Seconds of traffic each doctor sees: the findings exported are the last window's."""
-    doctor: tuple[str, ...] = ()
-    """The doctor's `ID.threshold=VALUE` settings."""
 
 
 class Connection:
