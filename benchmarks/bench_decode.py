@@ -47,8 +47,8 @@ from kdissect.decode.session import Session
 from kdissect.events import Frame, Message
 from kdissect.kafka.headers import parse_request_header, parse_response_header
 from kdissect.records import decode_records
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 NO_TIME = datetime.timedelta(0)
 NOW = 1_700_000_000_000

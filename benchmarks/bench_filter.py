@@ -14,7 +14,12 @@ Two claims of issue 13 (docs/filters.md, "Speed"):
 The capture comes from benchmarks/synth.py (Produce and Fetch with record batches, and Heartbeats) unless
 one is given.
 
+3. `matches` asks RE2 through a `re2.Set` of its one pattern, which says whether the pattern occurs without
+   building a match object as `re2.compile(...).search` does. Timed per value on client ids (`--regex` runs this
+   part alone), with Python's `re` for scale.
+
     python benchmarks/bench_filter.py [CAPTURE] [--mb 30] [--repeat 3]
+    python benchmarks/bench_filter.py --regex
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from kdissect.schema import BUILTIN
 
 REJECT_ALL = [
     "request.Acks == 99",
+    'client_id matches "^no-such-client-[0-9]+$"',
     "error == NOT_LEADER_OR_FOLLOWER",
     'response.Responses.Partitions.Records.records.key == "no such key"',
 ]
@@ -79,12 +85,41 @@ def best(repeat: int, runs: dict[str, Callable[[], object]]) -> dict[str, float]
     return seconds
 
 
+def regex(repeat: int) -> None:
+    """Microseconds per value of each way of asking whether a pattern occurs in a client id."""
+    import re
+
+    import re2
+
+    from kdissect.filter.regex import compile_pattern
+
+    pattern, values = "^kdrig-legacy-0\\.(8|9)", [f"kdrig-legacy-0.{i % 12}-{codec}" for i in range(200) for codec in ("none", "lz4")]
+    options = re2.Options()
+    options.never_capture = True
+    searcher, python = re2.compile(pattern, options), re.compile(pattern)
+    on_text, _ = compile_pattern(pattern, 1)
+    runs = {
+        "re2.Set of the one pattern (what `matches` runs)": lambda: sum(map(on_text, values)),
+        "re2.compile(...).search": lambda: sum(searcher.search(v) is not None for v in values),
+        "Python's re (backtracking: not safe on captured values)": lambda: sum(python.search(v) is not None for v in values),
+    }
+    assert len({run() for run in runs.values()}) == 1
+    seconds = best(repeat, {label: (lambda run=run: [run() for _ in range(50)]) for label, run in runs.items()})
+    print(f"\n3. `matches {pattern!r}` on {len(values)} client ids, microseconds per value")
+    for label, spent in seconds.items():
+        print(f"   {label:72} {spent / 50 / len(values) * 1e6:7.2f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("capture", nargs="?")
     parser.add_argument("--mb", type=int, default=30, help="size of the synthetic capture (default 30)")
     parser.add_argument("--repeat", type=int, default=5, help="take the best of this many rounds (default 5)")
+    parser.add_argument("--regex", action="store_true", help="time the ways of running `matches` alone")
     args = parser.parse_args()
+    if args.regex:
+        regex(args.repeat)
+        return
     path = args.capture or synthesized(f"filter-{args.mb}mb.pcap", args.mb, "--codecs", "none,gzip,lz4,zstd", "--heartbeats", "2")
     total, beats = core(path, HEADERS_ONLY, early=True)
     for expression in REJECT_ALL:
@@ -112,6 +147,7 @@ def main() -> None:
     (plain, filtered, decoding, skipping) = seconds.values()
     for (label, spent), faster in zip(seconds.items(), (None, plain, None, decoding)):
         print(f"   {label:72} {spent:7.2f} s" + (f"  {faster / spent:.1f}x faster" if faster else ""))
+    regex(args.repeat)
 
 
 if __name__ == "__main__":

@@ -41,9 +41,10 @@ from kdissect.net.tcp import SYN
 from kdissect.records.batch import CRC_START, HEADER
 from kdissect.records.codecs import GZIP, LZ4, ZSTD
 from kdissect.records.crc import crc32c
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message, encode_record
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation
-from kdissect.testing.record_encoder import Draft, encode_batch, encode_record, nested_fan_out
+from kdissect.testing.record_encoder import nested_fan_out
 from kdissect.wire import write_varint
 
 BOUND_MB = 400
@@ -199,7 +200,7 @@ def _families(scale: float) -> dict[str, tuple[str, object]]:
     tiny = int(8 * 1024 * 1024 / 7 * scale)
     members, frames = int(400_000 * scale), int(200_000 * scale)
     strings, connections, waiting = int(2_000_000 * scale), int(100_000 * scale), int(20_000 * scale)
-    fanout, nested = 100, max(1, int(400 * scale))
+    fanout, nested, held = 100, max(1, int(400 * scale)), max(1, int(3 * scale))
     groups = craft.request(15, 0, 1, struct.pack(">i", strings) + b"\0\0" * strings, client_id="bench")
     metadata = craft.request(3, 1, 0, struct.pack(">i", 1) + _string(b"orders"), client_id="bench")
     return {
@@ -216,6 +217,10 @@ def _families(scale: float) -> dict[str, tuple[str, object]]:
             f"{nested} Produce requests, each a gzip wrapper nesting {fanout}**3 messages and a zstd batch of {fanout} records"
             " whose values are such wrappers",
             lambda clock: _nested_requests(clock, nested, fanout),
+        ),
+        "nested-values": (
+            f"{held} Produce requests, each 40 gzip wrappers of 20 gzip wrappers of 50 messages of 1 MiB of zeros",
+            lambda clock: _nested_values(clock, held),
         ),
         "waiting-requests": (
             f"{waiting} connections with 30 requests waiting each",
@@ -234,6 +239,20 @@ def _nested_requests(clock: Clock, requests: int, fanout: int) -> list:
     packets = conv.handshake()
     for correlation in range(requests):
         packets += conv.send(CLIENT, craft.request(0, 3, correlation, frame, client_id="bench"), MSS)
+        packets += conv.send(SERVER, craft.response(correlation, produce_response(0)), MSS)
+    return packets + conv.close()
+
+
+def _nested_values(clock: Clock, requests: int) -> list:
+    """Produce requests of 480 KB whose records decompress, gzip inside gzip, to 40 000 values of 1 MiB of zeros:
+    every decompressed byte a value held while its exchange is written (records.context.earned bounds them)."""
+    leaf = encode_message(0, magic=1, value=bytes(1 << 20))
+    inner = encode_message(0, magic=1, value=compress(GZIP, leaf * 50), attributes=GZIP)
+    outer = encode_message(0, magic=1, value=compress(GZIP, inner * 20), attributes=GZIP)
+    conv = Conversation(clock=clock)
+    packets = conv.handshake()
+    for correlation in range(requests):
+        packets += conv.send(CLIENT, craft.request(0, 3, correlation, produce_request([outer * 40]), client_id="bench"), MSS)
         packets += conv.send(SERVER, craft.response(correlation, produce_response(0)), MSS)
     return packets + conv.close()
 

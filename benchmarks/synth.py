@@ -24,10 +24,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 """Where the benchmarks keep what they generate (git-ignored)."""

@@ -11,6 +11,7 @@ import argparse
 import gzip
 import hashlib
 import io
+import json
 import struct
 from collections import defaultdict
 from pathlib import Path
@@ -28,14 +29,28 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.net.segments import SegmentDecoder
 from kdissect.records.codecs import GZIP
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message
 from kdissect.schema import BUILTIN
 from kdissect.testing import damage, rfc8448
 from kdissect.testing import record_encoder as records_encode
-from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
+from kdissect.testing.record_encoder import encode_message_set
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap")) + sorted(p for p in (ROOT.parent / "shared" / "captures-public").glob("*.pcap*"))
-HARNESSES = ("pcap_reader", "reassembly", "framing", "tls_records", "tls_keyed", "message_decoder", "records", "dissect")
+HARNESSES = (
+    "pcap_reader",
+    "reassembly",
+    "framing",
+    "tls_records",
+    "tls_keyed",
+    "message_decoder",
+    "records",
+    "dissect",
+    "filter_language",
+    "spec_reader",
+)
+SPECS = ROOT.parent / "shared" / "kafka-message-specs"
+DRAFTS = ROOT.parent / "shared" / "kafka-draft-specs"
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 MAX_SEED = 32 << 10
 """Larger seeds slow every execution that mutates them; a few KiB reach the same code."""
@@ -245,6 +260,39 @@ def records_seeds() -> Iterator[bytes]:
     yield nested
 
 
+def filter_seeds() -> Iterator[bytes]:
+    """The docs' and tests' expressions as text (even first byte), and steering bytes for the grammar (odd)."""
+    expressions = [
+        "api == Fetch and latency_ms > 100",
+        "error and broker.port == 9092",
+        'request.TopicData.PartitionData.Records.records.key == ff:00:fe:80:81:7f and client_id matches "(gzip|zstd)$"',
+        "request.TopicData.PartitionData.Records.batches.codec in {lz4, zstd}",
+        "count(response.Responses.Partitions.Records.records) > 100",
+        'time >= "2026-11-21T13:34:02Z" and not status == ok',
+        "all(response.Responses.PartitionResponses.ErrorCode == 0) or version in {0..3, 7}",
+        "(" * 70 + "api" + ")" * 70,
+        "not " * 70 + "api",
+        "correlation_id == " + "9" * 40,
+    ]
+    yield from (b"\0" + text.encode() for text in expressions)
+    for seed in range(16):
+        yield bytes([1]) + bytes((seed * 37 + i * 11) % 256 for i in range(64))
+
+
+def spec_seeds() -> Iterator[bytes]:
+    """Kafka's own specs and the draft specs, each request beside its response, NUL between them."""
+    for folder in (SPECS, DRAFTS):
+        for request in sorted(folder.glob("*Request.json"))[:40] if folder.is_dir() else ():
+            response = request.with_name(request.name.replace("Request.json", "Response.json"))
+            if response.is_file():
+                yield (request.read_bytes() + b"\0" + response.read_bytes())[:MAX_SEED]
+    empty = {"name": "C", "type": "[]D", "versions": "0+", "fields": []}  # an empty struct inside two arrays
+    fields = [{"name": "A", "type": "[]B", "versions": "0+", "fields": [empty]}]
+    head = {"apiKey": 1, "validVersions": "0", "flexibleVersions": "none"}
+    request = json.dumps({**head, "type": "request", "name": "XRequest", "fields": fields})
+    yield (request + "\0" + json.dumps({**head, "type": "response", "name": "XResponse", "fields": []})).encode()
+
+
 SOURCES = {
     "pcap_reader": capture_seeds,
     "dissect": capture_seeds,
@@ -254,6 +302,8 @@ SOURCES = {
     "tls_keyed": tls_keyed_seeds,
     "message_decoder": message_seeds,
     "records": records_seeds,
+    "filter_language": filter_seeds,
+    "spec_reader": spec_seeds,
 }
 
 

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning", "note"]
-Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", ""]
+LOSSES = frozenset({"packet.truncated", "tcp.gap", "frame.incomplete", "tls.bad-record", "tls.no-server-hello"})
+"""Codes that say the capture lost bytes, besides the file's own (`pcap.*`, `pcapng.*`, `capture.*`): they make the
+exit status 1. A frame captured whole that does not decode is its sender's doing, not the capture's: the doctor
+tells it (protocol.malformed)."""
+FILE_STAGES = frozenset({"pcap", "pcapng", "capture"})
+Scope = Literal["file", "packet", "stream", "frame", "body", "batch", "record", "value", ""]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +24,8 @@ class Diagnostic:
 
     `code` is stable and dotted by stage (``tcp.gap``, ``frame.too-large``, ``body.truncated``); scripts match on it.
     `offset` counts bytes within `scope`: the capture file, the TCP stream of one direction, the Kafka frame
-    (size prefix excluded), or a decompressed batch. `path` names the field, when a message decoder raised it.
+    (size prefix excluded), a decompressed batch, or one record's key or value (`value`: its bytes as the record
+    holds them). `path` names the field, when a message decoder raised it.
     """
 
     code: str
@@ -28,6 +34,11 @@ class Diagnostic:
     scope: Scope = ""
     offset: int | None = None
     path: str = ""
+
+    @property
+    def lost(self) -> bool:
+        """Whether it says the capture lost bytes (README's exit status 1)."""
+        return self.severity == "error" and (self.code in LOSSES or self.code.partition(".")[0] in FILE_STAGES)
 
     def at(self) -> str:
         """The location as one short phrase, for terminal views."""

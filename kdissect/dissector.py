@@ -9,19 +9,21 @@ way: `make_dissector(Options(...))`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol
 
 from kdissect.capture.packet import Packet
+from kdissect.decode.decoder import Decoder
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Event, Notice
+from kdissect.events import Ending, Event, Notice
 from kdissect.kafka.connection import CONNECTION_COST, SEGMENT_COST, Connection
 from kdissect.kafka.phase import EMPTY, IGNORED
-from kdissect.kafka.shared import BodyDecoder, Keep, Shared
+from kdissect.kafka.shared import BodyDecoder, Keep, Shared, SideStreams
 from kdissect.limits import DEFAULT_LIMITS, Limits
 from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.net.tcp import ACK, SYN
 from kdissect.schema import BUILTIN, Catalog
+from kdissect.tls.keylog import KeyLog, KeyLogFile, own_key_log
 
 DEFAULT_PORTS = frozenset({9092})
 EVICT_FRACTION = 8
@@ -41,16 +43,19 @@ class Dissector:
         reorder: bool = True,
         decoder: BodyDecoder | None = None,
         keep: Keep | None = None,
-        tls_keylog: bytes = b"",
+        tls_keylog: bytes | KeyLog = b"",
         catalog: Catalog = BUILTIN,
+        side_streams: SideStreams | None = None,
     ) -> None:
-        self._shared = Shared(frozenset(ports), limits, reorder, decoder, catalog, keep)
+        self._shared = Shared(frozenset(ports), limits, reorder, decoder, catalog, keep, side_streams)
         if tls_keylog:
-            self._shared.tls_keys.add(tls_keylog)
+            self._shared.tls_keys = own_key_log(tls_keylog)
         self._segments = SegmentDecoder(limits.max_fragment_bytes)
-        self._flows: dict[tuple[bytes, int, bytes, int], tuple[Connection, int]] = {}
+        self._flows: dict[tuple, tuple[Connection, int]] = {}
         self._live: dict[Connection, None] = {}
         """Connections not closed yet, in the order they opened: what the global bound prices and evicts from."""
+        self._tapped: dict[Connection, int] = {}
+        """The tap of each connection keyed by one (`Packet.tap`: several captures read as one), for forgetting it."""
         self.counters = self._shared.counters
         self._held_check_every = max(64 << 10, limits.max_buffered_bytes // HELD_CHECKS)
         self._next_held_check = self._held_check_every
@@ -73,7 +78,8 @@ class Dissector:
         if segment is None:
             return self._take()
         ts, index, src, sport, dst, dport, seq, ack, flags, payload, missing = segment
-        entry = self._flows.get((src, sport, dst, dport))
+        tap = packet.tap
+        entry = self._flows.get((src, sport, dst, dport) if not tap else (src, sport, dst, dport, tap))
         if entry is not None and not flags & 0x07:  # the common case: data or a bare ACK on a live connection
             connection, direction = entry
             if not connection.phase.over:
@@ -89,14 +95,14 @@ class Dissector:
         if entry is None:
             if not (payload or missing or flags & SYN):
                 return self._take()
-            connection, direction = self._open((src, sport), (dst, dport), ts), 0
+            connection, direction = self._open((src, sport), (dst, dport), ts, tap), 0
         else:
             connection, direction = entry
             # a SYN that is not a retransmission of this direction's own opens a new connection on the 4-tuple
             if flags & SYN and not flags & ACK and (connection.phase.over or connection.streams[direction].isn != seq):
                 if not connection.phase.over:
                     self._close(connection, "reused", ts)
-                connection, direction = self._open((src, sport), (dst, dport), ts), 0
+                connection, direction = self._open((src, sport), (dst, dport), ts, tap), 0
             elif connection.phase.over:
                 if payload and connection.phase is not IGNORED:
                     self._after_close(connection, len(payload), ts, index)
@@ -130,14 +136,17 @@ class Dissector:
             self._shared.events = []
         return events
 
-    def _open(self, a: tuple[bytes, int], b: tuple[bytes, int], ts: int) -> Connection:
+    def _open(self, a: tuple[bytes, int], b: tuple[bytes, int], ts: int, tap: int = 0) -> Connection:
         if len(self._flows) >= 2 * self._shared.limits.max_connections:
             self._evict(ts)
         self.counters.connections += 1
         self._shared.grown += CONNECTION_COST
         connection = Connection(self._shared, self.counters.connections, a, b, ts)
-        self._flows[(a[0], a[1], b[0], b[1])] = (connection, 0)
-        self._flows[(b[0], b[1], a[0], a[1])] = (connection, 1)
+        forward, backward = flow_keys(a, b, tap)
+        self._flows[forward] = (connection, 0)
+        self._flows[backward] = (connection, 1)
+        if tap:
+            self._tapped[connection] = tap
         self._live[connection] = None
         return connection
 
@@ -151,11 +160,22 @@ class Dissector:
                 self._close(connection, "evicted", ts)
             self._forget(connection)
 
+    def evict_idle(self, before: int) -> list[Event]:
+        """Let go of the connections with no packet since `before` (ns): a tap that runs for days forgets the
+        connections whose end it never saw (lost with the packets the kernel dropped) and the ended ones it keeps for
+        a while to name late packets, instead of waiting for `max_connections` to fill. The live ones close as evicted."""
+        idle = {id(c): c for c, _ in self._flows.values() if c.last_ts < before}
+        for connection in idle.values():
+            if not connection.phase.over:
+                self.counters.evicted_connections += 1
+                self._close(connection, "evicted", before)
+            self._forget(connection)
+        return self._take()
+
     def _forget(self, connection: Connection) -> None:
         connection.detach()
-        a, b = connection.ends
-        self._flows.pop((a[0], a[1], b[0], b[1]), None)
-        self._flows.pop((b[0], b[1], a[0], a[1]), None)
+        for key in flow_keys(*connection.ends, self._tapped.pop(connection, 0)):
+            self._flows.pop(key, None)
 
     def _bound_held(self, ts: int) -> None:
         """Past `max_buffered_bytes` held in all (priced by `Connection.priced`: objects, segments, waiting requests),
@@ -190,8 +210,8 @@ class Dissector:
         )
         self._shared.emit(Notice(Diagnostic("limits.buffered-bytes", message, "warning"), None, ts, 0))
 
-    def _close(self, connection: Connection, ended: str, ts: int) -> None:
-        connection.close(ended, ts)  # type: ignore[arg-type]
+    def _close(self, connection: Connection, ended: Ending, ts: int) -> None:
+        connection.close(ended, ts)
         self._live.pop(connection, None)
         if connection.phase is IGNORED:
             self.counters.ignored_connections += 1
@@ -213,6 +233,7 @@ class Dissector:
             self._forget(connection)
             yield from self._take()
         self._flows.clear()
+        self._tapped.clear()
         fragments = self._segments.fragments
         if fragments.incomplete() or fragments.dropped:
             self._shared.emit(
@@ -231,12 +252,33 @@ class Dissector:
 
     def run(self, packets: Iterable[Packet]) -> Iterator[Event]:
         """Drive the dissector over an iterable of packets: the whole loop of a file driver."""
-        feed = self.feed
-        for packet in packets:
-            events = feed(packet)
-            if events:
-                yield from events
-        yield from self.settle()
+        return drive(self, packets)
+
+
+class Driven(Protocol):
+    """What a file driver's loop needs: the core, or the core with several captures before it (kdissect/taps/)."""
+
+    def feed(self, packet: Packet) -> list[Any]: ...
+
+    def settle(self) -> Iterator[Any]: ...
+
+
+def drive(dissector: Driven, packets: Iterable[Packet]) -> Iterator[Any]:
+    """Every event of `packets`: each packet's as it is fed, then what settling the rest yields."""
+    feed = dissector.feed
+    for packet in packets:
+        events = feed(packet)
+        if events:
+            yield from events
+    yield from dissector.settle()
+
+
+def flow_keys(a: tuple[bytes, int], b: tuple[bytes, int], tap: int) -> tuple[tuple, tuple]:
+    """A connection's two flow-table keys: its 4-tuple each way, with its tap when several captures are read as one
+    (the same addresses and ports in two captures are two connections, unless the tap stage says they are one)."""
+    if not tap:
+        return (a[0], a[1], b[0], b[1]), (b[0], b[1], a[0], a[1])
+    return (a[0], a[1], b[0], b[1], tap), (b[0], b[1], a[0], a[1], tap)
 
 
 MAKE = object()
@@ -256,18 +298,20 @@ class Options:
     keep: Keep | None = None
     """A verdict from headers (`kafka.shared.Keep`): the bodies of exchanges it rejects are not decoded, except
     those later bodies depend on. A display filter's `Filter.keep`; None decodes every body."""
-    tls_keylog: bytes = b""
-    """TLS secrets in the NSS key log format, to decrypt TLS connections with."""
+    tls_keylog: bytes | KeyLogFile = b""
+    """TLS secrets to decrypt TLS connections with: key log lines (NSS format), or a key log file already read
+    (`tls.keylog.KeyLogFile`, which every dissector of these options shares)."""
     catalog: Catalog = BUILTIN
     """The APIs the run knows: the generated tables, with the user's specs (--spec-dir) over them."""
+    side_streams: SideStreams | None = None
+    """What takes the connections that are not Kafka: `values.http_sink.HttpLearning`, which reads a schema registry's
+    HTTP for the schemas it carries; None ignores them."""
 
 
-def make_decoder(options: Options):
+def make_decoder(options: Options) -> Decoder | None:
     """The body decoder the options ask for, or None. Its compiled decoders are kept: share it to reuse them."""
     if not options.decode:
         return None
-    from kdissect.decode.decoder import Decoder  # decoding is optional: --headers-only never loads it
-
     return Decoder(options.catalog, options.limits, spans=options.spans, show_secrets=options.show_secrets)
 
 
@@ -283,6 +327,7 @@ def make_dissector(options: Options, decoder: Any = MAKE) -> Dissector:
         keep=options.keep,
         tls_keylog=options.tls_keylog,
         catalog=options.catalog,
+        side_streams=options.side_streams,
     )
 
 

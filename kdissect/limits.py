@@ -41,7 +41,11 @@ class Limits:
     max_decompressed_batch: int = 64 * MiB
     """Decompressed bytes of one record batch (or legacy wrapper message); a bomb stops here."""
     max_decompressed_exchange: int = 512 * MiB
-    """Decompressed bytes across all batches of one request or response."""
+    """Decompressed bytes across all batches of one request or response ..."""
+    max_decompressed_ratio: int = 64
+    """... and no more than `max_decompressed_batch` and this many per byte of its frame: what the frame earns. Real
+    batches compress a few times to a few tens of times; wrappers nested in wrappers, or many batches of zeros,
+    multiply it past a thousand, and their values would all be held while the exchange is written."""
     max_records_batch: int = 100_000
     """Records decoded into values per record batch (or compressed legacy wrapper); past it the rest are counted
     from the batch's header and named by a `records.not-shown` diagnostic, never built."""
@@ -53,6 +57,10 @@ class Limits:
     its traffic could really carry, so a few MB of tiny records compressed a thousandfold cannot take minutes."""
     max_array_elements: int = 200_000
     """Elements kept per array of a message body; the rest are read (so what follows still decodes) and counted."""
+    max_elements_message: int = 1_000_000
+    """Elements of arrays of structs read per message body, at every depth together. Each array is held to the bytes
+    left, but a struct can take no bytes (an empty one, in a user's spec), and arrays inside arrays multiply: 400
+    bytes could ask for 26 million structs. Past it the body is read no further (`body.elements-cut`)."""
     max_nesting: int = 8
     """Depth of message sets nested in compressed wrapper messages."""
     max_fragment_bytes: int = 4 * MiB

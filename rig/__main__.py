@@ -1,7 +1,7 @@
 """Command line: ``python -m rig all``, ``python -m rig NAME [NAME...]``, ``python -m rig list``,
 ``python -m rig check`` (re-check the captures on disk), ``python -m rig table``.
 
-``python -m rig workload NAME --bootstrap H:P --manifest FILE [--keylog FILE]`` is the internal
+``python -m rig workload NAME --bootstrap H:P --manifest FILE [--keylog FILE] [--registry URL]`` is the internal
 entry point the runner starts in a child process; it does no capturing.
 """
 
@@ -25,10 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--bootstrap", required=True)
         parser.add_argument("--manifest", required=True)
         parser.add_argument("--keylog")
+        parser.add_argument("--registry")
         args = parser.parse_args(argv[1:])
         from rig.manifest import Manifest
 
-        registry[args.name].workload(scenarios.Ctx(args.bootstrap, Manifest(args.manifest), args.keylog))
+        registry[args.name].workload(scenarios.Ctx(args.bootstrap, Manifest(args.manifest), args.keylog, args.registry))
         return 0
 
     parser = argparse.ArgumentParser(

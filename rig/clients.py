@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from rig.kafkajs import LIBRARIES, kafkajs_name
+
 FIXED_TS = 1_700_000_000_000
 """Record timestamps the rig sets itself (ms since epoch), so manifests are stable."""
 
@@ -117,4 +119,6 @@ def all_client_versions() -> dict:
         except ImportError:
             out[key] = None
     out["kcat"] = kcat_name(True)
+    for library in LIBRARIES:
+        out[library] = kafkajs_name(library)
     return out

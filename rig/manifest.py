@@ -6,7 +6,9 @@ Line kinds (the ``kind`` field):
 * ``op``       - one operation and its outcome (``"result": "ok"`` or ``"error ..."``);
 * ``produced`` - one record as the producer sent it, with the delivery report's
   partition/offset (null where there is none, e.g. acks=0);
-* ``consumed`` - one record as a consumer received it.
+* ``consumed`` - one record as a consumer received it;
+* ``schema``   - one schema the registry stand-in registered (rig/registry.py): subject, version, id, guid, schemaType,
+  schema (its text as the registry keeps it).
 
 Bytes follow the project's JSON convention: None stays null, bytes that are valid
 UTF-8 become a JSON string, anything else becomes ``{"base64": "..."}``.
@@ -17,10 +19,19 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import threading
 from typing import Any, Iterable, Optional
 
-__all__ = ["Manifest", "enc", "enc_headers", "dec"]
+__all__ = ["Manifest", "enc", "enc_headers", "dec", "dumps"]
+
+UNSEEN = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on or hides (DEL, C1 controls, line separators, bidi controls): JSON escapes only C0."""
+
+
+def dumps(line: dict) -> str:
+    """One manifest line: UTF-8 text as it is, except what a terminal would act on, so that `cat` shows the line."""
+    return UNSEEN.sub(lambda found: f"\\u{ord(found.group()):04x}", json.dumps(line, ensure_ascii=False))
 
 
 def enc(value: Optional[bytes | str]) -> Any:
@@ -67,7 +78,7 @@ class Manifest:
 
     def write(self, kind: str, **fields: Any) -> dict:
         line = {"kind": kind, **fields}
-        text = json.dumps(line, ensure_ascii=False, sort_keys=False)
+        text = dumps(line)
         with self._lock, open(self.path, "a", encoding="utf-8") as out:
             out.write(text + "\n")
         return line

@@ -242,6 +242,13 @@ class Summary:
     request_stream: bytes
     response_stream: bytes
     mtu_max_packet: int
+    exchanges: list  # [api_key, api_version, request body, response body or None], requests in stream order
+
+    def bodies(self, api_key: int) -> Iterator[tuple[int, bytes, bytes | None]]:
+        """(version, request, response) of every request of one API, the frames' bodies after the size."""
+        for key, version, request, response in self.exchanges:
+            if key == api_key:
+                yield version, request, response
 
     def codecs(self) -> Counter:
         """Batches/messages by codec, requests and responses together (Produce and Fetch)."""
@@ -267,7 +274,8 @@ def summarize(path: str, port: int | None = None) -> Summary:
         syns = [p.dst[1] for p in pcap.packets if p.flags & 0x12 == 0x02]
         port = Counter(syns).most_common(1)[0][0] if syns else 9092
     requests: Counter = Counter()
-    pending: dict = {}  # (client address, correlation id) -> (key, version, corr, index on conn)
+    pending: dict = {}  # (client address, correlation id) -> (key, version, corr, index on conn, exchange)
+    exchanges: list = []
     order: dict = defaultdict(list)  # client address -> request correlation ids in order
     answered_upto: dict = {}  # client address -> index of the last answered request
     responses = 0
@@ -288,7 +296,8 @@ def summarize(path: str, port: int | None = None) -> Summary:
         for fr in frames(stream):
             key, version, corr = struct.unpack("!hhi", fr.body[:8])
             requests[(key, version)] += 1
-            pending[(src, corr)] = (key, version, corr, len(order[src]))
+            exchanges.append([key, version, fr.body, None])
+            pending[(src, corr)] = (key, version, corr, len(order[src]), exchanges[-1])
             order[src].append(corr)
             clen = struct.unpack("!h", fr.body[8:10])[0]
             if clen >= 0:
@@ -305,13 +314,14 @@ def summarize(path: str, port: int | None = None) -> Summary:
             if found is not None:
                 responses += 1
                 answered_upto[dst] = max(answered_upto.get(dst, -1), found[3])
+                found[4][3] = fr.body
             max_frame = max(max_frame, fr.size)
             max_segs = max(max_segs, fr.segments)
     # Kafka answers in order on a connection. Requests after the last answered one, on a
     # connection that was then closed (FIN/RST), were cut off by the close: the client gave
     # up (a long-poll Fetch at shutdown) or the broker hung up. Anything else is a loss.
     unanswered, at_close = [], []
-    for (client, _corr), (key, version, corr, index) in sorted(pending.items()):
+    for (client, _corr), (key, version, corr, index, _exchange) in sorted(pending.items(), key=lambda item: item[0]):
         if client in closed and index > answered_upto.get(client, -1):
             at_close.append((key, version, corr))
         else:
@@ -334,6 +344,7 @@ def summarize(path: str, port: int | None = None) -> Summary:
         request_stream=bytes(req_bytes),
         response_stream=bytes(resp_bytes),
         mtu_max_packet=max((p.wire_len for p in pcap.packets), default=0),
+        exchanges=exchanges,
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import subprocess
 import sys
@@ -19,8 +18,10 @@ from pathlib import Path
 from rig import clients, pcapinfo
 from rig.broker import free_port, port_is_free, running_broker
 from rig.capture import tcpdump, tcpdump_version
-from rig.manifest import Manifest, dec
+from rig.manifest import Manifest, dec, dumps
 from rig.netns import netns_pair
+from rig.noida import running_noida
+from rig.registry import IMPLEMENTS, SOFTWARE, running_registry
 from rig.relay import RELAY_HOST, running_relay
 from rig.scenarios import Scenario
 from rig.tls import KeyUpdateRelay, inject_secrets, stunnel, stunnel_version
@@ -28,6 +29,8 @@ from rig.tls import KeyUpdateRelay, inject_secrets, stunnel, stunnel_version
 REPO = Path(__file__).resolve().parent.parent
 CAPTURES = REPO / "captures"
 DEFAULT_PORT = 9092
+REGISTRY_PORT = 8081
+"""Where a schema registry listens by default, and the stand-in when it is free."""
 
 
 class CheckFailed(RuntimeError):
@@ -67,23 +70,39 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             if sc.relay is not None:  # the clients see the relay's address; the broker's own leg is not captured
                 broker = stack.enter_context(running_broker("127.0.0.1", port, advertised_host=RELAY_HOST))
                 stack.enter_context(running_relay(port, "127.0.0.1", sc.relay))
+            elif sc.broker == "noida-db":
+                broker = stack.enter_context(running_noida("127.0.0.1", port))
             else:
                 broker = stack.enter_context(running_broker("127.0.0.1", port))
             capture_ns, interface, client_ns = None, sc.interface, None
             mtu = int(Path("/sys/class/net/lo/mtu").read_text()) if interface == "lo" else None
+        registry = (
+            stack.enter_context(
+                running_registry(REGISTRY_PORT if port_is_free("127.0.0.1", REGISTRY_PORT) else free_port(), broker.bootstrap, manifest)
+            )
+            if sc.registry
+            else None
+        )
 
         manifest.write(
             "capture",
             scenario=sc.name,
             title=sc.title,
             file=pcap.name,
-            broker={"software": "tansu", "version": broker.version, "host": broker.host, "port": broker.port, "storage": "memory"},
+            broker={
+                "software": sc.broker,
+                "version": broker.version,
+                "host": broker.host,
+                "port": broker.port,
+                "storage": "memory" if sc.broker == "tansu" else "a temporary data folder",
+            },
             clients=clients.all_client_versions(),
             interface=interface,
             link_type=None,  # filled in from the pcap afterwards
             mtu=mtu,
             netns=sc.netns,
             **({"relay": f"{RELAY_HOST}:{broker.port}, holding chosen responses (rig/relay.py)"} if sc.relay is not None else {}),
+            **({"schema_registry": {"software": SOFTWARE, "url": registry, "implements": list(IMPLEMENTS)}} if registry else {}),
             timestamp_precision="ns" if sc.nano else "us",
             snaplen=0,
             capture_tool=tcpdump_version(),
@@ -91,9 +110,14 @@ def run_scenario(sc: Scenario, out_dir: Path = CAPTURES, port: int = DEFAULT_POR
             command=f"python -m rig {sc.name}",
         )
         expression = f"tcp port {broker.port}" + (f" and host {RELAY_HOST}" if sc.relay is not None else "")
+        if registry:
+            expression += f" or tcp port {registry.rsplit(':', 1)[1]}"
         stats = stack.enter_context(tcpdump(str(pcap), interface, expression, netns=capture_ns, nano=sc.nano))
-        _run_workload(sc, broker.bootstrap, manifest_path, client_ns, verbose)
+        _run_workload(sc, broker.bootstrap, manifest_path, client_ns, verbose, registry=registry)
     _fix_link_type(manifest_path, pcap)
+    if sc.wire_counts is not None:
+        counts = sc.wire_counts(pcapinfo.summarize(str(pcap), broker.port))
+        manifest.write("counted", source="the capture, read by rig/pcapinfo.py", **counts)
     if verbose:
         print(f"  tcpdump: {stats.captured} packets captured, {stats.dropped_by_kernel} dropped")
     summary = check(sc, pcap, manifest_path, broker.port)
@@ -175,7 +199,7 @@ def _write_twin_manifest(manifest_path: Path, twin_manifest: Path, twin_name: st
     head.pop("tls", None)
     with open(twin_manifest, "w", encoding="utf-8") as out:
         for line in [head, *lines[1:]]:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.write(dumps(line) + "\n")
 
 
 def check_tls(sc: Scenario, out_dir: Path, tls_port: int, port: int) -> pcapinfo.Summary:
@@ -196,13 +220,23 @@ def _fix_link_type(manifest_path: Path, pcap: Path) -> None:
     lines[0]["link_type"] = pcapinfo.LINK_NAMES.get(linktype, str(linktype))
     with open(manifest_path, "w", encoding="utf-8") as out:
         for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.write(dumps(line) + "\n")
 
 
-def _run_workload(sc: Scenario, bootstrap: str, manifest_path: Path, netns: str | None, verbose: bool, keylog: str | None = None) -> None:
+def _run_workload(
+    sc: Scenario,
+    bootstrap: str,
+    manifest_path: Path,
+    netns: str | None,
+    verbose: bool,
+    keylog: str | None = None,
+    registry: str | None = None,
+) -> None:
     command = [sys.executable, "-m", "rig", "workload", sc.name, "--bootstrap", bootstrap, "--manifest", str(manifest_path)]
     if keylog is not None:
         command += ["--keylog", keylog]
+    if registry is not None:
+        command += ["--registry", registry]
     if netns is not None:
         command = ["ip", "netns", "exec", netns, *command]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -226,6 +260,10 @@ def check(sc: Scenario, pcap: Path, manifest_path: Path, port: int) -> pcapinfo.
     lines = Manifest(str(manifest_path)).read()
     if not lines or lines[0].get("kind") != "capture":
         problems.append("manifest does not start with a capture line")
+    if sc.wire_counts is not None:
+        counted = [{k: v for k, v in ln.items() if k not in ("kind", "source")} for ln in lines if ln["kind"] == "counted"]
+        if counted != [sc.wire_counts(summary)]:
+            problems.append(f"the manifest's counted line {counted} is not what the capture holds: {sc.wire_counts(summary)}")
     codec_at = {
         (ln["topic"], ln["partition"], ln["offset"]): ln.get("codec")
         for ln in lines

@@ -21,9 +21,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from kdissect.records import RecordSet, decode_records
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN, Field, MessageSpec, pick
 from kdissect.schema.tree import Struct, UnknownTag
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 DIRECTIONS = ("request", "response")
 TRIPLES: tuple[tuple[int, int, str], ...] = tuple(

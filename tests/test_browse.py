@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -45,7 +46,7 @@ from kdissect.testing.craft import Clock, Conversation
 from kdissect.testing.hostile_text import CALLS, HOSTILE, hostile_capture
 from kdissect.views.detail import DetailView
 from kdissect.views.summary import exchange_errors
-from kdissect.views.terminal import clock, completed
+from kdissect.views.terminal import clock, completed, row_cells, row_columns
 from tests.test_live import needs_capture
 
 CAPTURES = sorted((ROOT / "captures").glob("*.pcap"))
@@ -72,11 +73,12 @@ def screen_text(app: BrowseApp) -> str:
     return out.export_text()
 
 
-def drive(path: Path, script, size=(160, 45), initial: str = ""):
-    """Run `script(app, pilot)` against the browser on `path`, headless; returns what the script returns."""
+def drive(path: Path, script, size=(160, 45), initial: str = "", values=None):
+    """Run `script(app, pilot)` against the browser on `path` (record values read by `values`), headless; returns what
+    the script returns."""
 
     async def run():
-        app = BrowseApp(path, Options(), initial)
+        app = BrowseApp(path, Options(), initial, values=values)
         async with app.run_test(size=size) as pilot:
             await settled(app, pilot)
             return await script(app, pilot)
@@ -189,6 +191,21 @@ def test_the_index_holds_what_the_list_needs():
         assert row.errors == tuple(code for _, code, _ in exchange_errors(exchange))
         assert row.groups == tuple(dict.fromkeys(g for m in (exchange.request, exchange.response) if m for g in m.body.groups))
     assert len(indexer.offsets) == 6  # 96 exchanges over 330-odd packets: a checkpoint every 64
+
+
+def test_a_raw_sasl_token_is_listed_as_the_terminal_view_lists_it(tmp_path):
+    """An index row has no messages: what the line reads of it (the label "SASL token" among the rest) it holds."""
+    from tests.test_sasl_tokens import conversation
+
+    packets = conversation(b"PLAIN", [(b"\0alice\0pw", b"")])
+    path = tmp_path / "tokens.pcap"
+    with open(path, "wb") as stream:
+        PcapWriter(stream, packets[0].linktype).write_all(packets)
+    _, index = indexed(path)
+    columns = row_columns(200)
+    lines = [row_cells(index.row(i), columns, index.row(i).completed) for i in range(len(index))]
+    assert lines == [row_cells(exchange, columns) for exchange in exchanges(path)]
+    assert any("SASL token" in line for line in lines)
 
 
 # -- the app ----------------------------------------------------------------------------------------------------
@@ -304,6 +321,31 @@ def test_opening_an_exchange_shows_its_fields_and_a_field_lights_its_bytes():
     drive(GROUP, script)
 
 
+def test_a_records_value_shows_what_it_says_and_a_filter_reads_its_fields():
+    """The rig's Avro capture, its schemas learnt from the registry's HTTP answers it holds (docs/values.md)."""
+    pytest.importorskip("fastavro")
+    from kdissect.values.http_sink import HttpLearning
+    from kdissect.values.reader import ValueReader
+    from kdissect.values.schemas import Book
+
+    path = ROOT / "captures" / "values-avro-confluent.pcap"
+    book = Book()
+    list(events(path, Options(side_streams=HttpLearning(book.learn))))
+    values = ValueReader(book)
+    expression = 'record.value.id == "order-42"'
+    wanted = compile_filter([("-Y", expression)], BUILTIN, values)
+    expected = [e.id for e in events(path, Options()) if isinstance(e, Exchange) and wanted.matches(e)]
+
+    async def script(app, pilot):
+        assert listed(app) == expected and len(expected) == 2  # produced once, fetched once
+        await open_exchange(app, pilot, expected[0])
+        labels = [str(node.label) for node in tree_nodes(app)]
+        assert any(label.startswith("value avro, confluent framing: magic byte 0 and schema id 2") for label in labels)
+        assert "id: 'order-42'" in labels and "type: kdrig.shop.Order" in labels
+
+    drive(path, script, initial=expression, values=values)
+
+
 def test_clicking_a_byte_selects_its_field():
     join = next(e for e in exchanges(GROUP, "api == JoinGroup and not error", spans=True))
     start, _ = join.request.body.fields.span("SessionTimeoutMs")
@@ -378,7 +420,7 @@ def test_c_follows_the_connection_and_g_the_group():
     drive(GROUP, script)
 
 
-@pytest.mark.parametrize("suffix", [".pcap", ".ndjson"])
+@pytest.mark.parametrize("suffix", [".pcap", ".ndjson", ".html"])
 def test_w_writes_the_filtered_exchanges(tmp_path, suffix):
     chosen = exchanges(GROUP, "api == SyncGroup or api == Heartbeat")
     out = tmp_path / f"chosen{suffix}"
@@ -397,16 +439,32 @@ def test_w_writes_the_filtered_exchanges(tmp_path, suffix):
 
     drive(GROUP, script)
     if suffix == ".pcap":
-        # the packets from each one's first to its last: other frames interleaved there come along, so the same
-        # filter picks the same exchanges out of the written file (in another order of completion: a response whose
-        # packets acknowledge client bytes left out of the file waits for them a while, as on a lossy tap)
-        again = exchanges(out, "api == SyncGroup or api == Heartbeat")
+        # -w's cut: the written file holds the chosen exchanges and nothing else
+        again = exchanges(out)
         assert sorted((e.api_key, e.correlation_id, str(e.connection.client), e.status) for e in again) == sorted(
             (e.api_key, e.correlation_id, str(e.connection.client), e.status) for e in chosen
         )
+    elif suffix == ".html":  # the report page of what the list shows, as `kdissect report -Y` writes it
+        from tests.test_report import page_data
+
+        page, command = page_data(out.read_text()), page_data(report(GROUP, "-Y", "api == SyncGroup or api == Heartbeat"))
+        assert page["stats"] == command["stats"] and page["findings"] == command["findings"] and page["verdict"] == command["verdict"]
+        assert page["stats"]["apis"] and {row["api_name"] for row in page["stats"]["apis"]} == {"SyncGroup", "Heartbeat"}
     else:
         written = [json.loads(line) for line in out.read_text().splitlines()]
         assert [w["id"] for w in written] == [e.id for e in chosen]
+
+
+def report(capture: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kdissect", "report", str(capture), *args],
+        capture_output=True,
+        cwd=ROOT,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return done.stdout
 
 
 def test_x_hides_the_hex_pane_and_question_mark_shows_the_keys():
@@ -617,7 +675,7 @@ def doctor_findings(path: Path):
     finally:
         sys.stdout = stdout
     assert exit_.value.code in (0, None)
-    return [json.loads(line) for line in out.getvalue().splitlines()]
+    return [o for o in map(json.loads, out.getvalue().splitlines()) if o["type"] == "finding"]
 
 
 def findings_rows(app: BrowseApp) -> list[list[str]]:
@@ -647,9 +705,10 @@ def test_the_findings_tab_shows_what_doctor_finds_and_enter_lists_the_evidence()
         await pilot.press("enter")
         await settled(app, pilot)
         assert app.query_one("#tabs").active == "browse" and app.query_one("#list", Lines).has_focus
-        assert app.exchanges.applied == "id in {" + ", ".join(map(str, storm["evidence"]["exchanges"])) + "}"
+        assert app.exchanges.applied == storm["evidence"]["filter"]  # exactly what the finding counts
         lines = app.query_one("#list", Lines)
-        assert listed(app) == storm["evidence"]["exchanges"] and lines.cursor == 0
+        assert listed(app) == [e.id for e in exchanges(STORM, storm["evidence"]["filter"])] and lines.cursor == 0
+        assert len(listed(app)) == storm["evidence"]["count"]
         assert all(" JoinGroup " in line for line in list_lines(app))
         # c and g on a finding: its connections, its groups
         await pilot.press("f")
@@ -728,7 +787,7 @@ def test_the_findings_tab_at_80_by_24_and_200_by_50():
         assert f"{expected[0]['severity'].upper()}  {expected[0]['id']}" in body
         assert "f findings" in text[-1] and "? help" in text[-1]
         if height >= 50:  # the whole finding fits, its evidence and keys too
-            assert "advice " in body and "evidence" in body and "Enter lists them: id in {" in body
+            assert "advice " in body and "evidence" in body and "Enter lists them: " in body
         return text
 
     small = drive(STORM, script, size=(80, 24))

@@ -652,7 +652,10 @@ def test_ranges_read_alone_give_the_files_own_packets(path):
     settled = assert_ranges_read_as_the_whole(path, 4096)
     if path in PROJECT:  # these are sound: every range holding a packet's start is cut (one inside a packet joins another)
         starts = {offset // 4096 for offset in true_offsets(path)} | {0}
-        assert len(settled) == len(starts) > 1 and not any(s.whole for s in settled)
+        if os.path.getsize(path) <= 4096:  # one range (a crafted capture can be that small): read whole
+            assert [s.whole for s in settled] == [True]
+        else:
+            assert len(settled) == len(starts) > 1 and not any(s.whole for s in settled)
 
 
 def test_a_truncated_file_read_in_ranges_names_the_same_packet(tmp_path):

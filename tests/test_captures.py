@@ -29,6 +29,10 @@ PRODUCE, FETCH = 0, 1
 TRUE_DIAGNOSTICS = {
     # librdkafka 2.16 writes 3 bytes past the end of its Metadata v12 request body (tshark sees them too)
     ("admin-confluent.pcap", "body.trailing-bytes"),
+    # noida-db has ApiVersions up to v3: it answers kafka-python's v4 in the v0 layout, as Kafka does (a note)
+    ("doctor-fetch-spin-noida.pcap", "body.version-fallback"),
+    # tansu's ListOffsets v0 and OffsetFetch v3 responses end early (captures/README.md)
+    ("doctor-truncated-responses.pcap", "body.malformed"),
 }
 TRUE_NOTICES = {
     # kafka-python closes its TLS connections with a bare FIN; stunnel answers with a fatal decode_error alert (tshark agrees)

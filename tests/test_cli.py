@@ -50,8 +50,8 @@ def test_help_explains_every_command(command):
         (("read", str(ROOT / "README.md")), "not a pcap or pcapng capture"),
         (("read", str(ROOT / "captures")), "is a directory"),
         (("read", str(CAPTURE), "--bogus"), "No such option: --bogus"),
-        (("read",), "name one capture"),
-        (("read", str(CAPTURE), "-r", str(CAPTURE)), "name one capture"),
+        (("read",), "name the capture"),
+        (("read", str(CAPTURE), "-r", str(CAPTURE)), "name the capture"),
         (("read", str(CAPTURE), "--port", "9092,http"), "give port numbers"),
         (("read", str(CAPTURE), "-c", "0"), "--count"),
         (("records", str(CAPTURE), "-f", "%q"), "unknown token %q"),
@@ -77,7 +77,7 @@ def test_help_explains_every_command(command):
         (("show", str(CAPTURE), "-Y", "client_id > 3"), "> compares numbers and times; client_id is text"),
         (("live", "-i", "lo", "-Y", 'client_id matches "("'), "bad regular expression"),
         (("spark", str(CAPTURE), "--out", "x", "-Y", "api == Fetc"), "Fetc is not an API name (did you mean 'Fetch'?)"),
-        (("spark", str(CAPTURE), "--out", "x", "--connection", "2"), "a Spark job cannot filter on connection"),
+        (("spark", str(CAPTURE), "--out", "x", "--connection", "2"), "the tables cannot be filtered on connection"),
         (("read", str(CAPTURE), "-T", "xml"), "-T xml: choose one of text, json, fields"),
         (("read", str(CAPTURE), "-T", "fields"), "-T fields needs the fields to write"),
         (("read", str(CAPTURE), "-e", "latncy_ms"), "-e at column 1: unknown field 'latncy_ms'"),
@@ -138,10 +138,7 @@ def test_filters_combine_with_the_fixed_options_and_with_each_other():
 def test_show_and_stats_take_the_filter():
     shown = kdissect("show", CAPTURE, "-Y", "api == Heartbeat and error").stdout.decode()
     assert shown.count("Exchange ") == 2 and "Exchange 31  Heartbeat v4" in shown and "Exchange 47  Heartbeat v4" in shown
-    tables = {
-        json.loads(line)["table"]: json.loads(line)["rows"]
-        for line in kdissect("stats", CAPTURE, "--json", "-Y", "api == Heartbeat").stdout.splitlines()
-    }
+    tables = stats_tables("-Y", "api == Heartbeat")
     assert {row["api_name"] for row in tables["apis"]} == {"Heartbeat"} and sum(row["count"] for row in tables["apis"]) == 3
 
 
@@ -225,8 +222,15 @@ def test_show_selects_by_exchange_correlation_id_and_packet():
     assert "@26-39 [0d 6b 64 72" in hexed and "Request frame bytes" in hexed
 
 
+def stats_tables(*args: str) -> dict[str, list]:
+    """`stats --json`'s tables by name; its last line is the doctor's verdict."""
+    lines = [json.loads(line) for line in kdissect("stats", CAPTURE, "--json", *args).stdout.splitlines()]
+    assert [line["type"] for line in lines[-1:]] == ["verdict"]
+    return {line["table"]: line["rows"] for line in lines[:-1]}
+
+
 def test_stats_json_has_every_table():
-    tables = {json.loads(line)["table"]: json.loads(line)["rows"] for line in kdissect("stats", CAPTURE, "--json").stdout.splitlines()}
+    tables = stats_tables()
     assert set(tables) == {"apis", "topics", "clients", "groups", "rebalances", "findings"}
     assert [g["group"] for g in tables["groups"]] == ["kdrig-kgroup"]
     assert [r["generation"] for r in tables["rebalances"]] == [0, 1, 2]

@@ -153,15 +153,20 @@ def test_ctrl_c_leaves_the_partial_tables_in_a_redirected_file(many_connections,
     target = tmp_path / "st.txt"
     with open(target, "w") as out:
         process = subprocess.Popen([sys.executable, "-c", SHIM, "stats", str(many_connections)], stdout=out, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while not _reading(process.pid, many_connections) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
+        interrupt_while_reading(process, many_connections)
         _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     text = target.read_text()
     assert text.startswith("APIs") and "Consumer groups" in text and "run.interrupted" in text
     assert b"the output is partial" in err
+
+
+def interrupt_while_reading(process: subprocess.Popen, path: Path) -> None:
+    """Ctrl-C once the process has read the first 3 MiB of the capture at `path` (or after a minute)."""
+    deadline = time.monotonic() + 60
+    while not _reading(process.pid, path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
 
 
 def _reading(pid: int, path: Path) -> bool:
@@ -262,7 +267,7 @@ def test_bare_kdissect_prints_its_help_and_completion_can_be_installed():
     assert bare.returncode == 0 and bare.stdout.decode().startswith("Usage: kdissect") and not bare.stderr
     assert b"--install-completion" in bare.stdout
     env = {**os.environ, "_KDISSECT_COMPLETE": "complete_bash", "COMP_WORDS": "kdissect re", "COMP_CWORD": "1"}
-    assert kdissect(env=env).stdout.decode().split() == ["read", "records"]
+    assert kdissect(env=env).stdout.decode().split() == ["read", "report", "records"]
     env = {**os.environ, "_KDISSECT_COMPLETE": "complete_bash", "COMP_WORDS": "kdissect read --min", "COMP_CWORD": "2"}
     assert kdissect(env=env).stdout.decode().split() == ["--min-latency"]
 
@@ -311,7 +316,7 @@ def test_fetched_record_counts_leave_transaction_markers_out():
     read_uncommitted: 12 records, as the consumers' manifest says."""
     manifest = [json.loads(line) for line in TRANSACTIONS.with_suffix(".manifest.jsonl").read_text().splitlines()]
     consumed = [e for e in manifest if e["kind"] == "consumed" and e["topic"] == "txn"]
-    tables = {t["table"]: t["rows"] for t in ndjson(kdissect("stats", TRANSACTIONS, "--json"))}
+    tables = {t["table"]: t["rows"] for t in ndjson(kdissect("stats", TRANSACTIONS, "--json")) if t["type"] == "stats"}  # then the verdict
     txn = next(r for r in tables["topics"] if r["topic"] == "txn")
     fetched = [r for r in ndjson(kdissect("records", TRANSACTIONS, "--json", "--direction", "fetch")) if r["topic"] == "txn"]
     assert txn["fetched_records"] == len(fetched) == len(consumed) == 12

@@ -36,10 +36,10 @@ from strategies import ZERO_UUID, definition, raw_records_hook
 
 from kdissect.decode.body import CompiledBodies
 from kdissect.decode.meaning import PARTITION_FIELDS
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN, DATA_SCHEMAS, Field, pick
 from kdissect.schema.tree import Struct
 from kdissect.schema.versioned import read_versioned
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 DECODER = CompiledBodies(BUILTIN, raw_records_hook)
 

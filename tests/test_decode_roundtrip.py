@@ -14,18 +14,26 @@ import tracemalloc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import TRIPLES, body, definition, filled, filled_struct, flexible, normal, records_hook
+from strategies import TRIPLES, body, definition, filled, filled_struct, flexible, normal, records_hook, struct_of
 
 from kdissect.decode.body import CompiledBodies
 from kdissect.schema import BUILTIN, DATA_SCHEMAS, Field, pick
+from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
+from kdissect.schema.encoder import Encoder
+from kdissect.schema.generated_extras import STREAMS_SUBSCRIPTION_INFO
+from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.schema.tree import Struct, UnknownTag
-from kdissect.schema.versioned import read_versioned
-from kdissect.testing.body_encoder import Encoder
+from kdissect.schema.versioned import known_versions, read_versioned, version_width
 from kdissect.wire import write_uvarint
 
 DECODER = CompiledBodies(BUILTIN, records_hook)
 ENCODER = Encoder()
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+def payload_struct(name: str, version: int):
+    definition = pick(PAYLOADS[name], version)
+    return struct_of(definition.fields, version, version in definition.flexible)
 
 
 def encode(api_key: int, version: int, direction: str, value) -> bytes:
@@ -234,21 +242,28 @@ def test_unknown_tags_keep_their_bytes_and_offsets():
 
 # ------------------------------------------------------------------------------------------ data schemas
 
-DATA_CASES = [
-    (name, version)
-    for name, definitions in sorted(DATA_SCHEMAS.items())
-    for version in sorted({v for d in definitions for v in range(d.valid.lo, d.valid.hi + 1)})
-]
+PAYLOADS = {
+    **DATA_SCHEMAS,
+    "ConnectProtocolMetadata": CONNECT_METADATA,
+    "ConnectProtocolAssignment": CONNECT_ASSIGNMENT,
+    "SubscriptionInfoData": STREAMS_SUBSCRIPTION_INFO,
+    "AssignmentInfo": ASSIGNMENT_INFO,
+}
+"""Every version-led payload: the consumer protocol and control records, Kafka Connect's group payloads and Kafka
+Streams' user data."""
+DATA_CASES = [(name, version) for name, definitions in sorted(PAYLOADS.items()) for version in known_versions(definitions)]
 
 
 def encode_data(name: str, version: int, value: Struct) -> tuple[bytes, Struct]:
     """The bytes of a version-led data schema, and what `read_versioned` should make of them.
 
-    KRaft records hold their version as their first field; the others are preceded by it.
+    KRaft records and Kafka Streams' user data hold their version as their first field (an int16, an int32); the
+    others are preceded by an int16.
     """
-    definition = pick(DATA_SCHEMAS[name], version)
+    definition = pick(PAYLOADS[name], version)
     flex = version in definition.flexible
-    if definition.fields[0].name == "Version":
+    width, in_band = version_width(definition)
+    if in_band:
         value.values[0] = version
         return ENCODER.encode(definition.fields, version, flex, value), value
     data = struct.pack(">h", version) + ENCODER.encode(definition.fields, version, flex, value)
@@ -257,17 +272,28 @@ def encode_data(name: str, version: int, value: Struct) -> tuple[bytes, Struct]:
 
 @pytest.mark.parametrize("name, version", DATA_CASES)
 def test_data_schema_round_trip(name, version):
-    """Consumer-protocol payloads and control record values, written and read back at each version."""
-    definition = pick(DATA_SCHEMAS[name], version)
+    """Every payload, written and read back at each version with every field filled."""
+    definition = pick(PAYLOADS[name], version)
     data, expected = encode_data(name, version, filled_struct(definition.fields, version, version in definition.flexible))
-    got, problem = read_versioned(DATA_SCHEMAS[name], data)
+    got, problem = read_versioned(PAYLOADS[name], data)
     assert problem is None
     assert normal(got) == normal(expected)
-    got, problem = read_versioned(DATA_SCHEMAS[name], data + b"\x00")
+    got, problem = read_versioned(PAYLOADS[name], data + b"\x00")
     assert problem == f"1 bytes follow the end of {definition.name}"
     if len(data) > 2:
-        got, problem = read_versioned(DATA_SCHEMAS[name], data[:-1])
+        got, problem = read_versioned(PAYLOADS[name], data[:-1])
         assert problem is not None and got is not None
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(st.sampled_from(DATA_CASES).flatmap(lambda case: st.tuples(st.just(case), payload_struct(*case))))
+def test_data_schema_round_trip_random(case):
+    """Random payloads of every kind and version: nulls, empty and longer arrays, any text."""
+    (name, version), value = case
+    data, expected = encode_data(name, version, value)
+    got, problem = read_versioned(PAYLOADS[name], data)
+    assert problem is None
+    assert normal(got) == normal(expected)
 
 
 def test_data_schema_newer_version_reads_as_newest():

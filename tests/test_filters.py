@@ -25,7 +25,8 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.filter import FilterError, compile_filter
 from kdissect.schema import BUILTIN
-from kdissect.testing.body_encoder import Encoder, build, encode_body
+from kdissect.schema.encoder import Encoder
+from kdissect.testing.body_encoder import build, encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
 from kdissect.views.json_lines import decode_bytes, exchange_json
 from kdissect.views.summary import UNDECODED, Summary
@@ -480,7 +481,18 @@ def test_headers_only_leaves_body_fields_empty_without_failing():
         ("client_id > 5", 11, "> compares numbers and times; client_id is text"),
         ("request.Acks contains 1", 14, "contains reads text and bytes"),
         ("request.Acks > 1s", 16, "a unit (ms, s, us) goes only with durations"),
-        ('client_id matches "a(b"', 21, "bad regular expression: missing ), unterminated subpattern"),
+        ('client_id matches "a(b"', 20, "bad regular expression: missing )"),
+        ('client_id matches "(?<!x)y"', 20, "RE2 has no lookaround"),
+        ('client_id matches "(a)\\1"', 23, "RE2 has no backreferences"),
+        ('client_id matches "a{4294967296}"', 21, "a repetition count goes up to 1000"),
+        ("(" * 65 + "api == Fetch" + ")" * 65, 65, "the filter nests more than 64 levels deep"),
+        ("not " * 65 + "api == Fetch", 257, "the filter nests more than 64 levels deep"),
+        ("(not " * 33 + "api == Fetch" + ")" * 33, 161, "the filter nests more than 64 levels deep"),
+        ("correlation_id == " + "9" * 5000, 19, "a number has at most 20 digits"),
+        ("latency_ms > 1e999", 14, "1e999 is too large for a number"),
+        ("version in {1.." + "9" * 5000 + "}", 13, "a range is two whole numbers"),
+        ("time > 1e300", 8, "a time lies between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z"),
+        ('time < "9999-12-31T23:59:59-01:00"', 8, "a time lies between"),
         ("request.Topics == x", 19, "request.Topics holds structs"),
         ('client_id == "open', 14, "this string has no closing quote"),
         ("version in {3..1}", 13, "a range goes up"),
@@ -519,7 +531,11 @@ def test_fixed_options_are_shorthands_of_the_language():
         ("--min-latency", "(latency_ms >= 1.5 or status == unanswered)"),
     ]
     compile_filter(parts, BUILTIN)  # every one compiles
-    for bad, says in ((dict(api="Nope"), "--api: unknown API 'Nope'"), (dict(version="7-3"), "--version: bad version '7-3'")):
+    for bad, says in (
+        (dict(api="Nope"), "--api: unknown API 'Nope'"),
+        (dict(api="9" * 5000), "--api: unknown API '999"),
+        (dict(version="7-3"), "--version: bad version '7-3'"),
+    ):
         with pytest.raises(FilterError, match=says):
             shorthands(BUILTIN, **bad)
 

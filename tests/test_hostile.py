@@ -23,9 +23,9 @@ from kdissect.limits import Limits
 from kdissect.net.tcp import SYN
 from kdissect.records import decode_records
 from kdissect.records.codecs import GZIP
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message
 from kdissect.testing import craft
 from kdissect.testing.craft import CLIENT, SERVER
-from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message
 from kdissect.views.json_lines import exchange_json, time_text
 from kdissect.wire import write_varint
 
@@ -542,6 +542,24 @@ def test_decompression_bomb_per_exchange() -> None:
     assert bombs[0].offset == records_offset(exchange) + len(batch) + 61
     sizes = [b.uncompressed_size for b in exchange.request.body.records[0].records.batches]
     assert sizes[0] > 600 << 10 and sizes[1:] == [(1 << 20) - sizes[0], 0]
+
+
+def test_a_frame_earns_its_decompression() -> None:
+    """Gzip inside gzip inside many wrappers (issue 36): 40 wrappers of 10 wrappers of 4 values of 256 KiB of zeros,
+    400 MiB from a frame of about 30 KB, all of it held as values while the exchange is written. The frame earns one
+    batch's worth (here 1 MiB) and 8 bytes per byte of itself: the values stop there, cut as a bomb. Two such
+    wrappers within what the default ratio earns decode whole."""
+    leaf = encode_message(0, magic=1, value=bytes(256 << 10))
+    inner = encode_message(0, magic=1, value=compress(GZIP, leaf * 4), attributes=GZIP)
+    outer = encode_message(0, magic=1, value=compress(GZIP, inner * 10), attributes=GZIP)
+    exchange = produce_exchange(outer * 40, max_decompressed_batch=1 << 20, max_decompressed_ratio=8)
+    earned = (1 << 20) + 8 * exchange.request.size
+    values = sum(len(r.value) for r in exchange.request.body.records[0].records.records() if r.value)
+    assert exchange.request.size < 40_000 and 0 < values <= earned < 2 << 20
+    assert "codec.bomb" in codes(exchange.request)
+    whole = produce_exchange(outer * 2, max_decompressed_batch=32 << 20)
+    assert sum(len(r.value) for r in whole.request.body.records[0].records.records() if r.value) == 20 << 20
+    assert codes(whole.request) == []
 
 
 def test_bad_crc_and_failed_decompression_stay_in_their_exchange() -> None:

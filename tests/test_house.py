@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
 GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable"}
-CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "tls", "kafka", "decode"}
+CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "values", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
     "wire": set(),
@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "net": GROUND | {"capture"},
     "records": GROUND | {"schema"},
     "events": GROUND,
+    "values": GROUND | {"schema"},  # record keys and values read for what they say: registry framings, Avro, Protobuf, JSON
     # between the TCP streams and Kafka framing: TLS records in (cut as net/ cuts any stream), plaintext out
     "tls": GROUND | {"events", "net"},
     # floor 4: the two halves of the core, which never import each other
@@ -39,12 +40,19 @@ ALLOWED: dict[str, set[str]] = {
     "dissector": CORE_STAGES,
     "filter": CORE_STAGES,
     # floor 6: the doctor, whose rules read the core's events and the decoded bodies
-    "doctor": CORE_STAGES,
+    "doctor": CORE_STAGES | {"filter"},  # a finding's evidence is a display filter: the doctor writes the language
+    # several captures read as one: the taps of one connection joined before the core, its events timed after
+    "taps": CORE_STAGES | {"dissector"},
+    # captures written again (a cut, an anonymized copy) from what the core found in them
+    "rewrite": CORE_STAGES | {"dissector", "taps"},
     # floor 7 and up: what users see, the Spark job, the commands
     "views": CORE_STAGES | {"dissector", "filter", "doctor"},
-    "pipeline": CORE_STAGES | {"dissector", "views", "filter"},
-    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor"},
+    "metrics": CORE_STAGES | {"filter", "doctor"},  # the tap: events into metrics, and their exporters; no view
+    # floor 7½: the report page, made of the doctor's findings and stats' totals; the browser's `w` writes it too
+    "report": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
+    "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
+    "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report", "rewrite"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
     "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
@@ -113,4 +121,5 @@ def test_nothing_in_the_product_imports_the_test_tools() -> None:
 def test_the_rule_is_not_empty() -> None:
     """The check itself must be able to fail: a known-bad edge is refused by the table."""
     assert "dissector" not in ALLOWED["kafka"] and "kafka" not in ALLOWED["decode"] and "decode" not in ALLOWED["kafka"]
+    assert "views" not in ALLOWED["metrics"] and "metrics" not in ALLOWED["views"]  # metric logic stays out of views/
     assert imports(PACKAGE / "dissector.py") >= {"kdissect.kafka.connection"}

@@ -62,10 +62,12 @@ def test_every_event_of_a_capture_encodes_as_json_dumps_does(path):
 
 @pytest.fixture
 def in_small_pieces(monkeypatch):
-    """The streaming writer cut as fine as it goes: two elements a piece, each piece handed on at once."""
+    """The streaming writer cut as fine as it goes: two elements (or 64 bytes of records) a piece, each piece
+    handed on at once."""
     from kdissect.views import json_lines
 
     monkeypatch.setattr(json_lines, "PIECE", 2)
+    monkeypatch.setattr(json_lines, "PIECE_BYTES", 64)
     monkeypatch.setattr(json_lines, "FLUSH", 1)
 
 

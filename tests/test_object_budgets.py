@@ -14,10 +14,11 @@ from kdissect.dissector import Options, make_dissector
 from kdissect.events import Exchange
 from kdissect.limits import Limits
 from kdissect.records import Budget, decode_records
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.testing.record_encoder import Draft, encode_batch, encode_message_set
+from kdissect.testing.record_encoder import encode_message_set
 
 METADATA, PRODUCE = 3, 0
 SCALES = (1, 2, 4, 8)

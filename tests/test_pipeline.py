@@ -34,6 +34,7 @@ from kdissect.net.malformed import Malformed
 from kdissect.net.segments import SegmentDecoder
 from kdissect.pipeline import rows
 from kdissect.pipeline.blobs import pack, unpack
+from kdissect.pipeline.config import values_of
 from kdissect.pipeline.core import CoreStage
 from kdissect.pipeline.inputs import InputError, expand
 from kdissect.pipeline.job import embedded_secrets
@@ -62,18 +63,29 @@ def cli(path: str, expression: str | None = None) -> tuple[list[dict], list[dict
     """(exchange JSON objects, notices, file diagnostics) as the single-process path makes them (with -Y expression)."""
     exchanges, notices = [], []
     wanted = compile_filter([("-Y", expression)] if expression else [], BUILTIN)
+    stable: dict[int, int] = {}
     with open_capture(path) as capture:
         dissector = make_dissector(Options(keep=wanted.keep))
         capture.secrets_to(dissector.add_tls_keylog)  # as the CLI does: a pcapng's own TLS secrets
         for event in dissector.run(capture.packets()):
             if isinstance(event, Exchange):
+                stable[event.id] = rows.exchange_id(event)
                 if wanted.matches(event):
-                    exchanges.append(exchange_json(event))
+                    exchanges.append(
+                        with_stable_ahead(exchange_json(event, values_of({})), stable)
+                    )  # values read as an executor reads them
             elif isinstance(event, Notice):
                 d = event.diagnostic
                 notices.append((d.code, d.message, d.scope, d.offset, event.packet or None))
         files = [(d.code, d.message, d.offset) for d in capture.diagnostics()]
     return exchanges, notices, files
+
+
+def with_stable_ahead(exchange: dict, stable: dict[int, int]) -> dict:
+    """The CLI's JSON with `queued_behind` the exchange_id of the exchange it names, as the tables' json has it."""
+    if exchange["queued_behind"] is not None:
+        exchange["queued_behind"] = stable[exchange["queued_behind"]]
+    return exchange
 
 
 def _strip_topic_annotations(value):
@@ -104,11 +116,11 @@ def comparable(exchange: dict) -> str:
 def cli_records(exchange: dict) -> list[tuple]:
     """(direction, partition, offset, timestamp, key, value, headers) of every record in a CLI exchange."""
     out = []
-    for side in ("request", "response"):
+    for side, direction in (("request", "produce"), ("response", "fetch")):
         message = exchange[side]
         if not message or not message["body"]:
             continue
-        _walk_records(message["body"], side, None, out)
+        _walk_records(message["body"], direction, None, out)
     return out
 
 
@@ -316,7 +328,7 @@ def test_stages_without_spark_match_the_cli_on_every_capture():
 def test_a_workers_next_task_reuses_its_decoder_with_the_capture_budget_again():
     """A Python worker keeps its compiled decoders for its next tasks (core.py); each task starts with the
     capture's whole record budget, so its tables do not depend on the tasks before it."""
-    from kdissect.pipeline import core
+    from kdissect.pipeline import config as core
 
     path = next(p for p in PROJECT if "consumer-group-confluent" in p)
     config = {"paths": {"0": path}, "ports": [9092]}
@@ -343,7 +355,8 @@ def test_the_job_decrypts_tls_with_the_key_log_it_is_given():
     keylog = open(path[: -len(".pcap")] + ".keylog", "rb").read()
     with open_capture(path) as capture:
         events = list(make_dissector(Options(tls_keylog=keylog)).run(capture.packets()))
-    want = Counter(comparable(exchange_json(e)) for e in events if isinstance(e, Exchange))
+    stable = {e.id: rows.exchange_id(e) for e in events if isinstance(e, Exchange)}
+    want = Counter(comparable(with_stable_ahead(exchange_json(e), stable)) for e in events if isinstance(e, Exchange))
     assert want
     for split_size in (1 << 30, 4096):
         out, _ = simulate([path], split_size=split_size, options={"tls_keylog": keylog})
@@ -359,6 +372,39 @@ def test_a_filter_keeps_on_the_executors_what_the_cli_shows():
     everything, _ = simulate(PROJECT, split_size=20000)
     assert 0 < len(out["exchange"]) < len(everything["exchange"]) and len(out["record"]) < len(everything["record"])
     assert_same_as_cli(out, PROJECT, expression=FILTER)
+
+
+def test_the_records_table_carries_the_decoded_values_of_the_schemas_it_is_given(tmp_path):
+    """`kdissect spark --schemas DIR`: the folder's schemas travel in the config; every record of the rig's Avro capture
+    has the format, schema id and decoded JSON its manifest says (each record produced and fetched once)."""
+    pytest.importorskip("fastavro")
+    from kdissect.values.directory import load_folder
+    from kdissect.values.schemas import Book, schema_record
+    from rig.manifest import Manifest
+    from rig.scenarios.values import ORDER_V1, ORDER_V2
+
+    path = os.path.join(ROOT, "captures", "values-avro-confluent.pcap")
+    lines = Manifest(path.replace(".pcap", ".manifest.jsonl")).read()
+    guids = {line["id"]: line["guid"] for line in lines if line["kind"] == "schema"}
+    (tmp_path / "v1.avsc").write_text(json.dumps(ORDER_V1))
+    (tmp_path / "v2.avsc").write_text(json.dumps(ORDER_V2))
+    entries = [{"file": f"v{n}.avsc", "id": n, "guid": guids[n]} for n in (1, 2)]
+    (tmp_path / "schemas.json").write_text(json.dumps({"schemas": entries}))
+    book = Book()
+    load_folder(tmp_path, book)
+    out, _ = simulate([path], split_size=20000, options={"schemas": [schema_record(s) for s in book]})
+    told = {line["key"].encode(): line["decoded"] for line in lines if line["kind"] == "produced" and "decoded" in line}
+    rows = [r for r in out["record"] if r["topic"] == "orders"]  # a produced record's offset is its batch's: keys tell them
+    assert len(rows) == 2 * len(told)
+    for row in rows:
+        expected = told[row["key"]]
+        assert row["value_format"] == expected["format"], row["key"]
+        if expected["framing"] != "none":
+            assert row["value_schema_id"] == str(expected["schema_id"])
+        if "error" in expected:
+            assert row["value_decoded"] is None  # a value that breaks its schema has no decoded JSON
+        else:
+            assert json.loads(row["value_decoded"]) == expected["value"], row["key"]
 
 
 @pytest.mark.parametrize("split_size", [4096, 20000, 100_003])
@@ -519,13 +565,25 @@ def read_table(out: str, name: str) -> list[dict]:
     return ds.dataset(os.path.join(out, name), format="parquet", partitioning="hive").to_table().to_pylist()
 
 
-def test_spark_tables_hold_exactly_what_the_cli_finds(spark, tmp_path):
+INPUTS = [os.path.join(ROOT, "captures"), *PUBLIC]
+
+
+@pytest.fixture(scope="module")
+def every_capture(spark, tmp_path_factory):
+    """The Spark job over every capture, the larger ones cut in ranges: (tables, totals, progress lines)."""
     from kdissect.pipeline.job import run
 
-    inputs = [os.path.join(ROOT, "captures"), *PUBLIC]
-    out = str(tmp_path / "tables")
-    lines = []
-    totals = run(spark, inputs, out, split_size=65536, progress=lines.append)
+    out = str(tmp_path_factory.mktemp("spark") / "tables")
+    lines: list[str] = []
+    totals = run(spark, INPUTS, out, split_size=65536, progress=lines.append)
+    return out, totals, lines
+
+
+def test_spark_tables_hold_exactly_what_the_cli_finds(spark, every_capture):
+    from kdissect.pipeline.job import run
+
+    inputs = INPUTS
+    out, totals, lines = every_capture
     assert totals.ranges > totals.files  # the larger captures were cut
     assert any("indexing" in line for line in lines)
     got = {kind: read_table(out, name) for kind, name in (("exchange", "exchanges"), ("record", "records"), ("diagnostic", "diagnostics"))}
@@ -555,6 +613,35 @@ def test_spark_tables_hold_exactly_what_the_cli_finds(spark, tmp_path):
         run(spark, inputs, out)
 
 
+def test_both_engines_write_the_same_tables_row_by_row(every_capture, tmp_path):
+    """`kdissect tables` (pyarrow, one process) and the Spark job (ranges of 64 KiB, keys spread over tasks) write
+    the same four tables of every capture: the same schemas, partition directories and rows."""
+    from kdissect.pipeline.local import LocalJob, captures_of
+
+    spark_out = every_capture[0]
+    paths, _ = captures_of(INPUTS)
+    local_out = str(tmp_path / "local")
+    totals = LocalJob(paths, local_out, {"ports": [9092]}).run()
+    assert totals.exchanges == every_capture[1].exchanges and totals.findings == every_capture[1].findings > 0
+    for name in ("exchanges", "records", "diagnostics", "findings"):
+        assert assert_same_table(spark_out, local_out, name) > 0, name
+
+
+def assert_same_table(one: str, other: str, name: str) -> int:
+    """How many rows both tables hold, once they are found the same."""
+    import pyarrow.dataset as ds
+
+    tables = [ds.dataset(os.path.join(out, name), format="parquet", partitioning="hive") for out in (one, other)]
+    assert tables[0].schema.remove_metadata().equals(tables[1].schema.remove_metadata()), name
+    leaves = [{os.path.relpath(os.path.dirname(f), out) for f in t.files} for t, out in zip(tables, (one, other))]
+    assert leaves[0] == leaves[1], name
+    rows = [sorted(t.to_table().to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=repr)) for t in tables]
+    assert len(rows[0]) == len(rows[1]), name
+    different = [(a, b) for a, b in zip(*rows) if a != b]
+    assert not different, (name, len(different), different[0])
+    return len(rows[0])
+
+
 def test_spark_applies_a_filter_on_the_executors(spark, tmp_path):
     from kdissect.pipeline.job import run
 
@@ -564,6 +651,13 @@ def test_spark_applies_a_filter_on_the_executors(spark, tmp_path):
     got = {"exchange": read_table(out, "exchanges"), "record": read_table(out, "records"), "diagnostic": read_table(out, "diagnostics")}
     assert 0 < totals.exchanges == len(got["exchange"]) < len(cli(path)[0])
     assert_same_as_cli(got, [path], expression=FILTER)
+    # kdissect tables with the same filter: the same rows, and findings whose evidence the filter restricts
+    from kdissect.pipeline.local import LocalJob
+
+    LocalJob({0: path}, str(tmp_path / "local"), {"ports": [9092], "filter": FILTER}).run()
+    same = {name: assert_same_table(out, str(tmp_path / "local"), name) for name in ("exchanges", "records", "diagnostics", "findings")}
+    assert same["exchanges"] > 0 and same["findings"] > 0
+    assert all(f"({FILTER})" in row["evidence_filter"] for row in read_table(out, "findings"))
 
 
 def test_spark_reads_a_large_capture_in_ranges_with_the_cli_numbers(spark, tmp_path):

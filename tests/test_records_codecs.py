@@ -27,14 +27,8 @@ from kdissect.records.codecs import (
     lz4_header_checksum_index,
 )
 from kdissect.records.crc import crc32c, xxh32
-from kdissect.testing.record_encoder import (
-    Draft,
-    compress,
-    encode_batch,
-    encode_message,
-    encode_message_set,
-    encode_record,
-)
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message, encode_record
+from kdissect.testing.record_encoder import encode_message_set
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from kdissect.limits import Limits
 from kdissect.records import decode_records
 from kdissect.records.codecs import GZIP
-from kdissect.testing.record_encoder import Draft, compress, encode_batch, encode_message, encode_message_set
+from kdissect.records.encode import Draft, compress, encode_batch, encode_message
+from kdissect.testing.record_encoder import encode_message_set
 from kdissect.wire import write_varint
 
 RECORDS = [Draft(b"k%d" % i, b"value-%d" % i, (("h", b"%d" % i),), 1000 + i) for i in range(4)]

@@ -6,16 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdissect.records import LegacyMessage, RecordBatch, decode_records
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import DATA_SCHEMAS
+from kdissect.schema.encoder import Encoder
 from kdissect.schema.tree import Struct
-from kdissect.testing.body_encoder import Encoder
-from kdissect.testing.record_encoder import (
-    Draft,
-    control_record,
-    encode_batch,
-    encode_message_set,
-    end_txn_marker,
-)
+from kdissect.testing.record_encoder import control_record, encode_message_set, end_txn_marker
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 INT64 = st.integers(-(2**63), 2**63 - 1)

@@ -13,7 +13,8 @@ from kafka.record.util import decode_varint as kafka_decode_varint
 from kafka.record.util import encode_varint as kafka_encode_varint
 
 from kdissect.records import LegacyMessage, Record, decode_records, format_timestamp
-from kdissect.testing.record_encoder import Draft, encode_batch, encode_message_set
+from kdissect.records.encode import Draft, encode_batch
+from kdissect.testing.record_encoder import encode_message_set
 from kdissect.wire import WireError, read_varint, read_varlong, write_varint
 
 

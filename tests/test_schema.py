@@ -22,6 +22,7 @@ from kdissect.schema import (
 from kdissect.schema.model import NEVER, OPEN, PRIMITIVES
 
 GENERATED = Path(generate.__file__).with_name("generated.py")
+EXTRAS = Path(generate.__file__).with_name("generated_extras.py")
 
 
 def field(message: MessageSpec, path: str) -> Field:
@@ -56,15 +57,16 @@ def all_messages():
 # ---------------------------------------------------------------------------------------------- generator
 
 
-def test_generated_module_is_reproducible_from_the_specs(tmp_path):
+def test_generated_modules_are_reproducible_from_the_specs(tmp_path):
     specs = generate.default_specs()
     if not specs.is_dir():
         pytest.skip(f"specs folder not present ({specs.name}); set KDISSECT_SPECS to check reproducibility")
-    out = tmp_path / "generated.py"
-    assert generate.main(["--specs", str(specs), "--output", str(out)]) == 0
-    assert out.read_text(encoding="utf-8") == GENERATED.read_text(encoding="utf-8"), (
-        "generated.py differs from the generator's output: run `python -m kdissect.schema.generate`"
-    )
+    out, extras = tmp_path / "generated.py", tmp_path / "generated_extras.py"
+    assert generate.main(["--specs", str(specs), "--output", str(out), "--extras-output", str(extras)]) == 0
+    for made, kept in ((out, GENERATED), (extras, EXTRAS)):
+        assert made.read_text(encoding="utf-8") == kept.read_text(encoding="utf-8"), (
+            f"{kept.name} differs from the generator's output: run `python -m kdissect.schema.generate`"
+        )
 
 
 def test_header_names_the_command_and_the_snapshots():
@@ -73,12 +75,33 @@ def test_header_names_the_command_and_the_snapshots():
     assert "Do not edit by hand" in head
     assert "trunk: apache/kafka " in head and "3.9: apache/kafka " in head
     assert "sha256" in head
+    head = EXTRAS.read_text(encoding="utf-8")[:1000]
+    assert "python -m kdissect.schema.generate" in head and "Do not edit by hand" in head
+    assert "trunk: apache/kafka " in head and "extras/streams" in head and "sha256" in head
 
 
 def test_comment_stripping_keeps_slashes_inside_strings_and_every_line():
     text = '// license\n{ "a": "x // y", // trailing\n  "b": "q\\"//" }\n'
     assert specs.strip_comments(text).count("\n") == text.count("\n")
     assert specs.strip_comments(text).split() == ["{", '"a":', '"x', "//", 'y",', '"b":', '"q\\"//"', "}"]
+
+
+def test_block_comments_go_too_as_kafkas_reader_takes_them():
+    """extras/streams/SubscriptionInfoData.json fences its old fields with /***** ... *****/ lines."""
+    text = '{ "a": "x /* y */", /***** only 1-6\n *****/ "b": 1 }\n'
+    assert specs.strip_comments(text).count("\n") == text.count("\n")
+    assert specs.strip_comments(text).split() == ["{", '"a":', '"x', "/*", "y", '*/",', '"b":', "1", "}"]
+
+
+def test_a_tagged_field_without_versions_takes_its_tagged_versions():
+    """Kafka's generator (FieldSpec) defaults versions to taggedVersions: TransactionLogValue relies on it."""
+    text = """{"type": "data", "name": "Thing", "validVersions": "0-1", "flexibleVersions": "1+", "fields": [
+        {"name": "A", "type": "int64", "versions": "0+"},
+        {"name": "B", "type": "int64", "taggedVersions": "1+", "tag": 0, "default": -1}]}"""
+    builder = specs.MessageBuilder(specs.Document("Thing.json", text), "test")
+    message = builder.build("data")
+    assert builder.problems == []
+    assert message.fields[1].versions == message.fields[1].tagged == Versions(1, OPEN)
 
 
 def test_defaults_keep_the_specs_string_form():

@@ -45,7 +45,7 @@ def test_existing_tables_are_refused_before_spark_starts(tmp_path):
     (tmp_path / "out" / "records").mkdir(parents=True)
     assert "records exists already" in one_error_line(kdissect("spark", CAPTURES[0], "--out", tmp_path / "out"))
     refused = one_error_line(kdissect("spark", CAPTURES[0], "--out", tmp_path / "x", "--connection", "1"))
-    assert "a Spark job cannot filter on connection" in refused
+    assert "the tables cannot be filtered on connection" in refused
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_every_column_is_named_without_quotes(tables):
         assert rows, name
     records = con.execute(
         f"SELECT topic, partition, count(*) FROM read_parquet('{tables}/records/**/*.parquet', hive_partitioning=1) "
-        "WHERE direction = 'response' AND NOT control GROUP BY topic, partition ORDER BY topic"
+        "WHERE direction = 'fetch' AND NOT control GROUP BY topic, partition ORDER BY topic"
     ).fetchall()
     assert ("txn", 0, 12) in records  # fetched records, transaction markers left out by the WHERE clause
 

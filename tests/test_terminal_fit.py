@@ -117,6 +117,28 @@ def test_output_to_a_file_holds_no_progress_and_the_terminal_ends_clean(many_con
     assert text.startswith("APIs") and "\x1b" not in text and "reading" not in text
 
 
+@pytest.mark.parametrize(
+    "command", [["doctor", "doctor-rebalance-storm.pcap"], ["show", "produce-codecs-kafka-python.pcap", "--exchange", "15"]]
+)
+def test_a_pager_gets_text_laid_out_for_the_terminal(command):
+    """`kdissect doctor F | less` on an 80-column terminal: standard output is a pipe, standard error the terminal;
+    the lines fit the terminal the pager shows them on, and carry no colour."""
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as pipe:
+        args = [command[0], ROOT / "captures" / command[1], *command[2:]]
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+        process = subprocess.Popen([sys.executable, "-c", SHIM, *map(str, args)], stdout=write, stderr=slave, env=env, cwd=ROOT)
+        os.close(write)
+        os.close(slave)
+        text = pipe.read().decode()
+        os.close(master)
+    assert process.wait(timeout=300) == 0
+    lines = text.splitlines()
+    assert len(lines) > 10 and max(cell_len(line) for line in lines) <= 80 and "\x1b" not in text
+
+
 @pytest.mark.parametrize("cols,rows", [(80, 24), (120, 40), (200, 50)])
 def test_the_live_screen_fits_the_terminal(cols, rows):
     from outputs import ViewOutput

@@ -24,11 +24,11 @@ from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import pcap_bytes
 from kdissect.decode.body import CompiledBodies
 from kdissect.schema import BUILTIN, Api, Catalog, Field, error_name
+from kdissect.schema.encoder import Encoder
 from kdissect.schema.specs import Problem
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.schema.user_specs import SpecFile, UserSpecs, from_folders, load
 from kdissect.testing import craft
-from kdissect.testing.body_encoder import Encoder
 from kdissect.testing.craft import CLIENT, SERVER, Conversation
 from kdissect.views.json_lines import decode_bytes
 
@@ -404,7 +404,7 @@ def test_a_version_added_to_a_built_in_api_decodes_beside_the_built_in_ones(hear
         token = request.get("Token") if version == 5 else None
         if token:  # a user's field named like a credential is one: redacted unless --show-secrets
             assert exchange["request"]["body"]["Token"] == {"redacted": True, "size": len(token)}
-    without = exchanges(capture, status=1)  # v5 read as v4: malformed bodies
+    without = exchanges(capture)  # v5 read as v4: malformed bodies, the sender's, not capture damage: exit status 0
     assert [(e["request"]["schema_version"], e["request"]["assumed_version"]) for e in without] == [(4, True), (4, False), (4, True)]
 
 

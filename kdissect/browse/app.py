@@ -32,9 +32,11 @@ from kdissect.browse.flows import FlowTable
 from kdissect.browse.index import Index
 from kdissect.browse.indexer import Indexer
 from kdissect.browse.wire_text import literal, wire
-from kdissect.browse.write import JSON_SUFFIXES, write_set
+from kdissect.browse.write import JSON_SUFFIXES, PAGE_SUFFIXES, write_set
 from kdissect.dissector import Options
+from kdissect.filter import EVERYTHING, Filter
 from kdissect.printable import printable
+from kdissect.report.build import write_report_file
 
 SLOW = 2.0
 """While rows come, the charts are drawn again this often, and live, the findings so far asked for again."""
@@ -89,12 +91,14 @@ class BrowseApp(App[None]):
         Binding("shift+tab", "next_pane(-1)", "previous pane", show=False, priority=True),
     ]
 
-    def __init__(self, path: Path, options: Options, initial_filter: str = "", live: Any = None) -> None:
-        """`live`: a `browse.live.LiveFeed`, whose packets are kept in `path` as they are captured."""
+    def __init__(self, path: Path, options: Options, initial_filter: str = "", live: Any = None, values: Any = None) -> None:
+        """`live`: a `browse.live.LiveFeed`, whose packets are kept in `path` as they are captured; `values`: the run's
+        `values.reader.ValueReader`, for the detail's record subtrees and the filters on what records say."""
         super().__init__()
         self.path = path
         self.options = options
         self.live = live
+        self.values = values
         self.index = Index(options.catalog.names)
         """What the index's pass sent so far; only this thread reads or extends it."""
         self.indexer = Indexer(path, options, live)
@@ -117,9 +121,9 @@ class BrowseApp(App[None]):
         self.exchanges = ExchangeList(
             self.index, self.path, self.options, self.indexer.follow if self.live is not None else None, id="list"
         )
-        self.detail = DetailPane(self.indexer.exchange, self.options.catalog, self.options.show_secrets, id="detail-row")
+        self.detail = DetailPane(self.indexer.exchange, self.options.catalog, self.options.show_secrets, self.values, id="detail-row")
         self.findings = FindingsPane(id="findings-pane")
-        self.filter_bar = FilterBar(self.options.catalog, id="filter-bar")
+        self.filter_bar = FilterBar(self.options.catalog, self.values, id="filter-bar")
         with TabbedContent(id="tabs") as self.tabs:
             with TabPane("Exchanges", id="browse"):
                 yield FlowTable(id="flows")
@@ -294,7 +298,7 @@ class BrowseApp(App[None]):
     def follow(self, expression: str) -> None:
         """Show the exchanges `expression` matches (a flow's, a finding's evidence, c, g), the cursor on the first."""
         self.filter_bar.set(expression)
-        self.exchanges.apply(expression, compiled(expression, self.options.catalog))
+        self.exchanges.apply(expression, compiled(expression, self.options.catalog, self.values))
         self.exchanges.cursor = 0
         self._draw_charts()
 
@@ -399,14 +403,28 @@ class BrowseApp(App[None]):
     def _write_chosen(self, name: str | None) -> None:
         if not name:
             return
-        exchanges, index = self.exchanges, self.index
+        exchanges = self.exchanges
+        if Path(name).suffix.lower() in PAGE_SUFFIXES:  # the report page of what the list shows
+            wanted = compiled(exchanges.applied, self.options.catalog) if exchanges.matches is not None else None
+            self._write_page(Path(name), wanted or EVERYTHING)
+            return
         positions = list(exchanges.positions()[: exchanges.shown()])
-        self._write(Path(name), [p + 1 for p in positions], [(index.first[p], index.last[p]) for p in positions])
+        self._write(Path(name), [p + 1 for p in positions])
 
     @work(thread=True, group="write")
-    def _write(self, out: Path, ids: list[int], packets: list[tuple[int, int]]) -> None:
+    def _write_page(self, out: Path, wanted: Filter) -> None:
+        self.call_from_thread(self.notify, "writing the report page (a pass over the whole capture)…", markup=False)
         try:
-            written = write_set(out, self.path, self.options, ids, packets)
+            shown = write_report_file(out, self.path, self.options, wanted)
+        except OSError as exc:
+            self.call_from_thread(self.notify, printable(f"not written: {exc}"), severity="error", markup=False)
+            return
+        self.call_from_thread(self.notify, printable(f"wrote the report page of {shown} exchanges to {out}"), markup=False)
+
+    @work(thread=True, group="write")
+    def _write(self, out: Path, ids: list[int]) -> None:
+        try:
+            written = write_set(out, self.path, self.options, ids)
         except (OSError, ValueError) as exc:
             self.call_from_thread(self.notify, printable(f"not written: {exc}"), severity="error", markup=False)
             return

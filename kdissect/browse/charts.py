@@ -19,6 +19,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
@@ -26,7 +27,8 @@ from textual.worker import get_current_worker
 
 from kdissect.browse.index import NONE, Index
 from kdissect.browse.wire_text import wire
-from kdissect.views.stats import Round, Stats
+from kdissect.doctor.rebalances import Round
+from kdissect.views.stats import Stats
 from kdissect.views.terminal import duration
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -49,7 +51,7 @@ def lanes(stats: Stats) -> tuple[Lane, ...]:
     """Each group's lane as it stands: made on the pass's thread, which goes on changing its rounds."""
     return tuple(
         Lane(name, len(group.members), tuple(sorted(group.generations)), tuple(copy.deepcopy(group.rows(name))))
-        for name, group in sorted(stats.groups.items())
+        for name, group in sorted(stats.rebalances.groups.items())
     )
 
 
@@ -164,7 +166,7 @@ class ChartsPane(VerticalScroll):
             super().__init__()
             self.charts = charts
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Static("", id="charts")
 
     def draw(self, index: Index, positions: Sequence[int], filtered: str, lanes: tuple[Lane, ...], width: int) -> None:

@@ -9,11 +9,13 @@ decodes that one next, so a cursor run down the list costs one decoding at a tim
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Group
 from rich.text import Text
 from rich.tree import Tree as RichTree
 from textual import on, work
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
@@ -43,12 +45,16 @@ class DetailPane(Horizontal):
             self.exchange = exchange
             self.failure = failure
 
-    def __init__(self, decode: Callable[[Row], Exchange | None], catalog: Catalog, show_secrets: bool, **kwargs) -> None:
-        """`decode`: the exchange of an index row read again from the file (called on a worker thread)."""
+    def __init__(
+        self, decode: Callable[[Row], Exchange | None], catalog: Catalog, show_secrets: bool, values: Any = None, **kwargs: Any
+    ) -> None:
+        """`decode`: the exchange of an index row read again from the file (called on a worker thread); `values`: the
+        run's `values.reader.ValueReader`, which shows each record's key and value as a subtree (docs/values.md)."""
         super().__init__(**kwargs)
         self.decode = decode
         self.catalog = catalog
         self.show_secrets = show_secrets
+        self.values = values
         self.exchange: Exchange | None = None
         """The exchange shown."""
         self._wanted: Row | None = None
@@ -62,7 +68,7 @@ class DetailPane(Horizontal):
         self._dump_side = ""
         """Which frame the hex pane shows: Request or Response."""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Tree(Text("(open an exchange with Enter)"), id="detail")
         with Vertical(id="hex-pane"):
             yield Static("", id="hex-title")
@@ -114,7 +120,7 @@ class DetailPane(Horizontal):
     def _show_exchange(self, exchange: Exchange) -> None:
         self.exchange = exchange
         marks: dict[int, tuple[str, int, int]] = {}
-        rendered = DetailView(self.catalog, False, marks, self.show_secrets).render(exchange)
+        rendered = DetailView(self.catalog, False, marks, self.show_secrets, self.values).render(exchange)
         assert isinstance(rendered, Group)
         top = rendered.renderables[0]
         assert isinstance(top, RichTree) and isinstance(top.label, Text)

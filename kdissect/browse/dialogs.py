@@ -16,7 +16,8 @@ HELP = """[b]kdissect browse[/b]
   [b]n / N[/b]  next / previous exchange with an error or a diagnostic
   [b]c[/b]      the exchange's connection  [b]g[/b]  its consumer group
   [b]s / S[/b]  sort by the next column / reverse the order
-  [b]w[/b]      write the list to FILE.pcap or FILE.ndjson
+  [b]w[/b]      write the list to FILE.pcap or FILE.ndjson, or its report
+         page (kdissect report's) to FILE.html
   [b]t[/b]      charts of the list's exchanges (the filter's, with one) and back
   [b]f[/b]      findings and back (doctor): on a finding, [b]Enter[/b] lists its
          evidence exchanges, [b]c[/b] its connections, [b]g[/b] its groups
@@ -43,7 +44,7 @@ class WriteScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="write"):
-            yield Static("Write the exchanges on the list to (.pcap, or .ndjson/.jsonl for JSON):", markup=False)
+            yield Static("Write the exchanges on the list to (.pcap, .ndjson/.jsonl for JSON, or .html for the report page):", markup=False)
             yield Input(value="kdissect-filtered.pcap", id="write-name")
 
     @on(Input.Submitted)

@@ -75,7 +75,7 @@ class ExchangeList(Lines):
             self.failure = failure
 
     def __init__(
-        self, index: Index, path: Path, options: Options, follow: Callable[[Any, int], Future[int]] | None = None, **kwargs
+        self, index: Index, path: Path, options: Options, follow: Callable[[Any, int], Future[int]] | None = None, **kwargs: Any
     ) -> None:
         """`follow` (live): hands a filter and its generation to the index's pass, which tests what it indexes from
         then on; the future tells how many exchanges it had indexed, the ones the filter's own pass looks at."""
@@ -144,7 +144,7 @@ class ExchangeList(Lines):
         if not row.client_id.isprintable():
             row = replace(row, client_id=printable(row.client_id))
         status = status_cell(list(row.errors), row.status, row.assumed, list(row.diagnostics))
-        return exchange_row(row, self.columns, status, row.completed)  # type: ignore[arg-type]
+        return exchange_row(row, self.columns, status, row.completed)
 
     def _width(self) -> int:
         return sum(c.width + 1 for c in self.columns) + STATUS_WIDTH
@@ -334,7 +334,7 @@ class ExchangeList(Lines):
 class ColumnNames(Static):
     """The list's column names, scrolled sideways with it; a click on one sorts by it (again: reverses)."""
 
-    def __init__(self, exchanges: ExchangeList, **kwargs) -> None:
+    def __init__(self, exchanges: ExchangeList, **kwargs: Any) -> None:
         super().__init__(exchanges.header(), **kwargs)
         self.exchanges = exchanges
         exchanges.names = self

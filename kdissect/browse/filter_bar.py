@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import on
+from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -17,9 +18,10 @@ from kdissect.printable import printable
 from kdissect.schema import Catalog
 
 
-def compiled(text: str, catalog: Catalog) -> Any:
-    """The filter of `text` over the catalogue's APIs, None for an empty one; FilterError says what is wrong."""
-    return compile_filter([("-Y", text)], catalog) if text.strip() else None
+def compiled(text: str, catalog: Catalog, values: Any = None) -> Any:
+    """The filter of `text` over the catalogue's APIs (record values read by `values`), None for an empty one;
+    FilterError says what is wrong."""
+    return compile_filter([("-Y", text)], catalog, values) if text.strip() else None
 
 
 class FilterBar(Vertical):
@@ -40,15 +42,16 @@ class FilterBar(Vertical):
             super().__init__()
             self.entered = entered
 
-    def __init__(self, catalog: Catalog, **kwargs) -> None:
+    def __init__(self, catalog: Catalog, values: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.catalog = catalog
+        self.values = values
         """The run's APIs: the filter's names and body fields."""
         self._before = ""
         """The filter applied when the bar opened: what Esc goes back to."""
         self._applied = ""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Input(
             placeholder="display filter, e.g. api == Fetch and latency_ms > 100", id="filter", select_on_focus=False, highlighter=Escaped()
         )
@@ -81,7 +84,7 @@ class FilterBar(Vertical):
         """(whether `text` parses, its filter); what is wrong is said under the field."""
         error = self.query_one("#filter-error", Static)
         try:
-            wanted = compiled(text, self.catalog)
+            wanted = compiled(text, self.catalog, self.values)
         except FilterError as exc:
             error.update(Text(printable(str(exc))))
             return False, None
@@ -112,5 +115,5 @@ class FilterBar(Vertical):
     def cancel(self) -> None:
         """Esc: back to the filter the bar opened on."""
         self.set(self._before)
-        self._apply(self._before, compiled(self._before, self.catalog))
+        self._apply(self._before, compiled(self._before, self.catalog, self.values))
         self._close(False)

@@ -9,8 +9,11 @@ whole, so they come when it ends; live, the findings so far are asked for while 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual import on
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
@@ -25,7 +28,10 @@ KINDS = ("exchanges", "connections", "groups", "client ids", "partitions")
 
 
 def evidence_filter(evidence: Evidence, kind: str | None = None) -> str | None:
-    """The filter that lists the evidence of `kind` (the first kind there is, when None); None when it has none."""
+    """The filter that lists the evidence of `kind`; without one, the finding's own (the filter that selects exactly
+    its evidence), else the first kind there is; None when it has none."""
+    if kind is None and evidence.filter:
+        return evidence.filter
     for each in (kind,) if kind else KINDS:
         if each == "exchanges" and evidence.exchanges:
             return f"id in {{{', '.join(map(str, evidence.exchanges))}}}"
@@ -81,12 +87,12 @@ class FindingsPane(Vertical):
             super().__init__()
             self.expression = expression
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.findings: list[Finding] | None = None
         """None until the doctor has judged."""
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="finding-scroll"):
             yield Static("", id="finding")

@@ -7,7 +7,7 @@ rows as `Flow` values from time to time; the pane holds the last ones it was sen
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual import on
@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from kdissect.browse.wire_text import wire
-from kdissect.views.summary import Summary, percentile
+from kdissect.views.summary import Summary
 from kdissect.views.terminal import duration
 
 COLUMNS = ("#", "client → broker", "client ids", "exch", "errors", "p50", "p99")
@@ -37,8 +37,7 @@ def flows(summary: Summary) -> tuple[Flow, ...]:
     made = []
     for f in sorted(summary.flows.values(), key=lambda f: f.info.id):
         if f.exchanges:
-            latencies = sorted(f.latencies)
-            p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+            p50, p99 = f.latencies.percentile(50), f.latencies.percentile(99)
             made.append(Flow(f.info.id, f"{f.info.client} → {f.info.broker.port}", tuple(f.client_ids), f.exchanges, f.errors, p50, p99))
     return tuple(made)
 
@@ -53,7 +52,7 @@ class FlowTable(DataTable):
             super().__init__()
             self.connection = connection
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.shown: tuple[Flow, ...] = ()
 

@@ -21,6 +21,8 @@ from kdissect.views.summary import exchange_errors
 NONE = -(1 << 62)
 """Stands for a missing number in the integer columns."""
 STATUSES: tuple[str, ...] = get_args(Status)
+SASL_TOKEN = -2
+"""The API column of a raw SASL token's exchange, which has no request header either."""
 T = TypeVar("T")
 
 
@@ -32,17 +34,18 @@ class Columns:
         self.ts, self.completed, self.latency, self.correlation, self.first, self.last = (array("q") for _ in range(6))
         """The request's time; when the response came (the request, without one); latency; correlation id; the first
         and last packet numbers of its frames."""
-        self.connection, self.client, self.errors, self.diagnostics, self.groups = (array("l") for _ in range(5))
-        """The connection id, and the numbers of the interned client id, error codes, diagnostic codes and groups."""
+        self.connection, self.client, self.errors, self.diagnostics, self.groups, self.ahead = (array("l") for _ in range(6))
+        """The connection id, the numbers of the interned client id, error codes, diagnostic codes and groups, and the
+        exchange it waited behind in line (0 for none: a body decoded again on demand numbers its neighbours anew)."""
         self.api, self.version, self.assumed = array("h"), array("h"), array("h")
-        """-1 where the exchange has no request header, or no version was assumed."""
+        """-1 where the exchange has no request header (SASL_TOKEN for a raw SASL token), or no version was assumed."""
         self.status = array("b")
         """An index into STATUSES."""
 
     def arrays(self) -> tuple[array, ...]:
         return (
             *(self.ts, self.completed, self.latency, self.correlation, self.first, self.last),
-            *(self.connection, self.client, self.errors, self.diagnostics, self.groups),
+            *(self.connection, self.client, self.errors, self.diagnostics, self.groups, self.ahead),
             *(self.api, self.version, self.assumed, self.status),
         )
 
@@ -125,10 +128,11 @@ class Rows:
         c.errors.append(self.error_sets.number(tuple(code for _, code, _ in exchange_errors(exchange))))
         c.diagnostics.append(self.diagnostic_sets.number(tuple(d.code for d in exchange.diagnostics if d.severity != "note")))
         c.groups.append(self.group_sets.number(tuple(dict.fromkeys(g for b in bodies for g in b.groups))))
-        c.api.append(-1 if header is None else header.api_key)
+        c.api.append((SASL_TOKEN if exchange.sasl_token else -1) if header is None else header.api_key)
         c.version.append(-1 if header is None else header.api_version)
         c.assumed.append(next((b.version for b in bodies if b.assumed), -1))
         c.status.append(STATUSES.index(exchange.status))
+        c.ahead.append(exchange.ahead or 0)
 
     def take(self, read: int, captured: int | None, matched: tuple[int, list[int]] | None) -> Batch:
         columns, self.columns = self.columns, Columns()
@@ -169,6 +173,9 @@ class Row:
     last_packet: int
     api_name: str | None
     """The API's name in the run's catalogue (None for a key no spec defines), as the exchange's header had it."""
+    ahead: int | None
+    """The exchange it waited behind in line, if it waited."""
+    sasl_token: bool
 
 
 class Index(Columns):
@@ -214,6 +221,8 @@ class Index(Columns):
             self.first[i],
             self.last[i],
             None if api < 0 else self.names.get(api),
+            self.ahead[i] or None,
+            api == SASL_TOKEN,
         )
 
     def flagged(self, i: int) -> bool:

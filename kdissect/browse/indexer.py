@@ -95,7 +95,7 @@ class Indexer:
         self.sessions: list[Session] = []
         """Each connection's decoder session (by connection id - 1: connections make theirs as they open)."""
         if self.decoder is not None:
-            self.decoder.new_session = self._new_session
+            self.decoder.new_session = self._new_session  # type: ignore[method-assign]  # the pass keeps every connection's session
         self.following: tuple[Any, int] | None = None
         """Live: a filter and its generation, tested on every exchange indexed after it came."""
         self._matched: list[int] = []
@@ -235,7 +235,7 @@ class Indexer:
             decoder.topic_names = topic_names
         decoder.new_session = lambda: copy.copy(known)
         found = exchange_at(self.path, self.options, offsets, row, decoder)
-        return None if found is None else replace(found, id=row.id, connection=row.connection)
+        return None if found is None else replace(found, id=row.id, connection=row.connection, ahead=row.ahead)
 
     def _learnt(self, connection: int) -> tuple[dict[Any, str] | None, Session, list[int]]:
         topic_names = None if self.decoder is None else dict(self.decoder.topic_names)

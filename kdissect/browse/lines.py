@@ -6,6 +6,7 @@ The exchange list and the hex pane are both this widget over a different source 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.style import Style
 from rich.text import Text
@@ -49,7 +50,7 @@ class Lines(ScrollView, can_focus=True):
         def control(self) -> Lines:
             return self.lines
 
-    def __init__(self, line: Callable[[int], Text], cursor_shown: bool = True, width: int = 0, **kwargs) -> None:
+    def __init__(self, line: Callable[[int], Text], cursor_shown: bool = True, width: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.line = line
         self.count = 0

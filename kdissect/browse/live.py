@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from kdissect.browse.scan import CHECKPOINT
 from kdissect.capture.live import LiveCapture
@@ -35,7 +35,7 @@ class LiveFeed:
     """A live capture kept in `store` (a pcap file open for writing, at its start) as its packets are dissected."""
 
     capture: LiveCapture
-    store: BinaryIO
+    store: IO[bytes]
     packets: int | None = None
     """Stop capturing after this many packets (--packets); the browser stays open on what was captured."""
     duration: float | None = None

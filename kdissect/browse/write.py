@@ -1,30 +1,29 @@
-"""`w` in the browser: the exchanges on the list written to a pcap or NDJSON (`read --json`'s layout).
-
-A pcap gets every packet from each exchange's first to its last: frames of other exchanges interleaved there
-come along (a packet can carry several), so reading the file back with the same filter gives the same exchanges.
-"""
+"""`w` in the browser: the exchanges on the list written to a capture (`-w`'s cut, rewrite/cut.py: exactly their
+packets, with their connections' handshakes and closes; pcap or pcapng, compressed or not, by the name) or to NDJSON
+(`read --json`'s layout)."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from pathlib import Path
 
 from kdissect.browse.scan import events
 from kdissect.capture import open_capture
-from kdissect.capture.writer import PcapWriter
+from kdissect.capture.destination import DestinationError
 from kdissect.dissector import Options
 from kdissect.events import Exchange
+from kdissect.rewrite.cut import CutError, choose, cut_into
 from kdissect.views.json_lines import JsonLinesWriter
 
 JSON_SUFFIXES = (".ndjson", ".jsonl", ".json")
+PAGE_SUFFIXES = (".html", ".htm")
+"""The report page (`kdissect report`'s) of what the list shows: report/build.py writes it."""
 
 
-def write_set(out: Path, path: Path, options: Options, ids: list[int], packets: list[tuple[int, int]]) -> int:
-    """Write the exchanges `ids` of the capture at `path`, whose frames span the packets `packets` (first, last);
-    the format follows the name's suffix. Returns how many were written (packets for a pcap, exchanges for
-    NDJSON). OSError and ValueError name what went wrong."""
+def write_set(out: Path, path: Path, options: Options, ids: list[int]) -> int:
+    """Write the exchanges `ids` of the capture at `path`; the format follows the name's suffix. Returns how many
+    were written (packets for a capture, exchanges for NDJSON). OSError and ValueError name what went wrong."""
+    wanted = set(ids)
     if out.suffix.lower() in JSON_SUFFIXES:
-        wanted = set(ids)
         written = 0
         with open(out, "w", encoding="utf-8") as stream:
             lines = JsonLinesWriter(stream)
@@ -33,27 +32,9 @@ def write_set(out: Path, path: Path, options: Options, ids: list[int], packets: 
                     lines.write_exchange(event)
                     written += 1
         return written
-    if out.suffix.lower() not in (".pcap", ".cap"):
-        raise ValueError(f"{out.name}: give a name ending in .pcap, .ndjson, .jsonl or .json")
-    ranges = _merged(sorted(packets))
-    starts = [first for first, _ in ranges]
-    with open_capture(path) as source, open(out, "wb") as stream:
-        writer: PcapWriter | None = None
-        for packet in source.packets():
-            at = bisect_right(starts, packet.index) - 1
-            if at < 0 or packet.index > ranges[at][1]:
-                continue
-            if writer is None:
-                writer = PcapWriter(stream, packet.linktype)
-            writer.write(packet)
-        return writer.packets if writer else 0
-
-
-def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for first, last in ranges:
-        if out and first <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], last))
-        else:
-            out.append((first, last))
-    return out
+    selection = choose(events(path, options), wanted)
+    try:
+        with open_capture(path) as source:
+            return cut_into(out, source, selection, options.limits, options.tls_keylog).packets
+    except (DestinationError, CutError) as exc:
+        raise ValueError(str(exc)) from None

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO
+from typing import Protocol
 
 CHUNK = 1 << 20
+
+
+class Readable(Protocol):
+    """What a capture's bytes come from: a file, a pipe made to start again, a decompressing stream."""
+
+    def read(self, n: int, /) -> bytes: ...
 
 
 class ChunkedInput:
@@ -18,7 +24,7 @@ class ChunkedInput:
 
     def __init__(
         self,
-        stream: BinaryIO,
+        stream: Readable,
         prefix: bytes = b"",
         errors: tuple[type[Exception], ...] = (EOFError, OSError),
         base: int = 0,

@@ -20,7 +20,12 @@ class Packet(NamedTuple):
     """The captured bytes, possibly fewer than were on the wire."""
     orig_len: int
     """Length on the wire; larger than len(data) when the snapshot length cut the packet."""
-    index: int
+    index: int  # type: ignore[assignment]  # a field named as Wireshark numbers packets hides tuple.index, which no caller uses
     """1-based packet number in the capture, as Wireshark counts."""
     offset: int = -1
     """Byte offset of the packet's record in the (uncompressed) capture file; -1 for live packets."""
+    tap: int = 0
+    """Which capture of several read as one the packet belongs to (capture/merge.py), as the core keys connections:
+    a connection seen by two taps is given the tap that saw it first (kdissect/taps/), so it stays one connection,
+    while unrelated connections of two captures keep apart even when their addresses and ports collide. 0 for one
+    capture."""

@@ -8,7 +8,7 @@ offset where plausible headers chain (capture/sync.py, the rules the Spark job's
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Callable, Iterator
 
 from kdissect.capture.chunked import ChunkedInput
 from kdissect.capture.oddities import Oddities
@@ -22,6 +22,9 @@ MAX_RECORD = 64 << 20
 """A record claiming more than this is corrupt: no link layer carries such frames."""
 RESYNC_WINDOW = 64 << 20
 """Bytes searched for the next plausible record after a corrupt header before the rest of the file is given up."""
+SCAN_STEP = 1 << 20
+"""Bytes searched between two looks at whether the run was asked to stop (`PcapReader.stopped`): a search of
+crafted bytes runs at a few MB/s at worst (capture/sync.py), so Ctrl-C is answered within a second."""
 HEAD = 1 << 16
 """Bytes of the file's start that say what its plausible record headers look like (`PcapRules.from_head`)."""
 
@@ -43,6 +46,9 @@ class PcapReader:
         self._odd = oddities
         self._index_base = index_base
         """Packets before the first one read: a reader started inside a file numbers packets as the file does."""
+        self.stopped: Callable[[], bool] = lambda: False
+        """Whether the run was asked to stop: asked between the steps of a search past a corrupt header, which ends
+        the packets quietly when it says so."""
 
     def _empty_fits(self) -> bool:
         """A record of no bytes at the input's position is believed when plausible headers chain after it."""
@@ -51,33 +57,44 @@ class PcapReader:
         return pcap_chain(self._rules, inp.buf, inp.pos + 16, inp.eof) is not False
 
     def _resync(self, sec: int, frac: int, incl: int) -> bool:
-        """The header at the input's position is corrupt: move to the next plausible record; False if there is none."""
+        """The header at the input's position is corrupt: move to the next plausible record; False if there is none
+        within `RESYNC_WINDOW`, or if the run is asked to stop while searching.
+
+        The window is searched a step at a time, each step's chains read whole (a chain of `CHAIN` records past
+        the step's end is held too), so each byte is searched once; it is read in doublings, so each byte is
+        copied about twice."""
         inp = self._inp
-        at = inp.offset
-        want = 1 << 20
-        while True:
-            inp.fill(min(want, RESYNC_WINDOW))
-            found = find_pcap_sync(self._rules, inp.buf, inp.pos + 1, inp.eof, limit=inp.pos + RESYNC_WINDOW)
+        chain = CHAIN * (16 + self._rules.snaplen)
+        searched = 1
+        """Offsets after the input's position ruled out so far."""
+        while searched < RESYNC_WINDOW:
+            if self.stopped():
+                return False
+            step = min(searched + SCAN_STEP, RESYNC_WINDOW)
+            if inp.remaining() < step + chain:  # the window grows by doubling: each fill copies what it holds
+                inp.fill(min(max(step + chain, 2 * inp.remaining()), RESYNC_WINDOW + chain))
+            found = find_pcap_sync(self._rules, inp.buf, inp.pos + searched, inp.eof, limit=inp.pos + step)
             if found is not None:
                 skipped = found - inp.pos
                 why = f"claims {incl} bytes" if incl > self._rules.snaplen else f"reads as time {sec}.{frac}"
                 self._odd.add(
                     "pcap.resync",
                     f"a corrupt record header ({why}) cost its record: {skipped} bytes skipped to the next plausible one",
-                    at,
+                    inp.offset,
                     "error",
                 )
                 inp.pos = found
                 return True
-            if inp.eof or inp.remaining() >= RESYNC_WINDOW:
-                self._odd.add(
-                    "pcap.corrupt-record",
-                    f"a record header claims {incl} bytes and no plausible record follows; the rest of the file cannot be trusted",
-                    at,
-                    "error",
-                )
-                return False
-            want = inp.remaining() * 2
+            if inp.eof and step >= inp.remaining():
+                break
+            searched = step
+        self._odd.add(
+            "pcap.corrupt-record",
+            f"a record header claims {incl} bytes and no plausible record follows; the rest of the file cannot be trusted",
+            inp.offset,
+            "error",
+        )
+        return False
 
     def linktypes(self) -> list[int]:
         return [self.linktype]
@@ -136,7 +153,7 @@ class PcapReader:
                 backwards += 1
                 first_back = first_back if first_back is not None else base + pos
             last_ts = ts
-            yield new(Packet, (ts, linktype, buf[pos + 16 : end], orig, index, base + pos))
+            yield new(Packet, (ts, linktype, buf[pos + 16 : end], orig, index, base + pos, 0))
             pos = end
         self._odd.count(
             "pcap.caplen-exceeds-origlen",

@@ -184,4 +184,4 @@ class PcapngReader:
                 odd.add("capture.time-backwards", "a packet's timestamp is earlier than the one before", start)
             last_ts = ts
             index += 1
-            yield tuple.__new__(Packet, (ts, interface.linktype, data, orig, index, start))
+            yield tuple.__new__(Packet, (ts, interface.linktype, data, orig, index, start, 0))

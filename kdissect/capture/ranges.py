@@ -252,6 +252,7 @@ def settle(info: CaptureInfo, planned: list[Split], found: list[RangeIndex]) -> 
                     count += sum(n for iface, n in value.items() if iface < len(interfaces))
             if split.ordinal != 0 and not section:
                 return whole
+        assert index.sync is not None  # owned holds the ranges where a record starts
         first = index.sync if split.ordinal else 0
         out.append(replace(split, first=first, stop=stop, index_base=base, prefix=prefix))
         base += count

@@ -8,7 +8,10 @@ import sys
 import zlib
 from typing import BinaryIO, Callable, Iterator
 
-from kdissect.capture.chunked import ChunkedInput
+import lz4.frame
+import zstandard
+
+from kdissect.capture.chunked import ChunkedInput, Readable
 from kdissect.capture.oddities import Oddities, Oddity
 from kdissect.capture.packet import Packet
 from kdissect.capture.pcap import MAGICS as PCAP_MAGICS
@@ -37,18 +40,14 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def _decompressing(raw: BinaryIO, head: bytes) -> tuple[BinaryIO, str | None, tuple[type[Exception], ...]]:
+def _decompressing(raw: BinaryIO | Unread, head: bytes) -> tuple[Readable, str | None, tuple[type[Exception], ...]]:
     """The stream to read, the compression's name, and the exceptions that mean its data is bad."""
     compression = compression_of(head)
     if compression == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="rb"), compression, (*STREAM_ERRORS, zlib.error)
     if compression == "zstd":
-        import zstandard
-
         return ZstdStream(raw), compression, (*STREAM_ERRORS, zstandard.ZstdError)
     if compression == "lz4":
-        import lz4.frame
-
         return lz4.frame.LZ4FrameFile(raw, mode="rb"), compression, (*STREAM_ERRORS, RuntimeError)
     return raw, None, STREAM_ERRORS
 
@@ -64,9 +63,7 @@ class ZstdStream:
     drops a decoded block when the cut falls on a block boundary; `decompressobj` knows whether a frame ended.
     """
 
-    def __init__(self, raw: BinaryIO) -> None:
-        import zstandard
-
+    def __init__(self, raw: Readable) -> None:
         self._raw = raw
         self._new = zstandard.ZstdDecompressor().decompressobj
         self._frame = self._new()
@@ -163,18 +160,19 @@ class CaptureFile:
         self, raw: BinaryIO, name: str, *, first: int = 0, prefix: bytes = b"", index_base: int = 0, stop: int | None = None
     ) -> None:
         self.name = name
-        self._raw = raw
+        self._raw: BinaryIO | Unread = raw
         self._size = _size_of(raw)
         self._odd = Oddities()
+        stream: Readable
         if first:
             raw.seek(first)
             stream, self.compression, errors, magic = raw, None, STREAM_ERRORS, prefix[:4]
         else:
             if not raw.seekable():
-                raw = self._raw = Unread(raw)
-            head = raw.read(4)
-            raw.seek(0)
-            stream, self.compression, errors = _decompressing(raw, head)
+                self._raw = Unread(raw)
+            head = self._raw.read(4)
+            self._raw.seek(0)
+            stream, self.compression, errors = _decompressing(self._raw, head)
             try:
                 prefix = magic = stream.read(4)
             except errors as exc:
@@ -213,6 +211,12 @@ class CaptureFile:
 
     def linktypes(self) -> list[int]:
         return self._reader.linktypes()
+
+    def stops_when(self, stopped: Callable[[], bool]) -> None:
+        """Have the reader ask `stopped` between the steps of a long search (past a corrupt pcap record header) and
+        end the packets when it says so, so that Ctrl-C is answered within a second whatever the bytes."""
+        if isinstance(self._reader, PcapReader):
+            self._reader.stopped = stopped
 
     def secrets_to(self, callback: Callable[[bytes], None]) -> None:
         """Hand each TLS key log the file embeds (pcapng Decryption Secrets Blocks) to `callback` as it is read,

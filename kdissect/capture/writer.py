@@ -1,4 +1,5 @@
-"""Capture files out: classic pcap for `live -w` and tests, pcapng for tests that need its variety.
+"""Capture files out: classic pcap for `live -w`, both for `-w` and `anonymize` (capture/destination.py chooses by
+the name), pcapng's variety for tests.
 
 Both writers stream: each packet goes to the output as it comes, so a capture of any size needs no more
 memory than one packet.
@@ -8,10 +9,10 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import BinaryIO, Iterable
+from typing import IO, Iterable
 
 from kdissect.capture.packet import Packet
-from kdissect.capture.pcapng import EPB, IDB, OPT_IF_TSOFFSET, OPT_IF_TSRESOL, SHB, SPB
+from kdissect.capture.pcapng import DSB, EPB, IDB, OPT_IF_TSOFFSET, OPT_IF_TSRESOL, SHB, SPB, TLS_KEY_LOG
 
 PCAP_MAGIC_US = 0xA1B2C3D4
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -26,7 +27,7 @@ class PcapWriter:
     """
 
     def __init__(
-        self, stream: BinaryIO, linktype: int, snaplen: int = DEFAULT_SNAPLEN, nanosecond: bool = False, big_endian: bool = False
+        self, stream: IO[bytes], linktype: int, snaplen: int = DEFAULT_SNAPLEN, nanosecond: bool = False, big_endian: bool = False
     ) -> None:
         self._stream = stream
         self.linktype = linktype
@@ -56,7 +57,7 @@ class PcapngWriter:
     """Writes pcapng: sections, interfaces with their own link type and timestamp resolution, and packets as
     enhanced (EPB), simple (SPB) or obsolete (PB) blocks. Any other block can be written raw with `block`."""
 
-    def __init__(self, stream: BinaryIO, big_endian: bool = False) -> None:
+    def __init__(self, stream: IO[bytes], big_endian: bool = False) -> None:
         self._stream = stream
         self._interfaces: list[tuple[int, int, int]] = []
         """(snaplen, timestamp units per second, offset in ns) of each interface of the current section."""
@@ -99,6 +100,12 @@ class PcapngWriter:
         else:
             head = struct.pack(self._order + "HHIIII", interface, 0, hi, lo, len(data), packet.orig_len)
         self.block(kind, head + data + pad)
+
+    def secrets(self, keylog: bytes) -> None:
+        """A Decryption Secrets Block holding a TLS key log (NSS format), as `editcap --inject-secrets` writes one:
+        readers use it for the packets after it."""
+        pad = b"\0" * (-len(keylog) % 4)
+        self.block(DSB, struct.pack(self._order + "II", TLS_KEY_LOG, len(keylog)) + keylog + pad)
 
     def block(self, block_type: int, body: bytes) -> None:
         """Write any block; `body` must be a multiple of 4 bytes long."""

@@ -9,7 +9,8 @@ by connection and correlation id (`owner`), so a capture of one busy connection 
 many. The first process (the command's own) reads its events in capture order; at another's exchange it
 takes the next item that process sent: whether the filter showed it, the facts the totals count
 (`views.summary.Facts`) when the command prints totals, the bytes its sink wrote for it, the codes of its
-diagnostics of severity error.
+diagnostics of severity error. The text view ends with the doctor's verdict, which reads every exchange: there
+the first process decodes every body, and the others share the testing and the writing.
 
 Standard input, pipes and captures smaller than `SPLIT_BYTES` are read by one process: a second one would
 cost more than it saves. One bound is each process's own: the records a capture may build
@@ -23,10 +24,11 @@ import io
 import os
 import pickle
 import signal
+import stat
 import struct
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -60,8 +62,6 @@ def splits(capture: str | None, jobs: int) -> int:
         st = os.stat(capture)
     except OSError:
         return 1
-    import stat
-
     return jobs if stat.S_ISREG(st.st_mode) and st.st_size >= SPLIT_BYTES else 1
 
 
@@ -116,7 +116,7 @@ class Workers:
             os.close(write)
             self.children.append((pid, read))
 
-    def merge(self, events: Iterator[Any]) -> Iterator[Any]:
+    def merge(self, events: Iterator[Any]) -> Generator[Any, None, None]:
         """The first process's events, each exchange of another process's connection replaced by a `Settled`."""
         from kdissect.events import Exchange
         from kdissect.views.sink import Settled
@@ -205,7 +205,7 @@ def _send_all(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink
             if output:
                 buffer.seek(0)
                 buffer.truncate()
-            damage = tuple(d.code for d in event.diagnostics if d.severity == "error")
+            damage = tuple(d.code for d in event.diagnostics if d.lost)
             facts = exchange_facts(event, shown) if totals else None
             batch.append((event.id, shown, facts, output, damage))
             size += len(output)

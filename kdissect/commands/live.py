@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import select
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -28,15 +29,19 @@ BATCH = 512
 """Packets read per turn of the loop before the view and the stop conditions get a look."""
 TICK = 0.25
 """Longest wait for packets, in seconds: how often the view and --duration are looked at when all is quiet."""
+IDLE_EVERY = 10.0
+"""Seconds between two looks for connections idle past --metrics-idle, in a tap."""
 
 
 @takes(
     "input",
+    "values",
     "decoding",
     "filters",
     "output",
     "count",
     "secrets",
+    "metrics",
     helps={
         "port": "Kafka broker ports (default 9092). The capture filter is TCP on these ports.",
         "quiet": "The final summary only (no screen updated in place, no 'listening on' line); with --json, no summary on stderr.",
@@ -86,13 +91,66 @@ def live(
             rich_help_panel="Output",
         ),
     ] = False,
+    metrics: Annotated[
+        Optional[str],
+        typer.Option(
+            "--metrics",
+            metavar="[ADDR:]PORT",
+            help="Serve Prometheus metrics (OpenMetrics) on this port, every interface unless ADDR is given "
+            "(docs/metrics.md). The session is then a tap: no exchange rows unless --json or -T asks for them.",
+            rich_help_panel="Metrics",
+        ),
+    ] = None,
+    otlp: Annotated[
+        Optional[str],
+        typer.Option(
+            "--otlp",
+            metavar="URL",
+            help="Push the same metrics over OTLP/HTTP to this collector (http://HOST:4318), every --otlp-interval.",
+            rich_help_panel="Metrics",
+        ),
+    ] = None,
+    otlp_interval: Annotated[
+        float, typer.Option("--otlp-interval", metavar="SECONDS", help="Seconds between two OTLP pushes.", rich_help_panel="Metrics")
+    ] = 15.0,
+    ring_size: Annotated[
+        str,
+        typer.Option(
+            "--ring-size",
+            metavar="SIZE",
+            help="What the kernel holds for kdissect while it is busy (the capture ring; KiB, MiB or GiB). Past it the "
+            "kernel drops packets, and kdissect counts and tells what it dropped.",
+            rich_help_panel="Limits",
+        ),
+    ] = "32MiB",
+    backend: Annotated[
+        Optional[str],
+        typer.Option(
+            "--backend",
+            metavar="NAME",
+            help="How packets are read: ring (a memory-mapped TPACKET_V3 ring, the default on Linux), socket (one "
+            "recvmsg per packet), libpcap (the default elsewhere).",
+            rich_help_panel="Input",
+        ),
+    ] = None,
 ) -> None:
     """Capture live: Kafka exchanges as they complete, on a screen updated in place (or as NDJSON with --json).
-    Ctrl-C, --count, --packets or --duration ends the session with the final summary."""
+    Ctrl-C, --count, --packets or --duration ends the session with the final summary. With --metrics or --otlp, a
+    tap that exports metrics for as long as it runs."""
     from kdissect.capture.live import LiveError, capture_filter, interfaces, open_live
 
     if (packets is not None and packets < 1) or (duration is not None and duration < 0):
         raise UserError("--packets takes a number from 1 up, --duration seconds from 0 up")
+    ring = _size(ring_size)
+    from kdissect.capture.live import BACKENDS
+
+    if backend is not None and backend not in BACKENDS:
+        raise UserError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
+    tapping = metrics is not None or otlp is not None
+    if tapping and browse:
+        raise UserError("--browse shows the exchanges in the browser: --metrics and --otlp do not go with it")
+    if otlp_interval <= 0:
+        raise UserError("--otlp-interval takes seconds above 0")
     if not interface:
         known = ", ".join([*interfaces(), "any"] if sys.platform.startswith("linux") else interfaces())
         raise UserError(f"say which interface to capture on: -i IFACE ({known})")
@@ -108,15 +166,20 @@ def live(
             raise UserError(f"{write}: {exc.strerror or exc}") from None
     try:
         try:
-            capture = open_live(interface, expression, promisc=promisc)
+            capture = open_live(interface, expression, promisc=promisc, buffer_bytes=ring, backend=backend)
         except LiveError as exc:
             raise UserError(str(exc)) from None
+        tap = None
         try:
             if browse:
                 _browse(capture, common, pcap, packets, duration)
                 return
+            if tapping:
+                from kdissect.commands.tapping import LiveTap
+
+                tap = LiveTap(common.tap, common.wanted, metrics, otlp, otlp_interval, interface)
             with common.open_output() as stream:
-                session = _Session(capture, common, stream, all_events, pcap)  # a mistake in -T or -e: before listening
+                session = _Session(capture, common, stream, all_events, pcap, tap)  # a mistake in -T or -e: before listening
                 if common.tls_keylog is not None:
                     from kdissect.tls.follow import KeyLogFollower
 
@@ -125,6 +188,8 @@ def live(
         except BrokenPipeError:
             raise PipeClosed from None
         finally:
+            if tap is not None:
+                tap.close_quietly()
             capture.close()
     finally:
         if pcap is not None:
@@ -134,16 +199,29 @@ def live(
         raise typer.Exit(1)
 
 
+def _size(text: str) -> int:
+    """A size option's bytes: a number of bytes, or one that ends in KiB, MiB or GiB."""
+    from kdissect.commands.options import UNITS
+
+    unit = next((u for u in UNITS if text.endswith(u)), None)
+    number = text[: -len(unit)] if unit else text
+    if not number.isdigit() or int(number) < 1:
+        raise UserError(f"--ring-size {text}: give a size such as 64MiB")
+    return int(number) * (UNITS[unit] if unit else 1)
+
+
 def _browse(capture: Any, common: Common, store: Any, packets: int | None, duration: float | None) -> None:
     """The browser on a live capture: its packets kept in `store` (the --write file) or a temporary file."""
-    import tempfile
-
-    from kdissect.browse.app import BrowseApp
+    from kdissect.browse.app import BrowseApp  # Textual: 0.49 s of imports no other command pays
     from kdissect.browse.live import LiveFeed
 
     with tempfile.NamedTemporaryFile(prefix="kdissect-live-", suffix=".pcap") if store is None else store as kept:
         app = BrowseApp(
-            Path(kept.name), common.options, common.wanted.text, live=LiveFeed(capture, kept, packets, duration, common.tls_keylog)
+            Path(kept.name),
+            common.options,
+            common.wanted.text,
+            live=LiveFeed(capture, kept, packets, duration, common.tls_keylog),
+            values=common.values,
         )
         app.run()
         app.indexer.ended.wait(timeout=5)  # it stops within a tick; then the capture and the file can close
@@ -152,13 +230,12 @@ def _browse(capture: Any, common: Common, store: Any, packets: int | None, durat
 
 
 class _Session:
-    """One live session: the capture, the core, and where the events go."""
+    """One live session: the capture, the core, and where the events go (the view or the writer, the doctor, and
+    with --metrics/--otlp the tap, whose own doctor then stands in for the session's)."""
 
-    def __init__(self, capture: Any, common: Common, stream: Any, all_events: bool, pcap: Any) -> None:
+    def __init__(self, capture: Any, common: Common, stream: Any, all_events: bool, pcap: Any, tap: Any = None) -> None:
         from kdissect.dissector import make_dissector
         from kdissect.events import Exchange
-        from kdissect.views.output import Title
-        from kdissect.views.sink import EventSink
 
         self.capture = capture
         self.stream = stream
@@ -176,9 +253,28 @@ class _Session:
 
             self.pcap_writer = PcapWriter(pcap, capture.linktype, nanosecond=True)
         self.text = common.format == "text"
-        self.output = common.make_output("live", stream, all_events=all_events, live=capture)
-        from kdissect.capture.linktypes import name as linktype_name
+        self.tap = tap
+        """A `commands.tapping.LiveTap` with --metrics or --otlp."""
+        self.output: Any = None
+        self.sink: Any = None
+        self.summary: Any = None
+        self.live_view: Any = None
+        """The screen updated in place, on a terminal."""
+        self.doctor: Any = None
+        if tap is None or not self.text:  # a tap writes rows only when --json or -T asks for them: it runs for days
+            self._writes(common, stream, all_events)
+        if tap is None:
+            from kdissect.doctor.engine import Doctor
 
+            self.doctor = Doctor(wanted=common.wanted, values=common.values)
+
+    def _writes(self, common: Common, stream: Any, all_events: bool) -> None:
+        from kdissect.capture.linktypes import name as linktype_name
+        from kdissect.views.output import Title
+        from kdissect.views.sink import EventSink
+
+        capture = self.capture
+        self.output = common.make_output("live", stream, all_events=all_events, live=capture)
         shown = f", filter '{capture.expression}'" if capture.expression else ""
         self.output.begin(Title(f"live on {capture.interface}", linktype_name(capture.linktype) + shown))
         self.sink = EventSink(common.wanted, self.output)
@@ -186,32 +282,38 @@ class _Session:
         assert summary is not None, "a live session's sink keeps its totals"
         self.summary = summary
         self.live_view = self.output.screen(summary) if self.text else None
-        """The screen updated in place, on a terminal."""
-        from kdissect.doctor.engine import Doctor
-
-        self.doctor = Doctor(shown=common.wanted.matches if common.wanted.active else None)
 
     def handle(self, event: Any) -> None:
-        """Route one event: to the doctor, and to the view or the writer (as the filter says); once --count
-        exchanges were shown, only what the summary needs of the rest."""
-        self.doctor.add(event)
+        """Route one event: to the doctor (or the tap), and to the view or the writer (as the filter says); once
+        --count exchanges were shown, only what the summary needs of the rest."""
+        if self.tap is not None:
+            self.tap.tap.add(event)
+        else:
+            self.doctor.add(event)
+        if self.sink is None:
+            return
         if self.exchanges is not None and self.summary.shown >= self.exchanges and isinstance(event, self._exchange):
             return
         self.sink.add(event)
 
     @property
     def counted(self) -> bool:
-        return self.exchanges is not None and self.summary.shown >= self.exchanges
+        if self.exchanges is None:
+            return False
+        shown = self.summary.shown if self.summary is not None else self.dissector.counters.exchanges
+        return shown >= self.exchanges
 
     def run(self, count: int | None, duration: float | None) -> str | None:
         """Capture until a stop; returns what went wrong when the capture itself failed, else None."""
         from kdissect.capture.linktypes import name as linktype_name
 
         capture = self.capture
+        tap = self.tap
         if not self.quiet:
             shown = f", filter '{capture.expression}'" if capture.expression else ""
+            serving = f"; {tap.listening()}" if tap is not None else ""
             print(
-                f"kdissect: listening on {capture.interface}, link type {linktype_name(capture.linktype)}{shown}",
+                f"kdissect: listening on {capture.interface}, link type {linktype_name(capture.linktype)}{shown}{serving}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -220,13 +322,15 @@ class _Session:
         poller = select.poll()
         poller.register(capture.fileno(), select.POLLIN)
         poller.register(stopper.fileno(), select.POLLIN)
+        if tap is not None and tap.fileno() is not None:
+            poller.register(tap.fileno(), select.POLLIN)
         deadline = None if duration is None else time.monotonic() + duration
         feed, handle = self.dissector.feed, self.handle
         pcap_writer = self.pcap_writer
         stats = capture.stats
         failure = None
         timed_out = False
-        next_stats = time.monotonic() + 1.0
+        next_stats = next_idle = time.monotonic() + 1.0
         if self.live_view is not None:
             self.live_view.start()
         try:
@@ -260,11 +364,18 @@ class _Session:
                 if deadline is not None and now >= deadline:
                     timed_out = True
                     break
-                if now >= next_stats:
+                fresh = now >= next_stats
+                if fresh:
                     capture.update_stats()
                     next_stats = now + 1.0
                     if self.pcap is not None:
                         self.pcap.flush()
+                if tap is not None:
+                    tap.turn(capture, fresh)
+                    if now >= next_idle:
+                        for event in self.dissector.evict_idle(time.time_ns() - tap.idle):
+                            handle(event)
+                        next_idle = now + IDLE_EVERY
                 if self.live_view is not None:
                     self.live_view.update(stats.packets, stats.bytes, stats.kernel_drops)
             if (stopper.stopping is not None or timed_out) and failure is None:
@@ -308,9 +419,21 @@ class _Session:
         capture, stats, summary, counters = self.capture, self.capture.stats, self.summary, self.dissector.counters
         if self.pcap is not None:
             self.pcap.flush()
-        findings = tuple(self.doctor.findings())
+        report = self.tap.close(capture) if self.tap is not None else self.doctor.report()
+        if self.output is None:  # a tap without rows: the totals and the last window's verdict
+            if not self.quiet:
+                drops = f", {stats.kernel_drops} dropped by the kernel" if stats.kernel_drops else ""
+                print(
+                    f"kdissect: {stats.packets} packets ({size(stats.bytes)}) captured on {capture.interface}{drops}; "
+                    f"{counters.exchanges} exchanges on {counters.kafka_connections} Kafka connections",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if report is not None:
+                print(f"Doctor (the last {self.tap.tap.settings.window:g} s): {report.verdict}", file=self.stream)
+            return
         if not self.text:
-            self.output.end(Closing(findings=findings))
+            self.output.end(Closing(report=report))
             if not self.quiet:
                 drops = f", {stats.kernel_drops} dropped by the kernel" if stats.kernel_drops else ""
                 shown = f" ({summary.shown} written)" if summary.shown != summary.exchanges else ""
@@ -327,8 +450,8 @@ class _Session:
                 Diagnostic(
                     "capture.dropped",
                     f"{stats.kernel_drops} packets were dropped by the kernel before kdissect read them; "
-                    "the connections they belonged to have gaps",
+                    "the connections they belong to have gaps",
                     "warning",
                 )
             )
-        self.output.end(Closing(summary, counters, (capture.linktype,), tuple(notes), findings=findings))
+        self.output.end(Closing(summary, counters, (capture.linktype,), tuple(notes), report=report))

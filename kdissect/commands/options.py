@@ -102,10 +102,12 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         _option(
             "capture",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Argument(
-                    metavar="CAPTURE",
-                    help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4); - reads standard input (tcpdump -w -).",
+                    metavar="CAPTURE...",
+                    help="A pcap or pcapng capture, plain or compressed (gzip, zstd, lz4); - reads standard input (tcpdump -w -). "
+                    "Several captures, or a quoted glob ('broker-*.pcap'), are read as one, merged by time: a connection two of "
+                    "them saw is one connection.",
                     show_default=False,
                 ),
             ],
@@ -113,12 +115,12 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
         _option(
             "read_file",
             Annotated[
-                Optional[str],
+                Optional[list[str]],
                 typer.Option(
                     "--read-file",
                     "-r",
                     metavar="FILE",
-                    help="The capture, as tshark -r takes it (instead of CAPTURE).",
+                    help="The capture, as tshark -r takes it (instead of CAPTURE; repeatable).",
                     rich_help_panel="Input",
                 ),
             ],
@@ -396,6 +398,23 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             ],
         ),
     ],
+    "write": [
+        _option(
+            "write",
+            Annotated[
+                Optional[Path],
+                typer.Option(
+                    "--write",
+                    "-w",
+                    metavar="FILE",
+                    help="Also write the packets that carry the exchanges shown, with their connections' handshakes and closes, "
+                    "to this capture (.pcap or .pcapng, and .gz, .zst or .lz4 to compress it): it reads back as exactly those exchanges.",
+                    rich_help_panel="Output",
+                    show_default=False,
+                ),
+            ],
+        ),
+    ],
     "secrets": [
         _option(
             "show_secrets",
@@ -406,6 +425,36 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
                 ),
             ],
             False,
+        ),
+    ],
+    "values": [
+        _option(
+            "schemas",
+            Annotated[
+                Optional[list[Path]],
+                typer.Option(
+                    "--schemas",
+                    metavar="DIR",
+                    help="A folder of schemas that record values are written with: Avro .avsc, .proto or a descriptor set, "
+                    "JSON Schema .json, tied to ids by a schemas.json manifest, by file name (7.avsc) or by subject "
+                    "(orders-value.avsc) (repeatable; docs/values.md).",
+                    rich_help_panel="Input",
+                ),
+            ],
+        ),
+        _option(
+            "schema_registry",
+            Annotated[
+                Optional[str],
+                typer.Option(
+                    "--schema-registry",
+                    metavar="URL",
+                    help="Ask this schema registry for the schemas values name (Confluent or Apicurio; credentials from "
+                    "KDISSECT_REGISTRY_USER_INFO or KDISSECT_REGISTRY_TOKEN; answers kept on disk). Schemas the capture "
+                    "holds (a registry's HTTP, the _schemas topic) are learnt without it.",
+                    rich_help_panel="Input",
+                ),
+            ],
         ),
     ],
     "decoding": [
@@ -422,9 +471,64 @@ GROUPS: dict[str, list[inspect.Parameter]] = {
             False,
         ),
     ],
+    "metrics": [
+        _option(
+            "metrics_top",
+            Annotated[
+                int,
+                typer.Option(
+                    "--metrics-top",
+                    metavar="N",
+                    help="Client ids, topics, groups, hosts, brokers and software names with a label of their own, each; "
+                    "the rest are counted as 'other' (told once) until one goes idle.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            100,
+        ),
+        _option(
+            "metrics_series",
+            Annotated[
+                int,
+                typer.Option(
+                    "--metrics-series",
+                    metavar="N",
+                    help="Series per metric; past it, new ones are counted in one whose labels are all 'other'.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            10_000,
+        ),
+        _option(
+            "metrics_idle",
+            Annotated[
+                float,
+                typer.Option(
+                    "--metrics-idle",
+                    metavar="SECONDS",
+                    help="A series, a label value or a producer/consumer relation without traffic this long is let go.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            600.0,
+        ),
+        _option(
+            "metrics_window",
+            Annotated[
+                float,
+                typer.Option(
+                    "--metrics-window",
+                    metavar="SECONDS",
+                    help="The doctor's window: the findings exported are those of the last window's traffic.",
+                    rich_help_panel="Metrics",
+                ),
+            ],
+            60.0,
+        ),
+    ],
 }
 """Every shared option, by group. A command takes whole groups, or single options by name (`OPTIONS`)."""
-READS = ("capture", "input", "filters", "output", "count")
+READS = ("capture", "input", "values", "filters", "output", "count")
 """The groups of every command that reads a capture file (read, show, stats, records)."""
 OPTIONS = {p.name: p for group in GROUPS.values() for p in group}
 
@@ -446,7 +550,9 @@ class Common:
     keys: tuple[str, ...] = ()
     """--spec-dir and --key as given: for a command that reads them itself (`takes(..., install=False)`)."""
     capture: str | None = None
-    """The capture to read: a path, or "-" for standard input."""
+    """The capture to read: a path, or "-" for standard input; several, their names joined (for what is shown)."""
+    captures: tuple[str, ...] = ()
+    """Every capture to read, globs expanded: one, or several read as one (capture/merge.py)."""
     count: int | None = None
     """Stop after this many exchanges the filters let through."""
     detail: bool = False
@@ -460,6 +566,12 @@ class Common:
     """-e: the fields the fields formats write, compiled."""
     layout: Any = None
     """-E: the fields formats' layout."""
+    tap: Any = None
+    """The `metrics.tap.TapSettings` of the --metrics-* options, for a command that takes them."""
+    values: Any = None
+    """The `values.reader.ValueReader` of --schemas, --schema-registry and the capture's own schemas (docs/values.md)."""
+    write: Path | None = None
+    """-w: the capture the exchanges shown are cut into (rewrite/cut.py)."""
 
     def open_output(self) -> Any:
         return open_output(self.output)
@@ -477,6 +589,7 @@ class Common:
             fields=self.fields,
             layout=self.layout,
             capture=self.capture or "FILE",
+            values=self.values,
         )
         try:
             return make_output(self.format, stream, replace(shared, **settings))
@@ -506,7 +619,7 @@ def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = Tru
             specs = user_specs(given.get("spec_dir"), given.get("key")) if install else None  # before the filters: --api may name them
             return command(make_common(given, specs, command.__name__), **values)
 
-        run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]
+        run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]  # what typer reads the options from
         run.__annotations__ = {p.name: p.annotation for p in own + shared}
         return run
 
@@ -547,8 +660,15 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
     if values.get("min_latency") is not None and values["min_latency"] < 0:
         raise UserError(f"--min-latency {values['min_latency']}: give milliseconds from 0 up")
     ports = make_ports(values.get("port"))
+    captures = make_captures(values) if "capture" in values else ()
     catalog = catalog_with(specs.definitions if specs else ())
-    wanted = make_filter(catalog, values.get("filter"), **{name: values.get(name) for name in SHORTHANDS})
+    values_reader = side_streams = None
+    if "schemas" in values:
+        from kdissect.commands.value_sources import make_values
+
+        capture = captures[0] if captures else None  # the first capture's own schemas: several are read as one
+        values_reader, side_streams = make_values(values.get("schemas"), values.get("schema_registry"), capture, lambda: options)
+    wanted = make_filter(catalog, values.get("filter"), values_reader, **{name: values.get(name) for name in SHORTHANDS})
     options = Options(
         ports=frozenset(ports) if ports else DEFAULT_PORTS,
         limits=make_limits(split_list(values.get("limit"))),
@@ -559,6 +679,8 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         keep=wanted.keep,
         catalog=catalog,
     )
+    if side_streams is not None:
+        options = replace(options, side_streams=side_streams)
     return Common(
         options,
         wanted,
@@ -568,16 +690,32 @@ def make_common(values: dict[str, Any], specs: Any = None, command: str | None =
         specs,
         tuple(values.get("spec_dir") or ()),
         tuple(values.get("key") or ()),
-        make_capture(values) if "capture" in values else None,
+        shown_name(captures),
+        captures,
         values.get("count"),
         values.get("detail", False),
         tuple(split_list(values.get("topic")) or ()),
         values.get("tls_keylog"),
-        *make_format(catalog, command, values),
+        *make_format(catalog, command, values, values_reader),
+        make_tap(values) if "metrics_top" in values else None,
+        values_reader,
+        make_write(values),
     )
 
 
-def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tuple[str, tuple[Any, ...], Any]:
+def make_tap(values: dict[str, Any]) -> Any:
+    """The tap's settings from the --metrics-* options; a UserError for one out of range."""
+    from kdissect.metrics.settings import TapSettings
+
+    top, series, idle, window = (values[f"metrics_{name}"] for name in ("top", "series", "idle", "window"))
+    if top < 1 or series < 1:
+        raise UserError("--metrics-top and --metrics-series take a number from 1 up")
+    if idle <= 0 or window <= 0:
+        raise UserError("--metrics-idle and --metrics-window take seconds above 0")
+    return TapSettings(top, series, idle, window)
+
+
+def make_format(catalog: Any, command: str | None, values: dict[str, Any], reader: Any = None) -> tuple[str, tuple[Any, ...], Any]:
     """(format name, compiled -e fields, -E layout) from -T, --json, -e and -E; a UserError when they disagree, when the
     command does not write the format, or for a bad field."""
     from kdissect.views.output import FormatError, chosen
@@ -599,17 +737,55 @@ def make_format(catalog: Any, command: str | None, values: dict[str, Any]) -> tu
     from kdissect.views.fields import FieldsError, make_layout
 
     try:
-        return name, tuple(compile_fields(names, catalog)), make_layout(settings)
+        return name, tuple(compile_fields(names, catalog, reader)), make_layout(settings)
     except (FilterError, FieldsError) as exc:
         raise UserError(str(exc)) from None
 
 
-def make_capture(values: dict[str, Any]) -> str:
-    """The capture named by the CAPTURE argument or by -r, exactly one of them."""
-    given = [name for name in (values.get("capture"), values.get("read_file")) if name]
-    if len(given) != 1:
-        raise UserError("name one capture: kdissect read CAPTURE, or -r CAPTURE (- for standard input)")
-    return given[0]
+def make_write(values: dict[str, Any]) -> Path | None:
+    """-w's file, checked before anything is read: a name that says pcap or pcapng, a capture that can be read twice
+    (the cut reads it again), and not the capture itself."""
+    path = values.get("write")
+    if path is None:
+        return None
+    from kdissect.capture.destination import DestinationError, format_of
+    from kdissect.capture.source import STDIN
+
+    try:
+        format_of(str(path))
+    except DestinationError as exc:
+        raise UserError(f"-w {exc}") from None
+    captures = make_captures(values) if "capture" in values else ()
+    if STDIN in captures:
+        raise UserError("-w reads the capture a second time to cut it: give a capture file, not standard input")
+    if path.exists() and any(Path(c).exists() and path.samefile(c) for c in captures):
+        raise UserError(f"-w {path}: that is a capture being read; name another file")
+    return path
+
+
+def shown_name(captures: tuple[str, ...]) -> str | None:
+    """How the captures are named in what a command prints (`kdissect show NAME --exchange N`)."""
+    if len(captures) <= 1:
+        return captures[0] if captures else None
+    import shlex
+
+    return " ".join(map(shlex.quote, captures))
+
+
+def make_captures(values: dict[str, Any]) -> tuple[str, ...]:
+    """The captures named by the CAPTURE arguments or by -r (not both), globs expanded."""
+    from kdissect.capture import CaptureError
+    from kdissect.capture.merge import expand
+
+    given, read = values.get("capture") or [], values.get("read_file") or []
+    if bool(given) == bool(read):
+        raise UserError(
+            "name the capture, as arguments or with -r (not both): kdissect read CAPTURE..., or -r CAPTURE (- for standard input)"
+        )
+    try:
+        return tuple(expand(given or read))
+    except CaptureError as exc:
+        raise UserError(str(exc)) from None
 
 
 def split_list(values: list[str] | None) -> list[str] | None:
@@ -629,11 +805,11 @@ def make_ports(values: list[str] | None) -> list[int] | None:
 SHORTHANDS = ("api", "version", "topic", "client_id", "group", "errors", "connection", "min_latency")
 
 
-def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands: Any) -> Any:
+def make_filter(catalog: Any, expressions: list[str] | None = None, values: Any = None, **shorthands: Any) -> Any:
     """The `filter.Filter` of the -Y expressions and the fixed options, joined by `and`, over the catalogue's APIs; a
     UserError (one line with the column, a caret and what was meant) for a mistake. A list option's values may each be
     `a,b`."""
-    given = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
+    given: dict[str, Any] = {name: split_list(value) if isinstance(value, list) else value for name, value in shorthands.items()}
     given.update({name: ",".join(given[name]) for name in ("api", "version", "connection") if given.get(name)})
     expressions = expressions or []
     if not expressions and all(value is None or value is False or value == [] or value == "" for value in given.values()):
@@ -645,29 +821,30 @@ def make_filter(catalog: Any, expressions: list[str] | None = None, **shorthands
 
     labels = ["-Y"] if len(expressions) == 1 else [f"-Y #{i}" for i in range(1, len(expressions) + 1)]
     try:
-        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog)
+        return compile_filter([*fixed(catalog, **given), *zip(labels, expressions)], catalog, values)
     except FilterError as exc:
         raise UserError(str(exc)) from None
 
 
-def read_keylog(path: Path | None) -> bytes:
-    """The key log's bytes; a UserError when it cannot be read, or holds lines but no secret (not a key log).
-    An empty one is taken: a live session follows it as clients write to it. Its lines are never echoed."""
+def read_keylog(path: Path | None) -> Any:
+    """The key log, read once as it streams by (`tls.keylog.KeyLogFile`: its secrets, not its bytes); a UserError
+    when it cannot be read, or holds lines but no secret (not a key log). An empty one is taken: a live session
+    follows it as clients write to it. Its lines are never echoed."""
     if path is None:
         return b""
+    from kdissect.tls.keylog import KeyLogFile
+
     try:
-        text = path.read_bytes()
+        keylog = KeyLogFile(path)
     except OSError as exc:
         raise UserError(f"--tls-keylog {path}: {exc.strerror or exc}") from None
-    from kdissect.tls.keylog import KeyLog
-
-    count = KeyLog().add(text)
+    count = keylog.count
     if not count.secrets and count.malformed:
         raise UserError(
             f"--tls-keylog {path}: no TLS secret in it ({count.malformed} malformed lines); "
             "expected NSS key log lines such as CLIENT_RANDOM <64 hex digits> <96 hex digits>"
         )
-    return text
+    return keylog
 
 
 def make_limits(settings: list[str] | None) -> Any:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from kdissect.commands.options import READS, Common, UserError, takes
 from kdissect.commands.reading import Reading
 
+if TYPE_CHECKING:
+    from kdissect.doctor.engine import Doctor
 
-@takes(*READS, "fields", "decoding", "detail", "secrets")
+
+@takes(*READS, "write", "fields", "decoding", "detail", "secrets", "metrics")
 def read(
     common: Common,
     all_events: Annotated[
@@ -29,10 +33,26 @@ def read(
             rich_help_panel="Limits",
         ),
     ] = None,
+    metrics: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--metrics",
+            metavar="OUT.prom",
+            help="Also write the metrics `live --metrics` serves, as OpenMetrics text with a snapshot every "
+            "--metrics-interval of capture time, each with its timestamp (docs/metrics.md).",
+            rich_help_panel="Metrics",
+        ),
+    ] = None,
+    metrics_interval: Annotated[
+        float,
+        typer.Option(
+            "--metrics-interval", metavar="SECONDS", help="Capture time between two snapshots of --metrics.", rich_help_panel="Metrics"
+        ),
+    ] = 15.0,
 ) -> None:
     """Read a capture: every Kafka exchange as it completes, then flows, errors and diagnostics."""
     from kdissect.views.output import Closing
-    from kdissect.views.sink import EventSink
+    from kdissect.views.sink import EventSink, Settled
 
     text = common.format == "text"
     if common.detail and not text:
@@ -43,20 +63,46 @@ def read(
         jobs = available()
     elif jobs < 0:
         raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
-    if text and common.output is None and sys.stdout.isatty():
-        jobs = 1  # rows drawn on a terminal share it with the progress bar: one process draws them
+    if (text and common.output is None and sys.stdout.isatty()) or common.write is not None:
+        jobs = 1  # rows drawn on a terminal share it with the progress bar, and -w cuts the exchanges one process holds
+    if metrics is not None:
+        if metrics_interval <= 0:
+            raise UserError("--metrics-interval takes seconds above 0")
+        jobs = 1  # the tap measures decoded bodies, which several processes decode apart
     settings = {"detail": common.detail, "all_events": all_events}
 
-    def worker_sink(stream):
+    def worker_sink(stream: IO[str]) -> EventSink:
         """A worker's: its rows written as each is made, without the header (the first process writes it)."""
         return EventSink(common.wanted, common.make_output("read", stream, header=False, **settings), totals=text)
 
-    with Reading(common, jobs=jobs) as run:
+    with Reading(common, jobs=jobs, every_body=text) as run:
         sink = EventSink(common.wanted, run.writes("read", **settings), totals=text)  # --json and fields print no totals
+        doctor = _doctor(common) if text else None
+        tap = None
+        if metrics is not None:
+            from kdissect.commands.tapping import FileTap
+
+            tap = FileTap(common.tap, common.wanted, metrics, metrics_interval, run.dissector.counters)
         for event in run.events(worker_sink):
+            if doctor is not None:
+                doctor.add(event.exchange if type(event) is Settled else event)
+            if tap is not None:
+                tap.add(event)
             if sink.add(event):
-                run.took()
-        run.output.end(
-            Closing(sink.summary, run.dissector.counters, tuple(run.source.linktypes()), tuple(run.notes())) if text else Closing()
-        )
+                run.took(event)
+        if tap is not None:
+            tap.close()
+        if text:
+            counts = run.dissector.counters, tuple(run.source.linktypes()), tuple(run.notes())
+            run.output.end(Closing(sink.summary, *counts, report=doctor.report() if doctor is not None else None))
+        else:
+            run.output.end(Closing())
     run.finish()
+
+
+def _doctor(common: Common) -> Doctor:
+    """The doctor whose verdict ends the text view (`kdissect doctor` tells the rest)."""
+    from kdissect.doctor.engine import Doctor
+
+    wanted = common.wanted
+    return Doctor(wanted=wanted, values=common.values)

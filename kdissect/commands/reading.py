@@ -1,30 +1,42 @@
 """One pass over a capture file for read, show, stats and records: packets into the core with a progress display
 that never mixes with the output, a stop at Ctrl-C or after --count exchanges, and the exit status the run earns
-(0 clean, 1 the capture is damaged, 130 interrupted: README's "Exit codes")."""
+(0 clean, 1 the capture lost bytes, 130 interrupted: README's "Exit codes")."""
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import replace
+from types import TracebackType
 from typing import Any
 
-from kdissect.commands.options import Common, ExitStatus, UserError
+from kdissect.commands.options import Common, ExitStatus, OutputError, UserError
 from kdissect.commands.signals import Stopper
 
 PROGRESS_EVERY = 0x1000
 """Packets between two updates of the progress display (a mask: 4096)."""
 
 
-def open_source(name: str) -> Any:
-    from kdissect.capture import CaptureError, open_capture
+def open_source(names: tuple[str, ...]) -> Any:
+    """The capture to read, or several read as one (capture/merge.py); a UserError names what cannot be read."""
+    from kdissect.capture import CaptureError
+    from kdissect.capture.merge import open_captures
 
     try:
-        return open_capture(name)
+        return open_captures(list(names or ("-",)))
     except CaptureError as exc:
         raise UserError(str(exc)) from None
+
+
+def dissector_for(source: Any, options: Any) -> Any:
+    """The core for a capture's packets (`dissector.file_dissector`), with the taps joined and timed when several
+    captures are read as one (kdissect/taps/)."""
+    from kdissect.dissector import file_dissector
+    from kdissect.taps.dissector import tapped
+
+    return tapped(file_dissector(source, options), source, options.limits)
 
 
 class Reading:
@@ -38,11 +50,18 @@ class Reading:
     so requests in flight are not reported as unanswered.
     """
 
-    def __init__(self, common: Common, options: Any = None, jobs: int = 1) -> None:
+    def __init__(
+        self, common: Common, options: Any = None, jobs: int = 1, every_body: bool = False, captures: list[str] | None = None
+    ) -> None:
+        """`captures`: the captures to read as one, merged by time (`report` names its own); else `common.captures`."""
         self.common = common
+        self.captures = tuple(captures) if captures else common.captures
         self.options = options or common.options
         self.jobs = jobs
         """Processes to read the capture with (`commands/jobs.py`); 1 unless the capture is a large enough file."""
+        self.every_body = every_body
+        """Whether this process decodes the bodies of the other processes' exchanges too: a doctor here reads them
+        all (the others still test and write theirs)."""
         self.workers: Any = None
         self.output: Any = None
         """The run's `views.output.Output`, once `writes` made it."""
@@ -52,31 +71,37 @@ class Reading:
         self.shown = 0
         self.damage: Counter[str] = Counter()
         """Diagnostics of severity error, by code: what makes the exit status 1."""
+        self.selection: Any = None
+        """The exchanges -w cuts into a capture (`rewrite.cut.Selection`), as the command chooses them."""
+        if common.write is not None:
+            from kdissect.rewrite.cut import Selection
+
+            self.selection = Selection()
         self._stack = ExitStack()
 
     def __enter__(self) -> Reading:
-        from kdissect.dissector import file_dissector
-
         with ExitStack() as stack:
-            self.source = stack.enter_context(open_source(self.common.capture or "-"))
+            self.source = stack.enter_context(open_source(self.captures))
+            self.source.stops_when(lambda: self.stopper.stopping is not None)  # a long search over corrupt bytes too
             self.stream = stack.enter_context(self.common.open_output())
             self.stopper.install()
             stack.callback(self.stopper.restore)
             self._stack = stack.pop_all()
         options = self.options
-        if self.jobs > 1:
+        if self.jobs > 1 and len(self.common.captures) == 1:
             from kdissect.commands import jobs
 
             self.jobs = jobs.splits(self.common.capture, self.jobs)
             if self.jobs > 1:
                 self.workers = jobs.Workers(self.jobs)
                 self._stack.callback(self.workers.stop)
-                options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
-        self.dissector = file_dissector(self.source, options)
+                if not self.every_body:
+                    options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
+        self.dissector = dissector_for(self.source, options)
         return self
 
-    def __exit__(self, *exc: object) -> bool | None:
-        return self._stack.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        return self._stack.__exit__(kind, exc, tb)
 
     def writes(self, command: str, **settings: Any) -> Any:
         """The run's output: `command`'s results in the chosen format, on the run's stream (`Common.make_output`);
@@ -91,8 +116,10 @@ class Reading:
     def interrupted(self) -> bool:
         return self.stopper.stopping is not None
 
-    def took(self) -> None:
-        """The command showed one more exchange; at --count the reading stops."""
+    def took(self, exchange: Any = None) -> None:
+        """The command showed one more exchange (-w cuts it into its capture); at --count the reading stops."""
+        if self.selection is not None and exchange is not None:
+            self.selection.add(exchange)
         self.shown += 1
         if self.common.count is not None and self.shown >= self.common.count:
             self.stopped_by = "count"
@@ -119,17 +146,17 @@ class Reading:
                 kind = type(event)
                 if kind is Exchange:
                     for d in event.diagnostics:
-                        if d.severity == "error":
+                        if d.lost:
                             self.damage[d.code] += 1
                 elif kind is Settled:
                     self.damage.update(event.damage)
-                elif kind is Notice and event.diagnostic.severity == "error":
+                elif kind is Notice and event.diagnostic.lost:
                     self.damage[event.diagnostic.code] += 1
                 yield event
                 if self.stopped_by or self.stopper.stopping:
                     return
 
-    def _dissected(self) -> Iterator[Any]:
+    def _dissected(self) -> Generator[Any, None, None]:
         stopper, feed, counters = self.stopper, self.dissector.feed, self.dissector.counters
         with self._progress() as advance:
             for packet in self.source.packets():
@@ -138,7 +165,8 @@ class Reading:
                     return
                 if not counters.packets % PROGRESS_EVERY:
                     advance()
-        yield from self.dissector.settle()
+        if not stopper.stopping:  # the reader may have ended its packets early for it
+            yield from self.dissector.settle()
 
     def notes(self) -> list[Any]:
         """What the closing view says about the capture file, and why the output stops early if it does."""
@@ -160,12 +188,29 @@ class Reading:
             )
         return notes
 
+    def cut(self) -> None:
+        """Write -w's capture: the chosen exchanges' packets, read again from the capture (rewrite/cut.py)."""
+        if self.selection is None or self.common.write is None:
+            return
+        from kdissect.capture.destination import DestinationError
+        from kdissect.rewrite.cut import CutError, cut_into
+
+        with open_source(self.common.captures) as source:
+            try:
+                cut_into(self.common.write, source, self.selection, self.options.limits, self.options.tls_keylog)
+            except (DestinationError, CutError) as exc:
+                raise OutputError(str(exc)) from None
+
     def finish(self) -> None:
-        """Raise the run's exit status when it is not 0: interrupted, or the capture is damaged."""
+        """Write -w's capture, then raise the run's exit status when it is not 0: interrupted, or the capture lost bytes."""
+        self.cut()
         if self.interrupted:
-            raise ExitStatus(self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial")
+            unwritten = f", and {self.common.write} was not written" if self.common.write is not None and self.selection is None else ""
+            raise ExitStatus(
+                self.stopper.exit_code, f"interrupted after packet {self.dissector.counters.packets}: the output is partial{unwritten}"
+            )
         for d in self.source.diagnostics():
-            if d.severity == "error":
+            if d.lost:
                 self.damage[d.code] += 1
         if self.damage:
             found = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in self.damage.most_common())

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
 
 from kdissect.commands.options import Common, UserError, takes, user_specs
+
+if TYPE_CHECKING:
+    from kdissect.decode.body import Direction
 
 
 @takes("spec_dir", "key", install=False)
@@ -68,7 +71,7 @@ def _check(folders: list[Path], keys: tuple[str, ...]) -> None:
     print(f"{files}, {len(specs.apis)} API{'s' if len(specs.apis) != 1 else ''}: no problems")
 
 
-def _target(spec: str, catalog: Any) -> tuple[int, int, str]:
+def _target(spec: str, catalog: Any) -> tuple[int, int, Direction]:
     """API[:VERSION[:request|response]] as (API key, version, direction); the newest version by default."""
     from kdissect.filter import FilterError
     from kdissect.filter.shorthands import parse_apis
@@ -86,4 +89,4 @@ def _target(spec: str, catalog: Any) -> tuple[int, int, str]:
     direction = parts[2] if len(parts) > 2 else "request"
     if direction not in ("request", "response") or version not in api.versions:
         raise UserError(f"give API[:VERSION[:request|response]] with a version in {ranges(api.versions)}")
-    return key, version, direction
+    return key, version, cast("Direction", direction)  # one of the two, checked above

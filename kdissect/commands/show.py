@@ -13,6 +13,7 @@ from kdissect.commands.reading import Reading
 
 @takes(
     *READS,
+    "write",
     "detail",
     "secrets",
     helps={
@@ -73,7 +74,7 @@ def show(
                 continue
             output.exchange(event)
             found += 1
-            run.took()
+            run.took(event)
             if last is not None and event.id >= last and found >= len(ids):
                 run.stop()
         output.end(Closing())

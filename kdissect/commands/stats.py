@@ -23,9 +23,9 @@ def stats(common: Common) -> None:
     from kdissect.views.output import Closing
     from kdissect.views.stats import Stats
 
-    totals = Stats()
+    totals = Stats(common.values)
     wanted = common.wanted
-    doctor = Doctor(shown=wanted.matches if wanted.active else None)
+    doctor = Doctor(wanted=wanted, values=common.values)
     with Reading(common) as run:
         output = run.writes("stats")
         for event in run.events():
@@ -36,5 +36,5 @@ def stats(common: Common) -> None:
             elif isinstance(event, ConnectionEnd):
                 totals.add_connection(event)
         notes = tuple(n for n in run.notes() if n.code.startswith("run."))
-        output.end(Closing(notes=notes, stats=totals, findings=tuple(doctor.findings())))
+        output.end(Closing(notes=notes, stats=totals, report=doctor.report(lambda: run.interrupted)))
     run.finish()

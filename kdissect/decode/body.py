@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kdissect.decode.meaning import ErrorAt, PlacedRecords, Plan, plan, plans
-from kdissect.diagnostic import Diagnostic
+from kdissect.diagnostic import Diagnostic, Severity
 from kdissect.frozen import fast_constructor
+from kdissect.limits import DEFAULT_LIMITS
 from kdissect.schema import Catalog, MessageSpec, pick
 from kdissect.schema.compiler import Compiler, CutHook, Decode, RecordsHook
 from kdissect.schema.model import nearest_version
@@ -48,7 +49,7 @@ class Target:
     definition: MessageSpec
     used: int
     assumed: bool
-    plan: Plan
+    plan: Plan | None
 
 
 new_body = fast_constructor(Body)
@@ -58,10 +59,16 @@ class CompiledBodies:
     """Decodes bodies of every API key and version of a catalogue; compiled decoders are made on first use and kept."""
 
     def __init__(
-        self, catalog: Catalog, records: RecordsHook, spans: bool = False, keep: int = sys.maxsize, cut: CutHook | None = None
+        self,
+        catalog: Catalog,
+        records: RecordsHook,
+        spans: bool = False,
+        keep: int = sys.maxsize,
+        cut: CutHook | None = None,
+        elements: int = DEFAULT_LIMITS.max_elements_message,
     ) -> None:
         self.catalog = catalog
-        self._compiler = Compiler(records, spans, keep, cut) if cut else Compiler(records, spans, keep)
+        self._compiler = Compiler(records, spans, keep, cut, elements) if cut else Compiler(records, spans, keep, elements=elements)
         self._targets: dict[tuple[int, int, str], Target | None] = {}
         self._plans = plans(catalog)
 
@@ -108,7 +115,8 @@ class CompiledBodies:
         try:
             fields, end = target.decode(data, start)
         except Partial as failure:
-            diagnostics.append(Diagnostic("body.malformed", failure.reason, "error", "frame", failure.offset, failure.where()))
+            severity: Severity = "error" if failure.code == "body.malformed" else "warning"  # a bound kept, not damage
+            diagnostics.append(Diagnostic(failure.code, failure.reason, severity, "frame", failure.offset, failure.where()))
             return failure.value, diagnostics
         if end < len(data):
             trailing = f"{len(data) - end} bytes follow the end of the body"

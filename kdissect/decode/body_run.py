@@ -13,7 +13,7 @@ from typing import Any
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.limits import Limits
-from kdissect.records.context import Budget
+from kdissect.records.context import Budget, earned
 from kdissect.records.decode import decode_records
 from kdissect.records.values import RecordSet
 
@@ -23,11 +23,13 @@ Holes = tuple[tuple[int, int], ...]
 class BodyRun:
     """One message's decoding: made with the records the capture still allows and the frame's holes."""
 
-    __slots__ = ("limits", "records_left", "holes", "budget", "granted", "cuts", "found", "covered")
+    __slots__ = ("limits", "records_left", "frame_size", "holes", "budget", "granted", "cuts", "found", "covered", "starts")
 
-    def __init__(self, limits: Limits, records_left: int, holes: Holes = ()) -> None:
+    def __init__(self, limits: Limits, records_left: int, frame_size: int, holes: Holes = ()) -> None:
         self.limits = limits
         self.records_left = records_left
+        self.frame_size = frame_size
+        """What the message's decompression budget is earned with (`records.context.earned`)."""
         self.holes = holes
         """The frame's holes, in frame offsets: records fields are told where they fall."""
         self.budget: Budget | None = None
@@ -39,11 +41,14 @@ class BodyRun:
         """Records fields whose decoding had something to say, with where they start in the frame."""
         self.covered: list[tuple[int, int]] = []
         """Records fields that held a hole: their readers knew, so those missing bytes were not misread."""
+        self.starts: dict[int, int] = {}
+        """Where each records field decoded starts in the frame, by the id of its RecordSet: what is said about its
+        records later (those of Kafka's own topics, read once their topic is known) is located by it."""
 
     def records(self, buf: Any, start: int, end: int) -> RecordSet:
         """The records hook: decode a records field's bytes against the message's budget."""
         if self.budget is None:
-            self.budget = Budget(self.limits.max_decompressed_exchange, min(self.limits.max_records_exchange, self.records_left))
+            self.budget = Budget(earned(self.limits, self.frame_size), min(self.limits.max_records_exchange, self.records_left))
             self.granted = self.budget.records
         holes: Holes = ()
         if self.holes:
@@ -53,6 +58,7 @@ class BodyRun:
         records = decode_records(buf[start:end], limits=self.limits, budget=self.budget, holes=holes)
         if records.diagnostics:
             self.found.append((start, records))
+        self.starts[id(records)] = start
         return records
 
     def cut(self, field: str, count: int) -> None:
@@ -66,14 +72,18 @@ class BodyRun:
 
     def records_diagnostics(self) -> list[Diagnostic]:
         """The record decoder's diagnostics, located in the frame."""
-        out = []
-        for start, records in self.found:
-            for d in records.diagnostics:
-                offset = start + d.offset if d.scope == "batch" and d.offset is not None else d.offset
-                scope = "frame" if d.scope == "batch" else d.scope
-                out.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
-        return out
+        return [d for start, records in self.found for d in in_frame(start, records.diagnostics)]
 
     def cut_diagnostics(self, start: int) -> list[Diagnostic]:
         told = f"elements, the first {self.limits.max_array_elements} kept (max_array_elements)"
         return [Diagnostic("body.array-cut", f"{field}: {count} {told}", "warning", "frame", start) for field, count in self.cuts]
+
+
+def in_frame(start: int, diagnostics: tuple[Diagnostic, ...] | list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics of a records field that starts at `start` in its frame, their batch offsets made frame offsets."""
+    out = []
+    for d in diagnostics:
+        offset = start + d.offset if d.scope == "batch" and d.offset is not None else d.offset
+        scope = "frame" if d.scope == "batch" else d.scope
+        out.append(Diagnostic(d.code, d.message, d.severity, scope, offset, d.path))
+    return out

@@ -7,16 +7,17 @@ from typing import Any
 
 from kdissect.decode import embedded, meaning
 from kdissect.decode.body import Body, CompiledBodies, Direction, Target, new_body, unknown_api
-from kdissect.decode.body_run import BodyRun, Holes
+from kdissect.decode.body_run import BodyRun, Holes, in_frame
 from kdissect.decode.guess import guess_response
 from kdissect.decode.redaction import carries_secrets, redact
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import Frame, Message, RequestHeader, SaslTokenHeader, new_message, new_response_header
+from kdissect.events import Frame, Message, RequestHeader, ResponseHeader, SaslTokenHeader, new_message, new_response_header
 from kdissect.limits import DEFAULT_LIMITS, Limits
+from kdissect.records.internal import internal_topic, read_records
 from kdissect.records.values import RecordSet
 from kdissect.schema import ApiKey, Catalog, ErrorCode
-from kdissect.schema.tree import Struct
+from kdissect.schema.tree import Partial, Struct
 
 UNSUPPORTED_VERSION = struct.pack(">h", ErrorCode.UNSUPPORTED_VERSION)
 """What a broker says first to an ApiVersions request at a version it does not know, as it is on the wire."""
@@ -45,7 +46,7 @@ class Decoder:
         self.catalog = catalog
         self.limits = limits
         self.show_secrets = show_secrets
-        self.bodies = CompiledBodies(catalog, self._records, spans, limits.max_array_elements, self._cut)
+        self.bodies = CompiledBodies(catalog, self._records, spans, limits.max_array_elements, self._cut, limits.max_elements_message)
         self._run: BodyRun | None = None
         """The run of a compiled decoder going on now, which the hooks report to."""
         self.records_left = self.limits.max_records_capture
@@ -54,6 +55,8 @@ class Decoder:
         self.topic_names: dict[str, str] = {}
         """Topic id -> name, learnt from every body that states both, on any connection."""
         self._teaching: dict[tuple[int, int], bool] = {}
+        self._located: CompiledBodies | None = None
+        """Bodies decoded again with spans, to say where a payload inside them could not be read: made when first needed."""
 
     def new_capture(self) -> None:
         """The capture's record budget again, its compiled decoders kept: the Spark job hands one decoder to
@@ -86,39 +89,56 @@ class Decoder:
         self.records_left -= run.records_built
         if run.cuts:
             diagnostics += run.cut_diagnostics(header.length)
-        errors = topics = groups = records = ()
+        errors: tuple[meaning.ErrorAt, ...] = ()
+        records: tuple[meaning.PlacedRecords, ...] = ()
+        topics: tuple[str, ...] = ()
+        groups: tuple[str, ...] = ()
         if fields is not None:
             if api_key in embedded.API_KEYS:
                 request_body = request.body if request is not None and isinstance(request.body, Body) else None
-                embedded.annotate(api_key, direction, fields, request_body.fields if request_body else None, session, self.show_secrets)
+                locate = self._locator(fields, api_key, version, direction, message.frame, header.length)
+                request_fields = request_body.fields if request_body else None
+                diagnostics += embedded.annotate(api_key, direction, fields, request_fields, session, self.show_secrets, locate)
             if target.plan is not None:
-                found = meaning.Findings()
-                meaning.walk(fields, target.plan, found, self.topic_names)
-                if found.topic_ids and direction == "response":
-                    self.topic_names.update(found.topic_ids)
-                errors, records = tuple(found.errors), tuple(found.records)
-                if found.secrets and not self.show_secrets:
-                    redact(found.secrets)
-                topics, groups = tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
+                errors, records, topics, groups = self._meaning(fields, target.plan, direction, run, diagnostics)
         body = new_body(target.definition.name, target.used, fields, target.assumed, None, errors, topics, groups, records)
         return new_message(message.frame, header, body, message.diagnostics + tuple(diagnostics) if diagnostics else message.diagnostics)
+
+    def _meaning(
+        self, fields: Struct, plan: meaning.Plan, direction: Direction, run: BodyRun, diagnostics: list[Diagnostic]
+    ) -> tuple[tuple[meaning.ErrorAt, ...], tuple[meaning.PlacedRecords, ...], tuple[str, ...], tuple[str, ...]]:
+        """What a decoded body says by `plan`: its errors, records, topics and groups; a response's topic ids are
+        learnt, secrets redacted unless shown, and the diagnostics of records read in Kafka's own topics added to
+        `diagnostics`."""
+        found = meaning.Findings()
+        meaning.walk(fields, plan, found, self.topic_names)
+        if found.topic_ids and direction == "response":
+            self.topic_names.update(found.topic_ids)
+        if found.records:
+            diagnostics += _read_internal(found, run)
+        if found.secrets and not self.show_secrets:
+            redact(found.secrets)
+        return tuple(found.errors), tuple(found.records), tuple(dict.fromkeys(found.topics)), tuple(dict.fromkeys(found.groups))
 
     def _body(self, target: Target, version: int, frame: Frame, start: int) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
         """The body, the run that read it, and its diagnostics, records' included; a frame with holes is read as far
         as it can be trusted."""
         if frame.size == len(frame.data):
-            return self._run_on(target, version, frame.data, start, ())
+            return self._run_on(target, version, frame.data, start, (), frame.size)
         holes = frame.holes()
         full = frame.filled()
-        fields, run, diagnostics = self._run_on(target, version, full, start, holes)
+        fields, run, diagnostics = self._run_on(target, version, full, start, holes, frame.size)
         misread = _first_uncovered(holes, run.covered)
         if misread is not None and (misread < _stop(diagnostics, len(full)) or any(d.code == "body.malformed" for d in diagnostics)):
-            fields, run, diagnostics = self._run_on(target, version, bytes(full[:misread]), start, holes)
+            fields, run, diagnostics = self._run_on(target, version, bytes(full[:misread]), start, holes, frame.size)
         return fields, run, diagnostics
 
-    def _run_on(self, target: Target, version: int, data: Any, start: int, holes: Holes) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
-        """One run of the compiled decoder over `data`, with a `BodyRun` of its own for the hooks."""
-        run, outer = BodyRun(self.limits, self.records_left, holes), self._run
+    def _run_on(
+        self, target: Target, version: int, data: Any, start: int, holes: Holes, size: int
+    ) -> tuple[Struct | None, BodyRun, list[Diagnostic]]:
+        """One run of the compiled decoder over `data` (of a frame of `size` bytes), with a `BodyRun` of its own for
+        the hooks."""
+        run, outer = BodyRun(self.limits, self.records_left, size, holes), self._run
         self._run = run
         try:
             fields, diagnostics = self.bodies.run(target, version, data, start)
@@ -127,6 +147,32 @@ class Decoder:
         if run.found:
             diagnostics += run.records_diagnostics()
         return fields, run, diagnostics
+
+    def _locator(self, fields: Struct, api_key: int, version: int, direction: Direction, frame: Frame, start: int) -> embedded.Locate:
+        """Where a bytes field of this body starts in the frame, for what its payload's reader could not read: from
+        the body's spans, or (decoded without them) from decoding it again with spans, once, only when asked."""
+        spanned: list[Struct | None] = [fields] if fields.spans is not None else []
+
+        def locate(path: str, field: str) -> int | None:
+            if not spanned:
+                spanned.append(self._spanned(api_key, version, direction, frame, start))
+            holder = _follow(spanned[0], path)
+            span = holder.span(field) if holder is not None else None
+            value = holder.get(field) if holder is not None else None
+            return None if span is None or not isinstance(value, bytes) else span[1] - len(value)
+
+        return locate
+
+    def _spanned(self, api_key: int, version: int, direction: Direction, frame: Frame, start: int) -> Struct | None:
+        if self._located is None:
+            self._located = CompiledBodies(self.catalog, lambda buf, lo, hi: None, True, self.limits.max_array_elements)
+        target = self._located.target(api_key, version, direction)
+        if target is None:
+            return None
+        try:
+            return target.decode(frame.data if frame.size == len(frame.data) else frame.filled(), start)[0]
+        except Partial as failure:
+            return failure.value
 
     def carries_state(self, api_key: int, version: int, direction: str) -> bool:
         """Requests that set the session (JoinGroup, SaslHandshake) and responses that can state topic ids
@@ -187,8 +233,8 @@ class Decoder:
         """A response whose request the capture does not hold: its bytes kept raw, and read as well when they tell
         which API they answer."""
         frame, header = message.frame, message.header
-        assert header is not None
-        raw = bytes(frame.data[header.length :])  # after the correlation id: whether tagged fields follow is unknown
+        assert isinstance(header, ResponseHeader)  # an orphan is a response whose header was read
+        raw: bytes | None = bytes(frame.data[header.length :])  # after the correlation id: whether tagged fields follow is unknown
         guess = guess_response(frame.data, self.catalog) if frame.size == len(frame.data) else None
         if guess is None:
             body = Body("", -1, None, raw=raw)  # no schema: nothing tells which API it answers
@@ -221,6 +267,36 @@ class Decoder:
         return new_message(
             message.frame, message.header, new_body(SASL_TOKEN_SCHEMA, 0, fields, False, None, (), (), (), ()), message.diagnostics
         )
+
+
+def _read_internal(found: meaning.Findings, run: BodyRun) -> list[Diagnostic]:
+    """The records fields of Kafka's own topics read again, their records holding what their keys and values say, put
+    in place of the fields' first reading; what does not read, as diagnostics located in the frame."""
+    told = []
+    for i, placed in enumerate(found.records):
+        topic = internal_topic(placed.topic)
+        if topic is None:
+            continue
+        records, said = read_records(topic, placed.records)
+        holder, index = found.holders[i]
+        holder.values[index] = records
+        found.records[i] = meaning.PlacedRecords(placed.path, placed.topic, placed.partition, records)
+        told += in_frame(run.starts.get(id(placed.records), 0), said)
+    return told
+
+
+def _follow(struct: Struct | None, path: str) -> Struct | None:
+    """The struct at a path such as "Groups[0].Members[1]" ("" for the body itself)."""
+    for part in path.split(".") if path else ():
+        name, _, index = part.partition("[")
+        value = struct.get(name) if struct is not None else None
+        struct = None
+        if isinstance(value, list) and index:
+            i = int(index.rstrip("]"))
+            struct = value[i] if i < len(value) and isinstance(value[i], Struct) else None
+        elif isinstance(value, Struct):
+            struct = value
+    return struct
 
 
 def _first_uncovered(holes: tuple[tuple[int, int], ...], covered: list[tuple[int, int]]) -> int | None:

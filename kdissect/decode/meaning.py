@@ -8,6 +8,7 @@ records). Walking the plan visits nothing else, so the pass costs little next to
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from kdissect.decode.redaction import secret_config
 from kdissect.records.values import RecordSet
@@ -18,10 +19,10 @@ from kdissect.schema.tree import Struct
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 PARTITION_FIELDS = frozenset({"Partition", "PartitionIndex", "Index", "PartitionId"})
 
-Plan = "tuple[tuple[tuple[str, str], ...], tuple[tuple[str, bool, Plan], ...]] | None"
+Plan: TypeAlias = "tuple[tuple[tuple[str, str], ...], tuple[tuple[str, bool, Plan], ...]]"
 """((field name, kind) of the fields that matter here, (name, is an array, sub-plan) of the structs leading to
-more); None when nothing under a struct matters."""
-Path = "tuple | None"
+more); a struct under which nothing matters has none (None)."""
+Path: TypeAlias = "tuple[Path, str, int | None] | None"
 """A field path kept as (parent, name, index) links and spelt out only when a finding needs it."""
 
 
@@ -39,18 +40,22 @@ class PlacedRecords:
 class ErrorAt:
     path: str
     code: int
+    topic: str | None = None
+    """The topic of the struct that holds it (stated, named by an id, or inherited), as a reader names the error."""
 
 
 class Findings:
     """What one walk collects; the decoder turns it into the body's derived facts."""
 
-    __slots__ = ("errors", "topics", "groups", "records", "topic_ids", "secrets")
+    __slots__ = ("errors", "topics", "groups", "records", "holders", "topic_ids", "secrets")
 
     def __init__(self) -> None:
         self.errors: list[ErrorAt] = []
         self.topics: list[str] = []
         self.groups: list[str] = []
         self.records: list[PlacedRecords] = []
+        self.holders: list[tuple[Struct, int]] = []
+        """(struct, index of the value) of each records field, beside `records`: where a field read again goes."""
         self.topic_ids: list[tuple[str, str]] = []
         """(topic id, topic name) pairs stated side by side in this body."""
         self.secrets: list[tuple[Struct, int]] = []
@@ -77,7 +82,7 @@ def _kind(f: Field) -> str | None:
     return None
 
 
-Plans = dict[tuple[int, int], Plan]
+Plans = dict[tuple[int, int], "Plan | None"]
 """(id of a fields tuple, version) -> its plan: kept by the catalogue the tuples belong to (`plans`), whose life is
 theirs, so an id is never another tuple's."""
 
@@ -87,7 +92,7 @@ def plans(catalog: Catalog) -> Plans:
     return catalog.derived(plans, lambda _: {})
 
 
-def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan:
+def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan | None:
     """Which fields of a struct at `version` carry meaning, and which of its structs hold some; memoised in `made`."""
     key = (id(fields), version)
     if key in made:
@@ -110,11 +115,11 @@ def plan(fields: tuple[Field, ...], version: int, made: Plans) -> Plan:
     return result
 
 
-def names_topic_ids(steps: Plan) -> bool:
+def names_topic_ids(steps: Plan | None) -> bool:
     """Whether bodies of this plan can state a topic id beside its name, which `walk` then reports."""
     if steps is None:
         return False
-    scalars, children = steps  # type: ignore[misc]
+    scalars, children = steps
     kinds = {kind for _, kind in scalars}
     return {"topic", "topic_id"} <= kinds or any(names_topic_ids(sub) for _, _, sub in children)
 
@@ -133,9 +138,10 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
     A struct that names its topic only by id gets the name learnt earlier in the capture, as an annotation.
     """
     names, values = struct.names, struct.values
-    scalars, children = steps  # type: ignore[misc]
+    scalars, children = steps
     topic_id = stated = partition = None
     records = []
+    first_error = -1
     for name, kind in scalars:
         try:
             value = values[names.index(name)]
@@ -145,7 +151,9 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
             continue
         if kind == "error":
             if value:
-                found.errors.append(ErrorAt(_text(path, name), value))
+                if first_error < 0:
+                    first_error = len(found.errors)
+                found.errors.append(ErrorAt(_text(path, name), value, topic))
         elif kind == "topic":
             if type(value) is str:
                 topic = stated = value
@@ -176,9 +184,15 @@ def walk(struct: Struct, steps: Plan, found: Findings, topic_names: dict[str, st
             topic = topic_names[topic_id]
             struct.annotate("TopicId", topic)
             found.topics.append(topic)
+    if first_error >= 0 and topic is not None:  # a topic named after its error code in the same struct
+        errors = found.errors
+        for i in range(first_error, len(errors)):
+            if errors[i].topic is None:
+                errors[i] = ErrorAt(errors[i].path, errors[i].code, topic)
     for name, value in records:
         if isinstance(value, RecordSet):
             found.records.append(PlacedRecords(_text(path, name), topic, partition, value))
+            found.holders.append((struct, names.index(name)))
     for name, many, sub in children:
         try:
             value = values[names.index(name)]

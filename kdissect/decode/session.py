@@ -6,9 +6,14 @@ from __future__ import annotations
 class Session:
     """Per-connection state the decoder keeps: the SASL mechanism chosen, the group protocols joined."""
 
-    __slots__ = ("sasl_mechanism", "protocol_types")
+    __slots__ = ("sasl_mechanism", "protocol_types", "protocol_names")
 
     def __init__(self) -> None:
         self.sasl_mechanism: str | None = None
         self.protocol_types: dict[str, str] = {}
         """Group id -> protocol type from JoinGroup, for SyncGroup versions that do not repeat it."""
+        self.protocol_names: dict[str, str] = {}
+        """Group id -> the protocol of the group, for the same SyncGroup versions: a consumer group's "stream"
+        assignor says its assignments carry Kafka Streams' user data. From a JoinGroup request that offers one
+        protocol (Streams offers its assignor alone), which is decoded even under a filter, and from the answer that
+        names the coordinator's choice."""

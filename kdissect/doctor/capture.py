@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kdissect.doctor.clients import Clients
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
+from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, plural
-from kdissect.events import ConnectionEnd
+from kdissect.doctor.trail import Scope, made, numbers, plural
+from kdissect.events import ConnectionEnd, Exchange
+
+MOST_ORPHANS = 1000
+"""Responses without a request one connection keeps until its end says why; past it they go to the safety net."""
 
 LOST = Rule(
     "capture.lost-segments",
@@ -37,9 +42,11 @@ MID_STREAM = Rule(
     "info",
     "Connections that started before the capture did.",
     "Without their start, a connection's first frames may be cut, and what was negotiated before (ApiVersions, "
-    "SASL, group membership) is unknown: findings that depend on it start late.",
+    "SASL, group membership) is unknown: findings that depend on it start late. The responses to requests sent "
+    "before the capture began are there without their requests.",
     "Start the capture before the clients connect when the start matters.",
     (Threshold("threshold", 1, "connections", "at least this many connections"),),
+    expected=True,
 )
 TLS_HIDDEN = Rule(
     "capture.tls-hidden",
@@ -58,46 +65,70 @@ TLS_HIDDEN = Rule(
 class Capture(Family):
     RULES = (LOST, ONE_SIDED, MID_STREAM, TLS_HIDDEN)
 
-    def __init__(self, settings: Settings, scope: Scope) -> None:
-        super().__init__(settings, scope)
-        self.lost = Trail(self.scope)
+    def __init__(self, settings: Settings, scope: Scope, ledger: Ledger, clients: Clients) -> None:
+        super().__init__(settings, scope, ledger, clients)
+        self.lost = self.trail()
         self.lost_bytes = 0
-        self.one_sided = Trail(self.scope)
-        self.mid_stream = Trail(self.scope)
-        self.tls_hidden = Trail(self.scope)
+        self.lost_connections = 0
+        self.one_sided = self.trail()
+        self.mid_stream = self.trail()
+        self.tls_hidden = self.trail()
         self.hidden = 0
         self.begun_before = 0
+        self.orphans: dict[int, list[Exchange]] = {}
+        """Connection id -> its responses without a request, until its end tells whether it began before the capture."""
+
+    def exchange(self, exchange: Exchange) -> None:
+        if exchange.status == "malformed" and any(d.code == "frame.incomplete" for d in exchange.diagnostics):
+            self.lost.add(exchange)
+            self.claim(exchange, LOST, "malformed")
+        elif exchange.status == "orphan-response":
+            orphans = made(self.orphans, exchange.connection.id, list)
+            if len(orphans) < MOST_ORPHANS:
+                orphans.append(exchange)
+                self.defer(exchange, "orphan-response")
 
     def ended(self, end: ConnectionEnd) -> None:
+        orphans = self.orphans.pop(end.connection.id, ())
+        if end.mid_stream:
+            for exchange in orphans:
+                self.mid_stream.add(exchange)
+                self.settle(exchange, MID_STREAM)
+            self.mid_stream.connection(end.connection, end.first_ts, end.last_ts)
+        else:
+            for exchange in orphans:  # their requests were lost (a gap) or never sent: nothing here explains them
+                self.settle(exchange, LOST if end.gap_bytes else None)
+                if end.gap_bytes:
+                    self.lost.add(exchange)
         if end.gap_bytes >= self.threshold(LOST):
             self.lost.connection(end.connection, end.first_ts, end.last_ts)
-            self.lost.count += 1
             self.lost_bytes += end.gap_bytes
+            self.lost_connections += 1
         if max(end.requests, end.responses) >= self.threshold(ONE_SIDED) and not min(end.requests, end.responses):
             self.one_sided.connection(end.connection, end.first_ts, end.last_ts)
-            self.one_sided.count += 1
-        if end.mid_stream:
-            self.mid_stream.connection(end.connection, end.first_ts, end.last_ts)
-            self.mid_stream.count += 1
         if end.tls is not None and end.tls.exchanges_hidden:
             self.tls_hidden.connection(end.connection, end.first_ts, end.last_ts)
-            self.tls_hidden.count += 1
             self.hidden += end.tls.exchanges_hidden
             self.begun_before += end.mid_stream  # without its client hello no key log line can match it
 
     def findings(self) -> Iterator[Finding]:
         if self.lost:
-            yield LOST.finding(f"{self.lost_bytes} bytes missing in {plural(self.lost.count, 'connection')}", self.lost.evidence())
+            self.lost.expr = f"connection in {{{numbers(self.lost.connections)}}}"
+            yield LOST.finding(
+                f"{plural(len(self.lost.connections), 'connection')} lost {self.lost_bytes} bytes in the capture",
+                self.lost.evidence(connections=True),
+            )
         if self.one_sided:
-            yield ONE_SIDED.finding(f"{plural(self.one_sided.count, 'connection')} seen one way only", self.one_sided.evidence())
-        if self.mid_stream and self.mid_stream.count >= self.threshold(MID_STREAM):
+            yield ONE_SIDED.finding(f"{plural(self.one_sided.told, 'connection')} seen one way only", self.one_sided.evidence())
+        if self.mid_stream and len(self.mid_stream.connections) >= self.threshold(MID_STREAM):
+            self.mid_stream.expr = f"connection in {{{numbers(self.mid_stream.connections)}}}"
             yield MID_STREAM.finding(
-                f"{plural(self.mid_stream.count, 'connection')} already open when the capture started", self.mid_stream.evidence()
+                f"{plural(len(self.mid_stream.connections), 'connection')} already open when the capture started",
+                self.mid_stream.evidence(connections=True),
             )
         if self.tls_hidden and self.hidden >= self.threshold(TLS_HIDDEN):
             why = f", {self.begun_before} of them begun before the capture" if self.begun_before else ""
             yield TLS_HIDDEN.finding(
-                f"about {plural(self.hidden, 'exchange')} hidden in {plural(self.tls_hidden.count, 'TLS connection')}{why}: "
-                "give --tls-keylog",
+                f"{plural(self.tls_hidden.told, 'TLS connection')} hid about {plural(self.hidden, 'exchange')}{why}: give --tls-keylog",
                 self.tls_hidden.evidence(),
             )

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kdissect.doctor.facts import codes, each, fields, topic_of
+from kdissect.decode.body import Body
+from kdissect.doctor.clients import Clients
+from kdissect.doctor.facts import among, codes, each, fields, topic_of, who
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
+from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural, where
+from kdissect.doctor.trail import KEEP_MANY, Kept, Scope, Trail, Window, made, plural, where
 from kdissect.events import Exchange
 from kdissect.records.values import RecordBatch
 from kdissect.schema import ApiKey, ErrorCode
@@ -27,8 +30,7 @@ LAG = Rule(
     "commits. Lag that grows over the capture means the consumer is slower than its producers: records get "
     "older before they are processed, and retention may delete them first.",
     "Find what limits the consumer: processing time per record (the gap between its fetches), too few "
-    "consumers for the partitions (add members, up to one per partition), fetch.max.bytes / "
-    "max.partition.fetch.bytes / max.poll.records too small for the rate.",
+    "consumers for the partitions (add members, up to one per partition), {poll_records} too small for the rate.",
     (Threshold("threshold", 100, "records", "lag at the last fetch at least this, and more than at the first"),),
 )
 OUT_OF_RANGE = Rule(
@@ -39,7 +41,8 @@ OUT_OF_RANGE = Rule(
     "after a truncation or a wrong seek) holds. The client then resets by auto.offset.reset: to the earliest "
     "offset (records consumed again) or the latest (records skipped), silently.",
     "Compare the fetch offset with the partition's log start and high watermark in the response; check "
-    "retention.ms / retention.bytes against the consumer's lag, seeks in the application, and auto.offset.reset.",
+    "retention.ms / retention.bytes against the consumer's lag, seeks in the application, and the consumer's "
+    "offset reset policy (auto.offset.reset and its equivalents).",
     (Threshold("threshold", 1, "answers", "at least this many partitions answered OFFSET_OUT_OF_RANGE"),),
 )
 FETCH_SESSION = Rule(
@@ -57,13 +60,26 @@ FETCH_SESSION = Rule(
 EMPTY_SPIN = Rule(
     "consumer.empty-fetch-spin",
     "warning",
-    "A consumer sends empty fetches in a tight loop.",
-    "A Fetch with a small MaxWaitMs (fetch.wait.max.ms / fetch.max.wait.ms) on an idle partition comes back "
-    "empty at once, and the client asks again: thousands of requests a second that carry nothing, cost the "
-    "broker CPU and the network packets, and hide the real traffic.",
-    "Raise fetch.wait.max.ms (librdkafka) or fetch.max.wait.ms (Java) to a few hundred ms, with fetch.min.bytes "
-    "at least 1, so that the broker holds the request until there is data.",
-    (Threshold("threshold", 50, "empty fetches per second", "more empty fetches than this within a second, from one client"),),
+    "A consumer sends empty fetches in a tight loop, asking the broker not to wait.",
+    "A Fetch with a small MaxWaitMs on an idle partition comes back empty at once, and the client asks again: "
+    "thousands of requests a second that carry nothing, cost the broker CPU and the network packets, and hide the "
+    "real traffic.",
+    "Raise {fetch_wait} to a few hundred ms, with {fetch_min} at least 1, so that the broker holds the request until there is data.",
+    (
+        Threshold("threshold", 50, "empty fetches per second", "more empty fetches than this within a second, from one client"),
+        Threshold("wait_ms", 100, "ms", "asking a MaxWaitMs below this: the client's own setting spins"),
+    ),
+)
+WAIT_IGNORED = Rule(
+    "broker.fetch-wait-ignored",
+    "warning",
+    "A broker answers fetches at once, though they ask it to wait for data.",
+    "A consumer's Fetch on an idle partition asks the broker to hold it up to MaxWaitMs until data comes. These "
+    "fetches asked for that wait, and the broker answered them empty right away: the consumers spin, thousands of "
+    "requests that carry nothing. The client's settings are right; the broker does not honour the wait.",
+    "This is the broker's doing: check its version and its fetch purgatory (Apache Kafka holds such fetches; "
+    "some Kafka-compatible brokers do not). Raising {fetch_wait} on the client changes nothing here.",
+    (Threshold("fraction", 0.1, "fraction of MaxWaitMs", "an empty Fetch answered within this part of the MaxWaitMs it asked"),),
 )
 LONG_POLL = Rule(
     "consumer.long-poll",
@@ -72,8 +88,9 @@ LONG_POLL = Rule(
     "A consumer's Fetch says how long the broker may hold it (MaxWaitMs) when there is less data than "
     "MinBytes. A response that came back empty after that wait is the broker doing as asked, not latency: "
     "these fetches are left out of the latency findings.",
-    "Nothing to do. If consumers need records sooner, lower fetch.max.wait.ms; if they fetch too often, raise fetch.min.bytes.",
+    "Nothing to do. If consumers need records sooner, lower {fetch_wait}; if they fetch too often, raise {fetch_min}.",
     (Threshold("threshold", 0.9, "fraction of MaxWaitMs", "an empty Fetch that took at least this part of its MaxWaitMs"),),
+    expected=True,
 )
 NEVER_COMMITS = Rule(
     "consumer.never-commits",
@@ -82,8 +99,7 @@ NEVER_COMMITS = Rule(
     "A member of a consumer group that reads records and commits nothing leaves the group's committed "
     "offsets where they were: when it restarts, or its partitions move to another member in a rebalance, "
     "consumption starts again from the old offsets (or auto.offset.reset) and everything since is read twice.",
-    "Enable auto commit (enable.auto.commit, auto.commit.interval.ms) or commit after processing; with "
-    "librdkafka check enable.auto.offset.store. If offsets are kept outside Kafka on purpose, ignore this.",
+    "Enable auto commit ({auto_commit}) or commit after processing. If offsets are kept outside Kafka on purpose, ignore this.",
     (
         Threshold("threshold", 1, "records", "a member that fetched at least this many records and committed none"),
         Threshold("seconds", 10, "seconds", "and was seen that long after its first records (auto commit runs every 5 s by default)"),
@@ -115,6 +131,27 @@ def long_poll(exchange: Exchange, fraction: float) -> bool:
     return not any(placed.records.batches for placed in getattr(body, "records", ()))
 
 
+def fetched(request: Struct, response: Struct) -> Iterator[tuple[str | None, int | None, Struct, object]]:
+    """Each partition of a Fetch response: its topic, its index, its struct, and the offset the request fetched it from."""
+    offsets = {
+        (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
+        for topic in each(request, "Topics")
+        for partition in each(topic, "Partitions")
+    }
+    for topic in each(response, "Responses"):
+        name = topic_of(topic)
+        for partition in each(topic, "Partitions"):
+            index = partition.get("PartitionIndex")
+            yield name, index, partition, offsets.get((name, index))
+
+
+def records_behind(offset: object, high: object) -> int | None:
+    """Records between a fetch offset and the high watermark; None unless both are offsets."""
+    if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
+        return None
+    return max(0, high - offset)
+
+
 def follower(request: Struct) -> bool:
     """Whether a Fetch comes from a broker replicating (ReplicaId, or v15's ReplicaState), not a consumer."""
     state = request.get("ReplicaState")
@@ -123,17 +160,23 @@ def follower(request: Struct) -> bool:
 
 
 class Consumers(Family):
-    RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, LONG_POLL, NEVER_COMMITS)
+    RULES = (LAG, OUT_OF_RANGE, FETCH_SESSION, EMPTY_SPIN, WAIT_IGNORED, LONG_POLL, NEVER_COMMITS)
 
-    def __init__(self, settings: Settings, scope: Scope) -> None:
-        super().__init__(settings, scope)
+    def __init__(self, settings: Settings, scope: Scope, ledger: Ledger, clients: Clients) -> None:
+        super().__init__(settings, scope, ledger, clients)
         self.lags: dict[tuple[str, str | None, int | None], Lag] = {}
-        self.lag_trails: dict[tuple[str, str | None, int | None], Trail] = {}
-        self.out_of_range = Trail(self.scope)
-        self.sessions = Trail(self.scope)
+        self.lag_trails: dict[tuple[str, str | None], Trail] = {}
+        """(client, topic) -> its fetches of the topic: a lag finding's evidence."""
+        self.out_of_range = self.trail("error == OFFSET_OUT_OF_RANGE")
+        self.sessions = self.trail("api == Fetch and error in {FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH}")
         self.spins: dict[str, Window] = {}
-        self.spin_trails: dict[str, Trail] = {}
-        self.polls = Trail(self.scope)
+        self.peaks: dict[str, int] = {}
+        """Client -> the most empty fetches it sent within a second, once past the threshold."""
+        self.empty: dict[str, Trail] = {}
+        """Client -> its empty fetches answered early (not long polls)."""
+        self.asked: dict[str, list[int]] = {}
+        """Client -> [empty fetches answered early, of them asking at least `wait_ms`]."""
+        self.polls = self.trail()
         self.fetches = 0
         self.groups: dict[str, str] = {}
         """Client id -> the group it last joined, fetched or committed offsets for: whose lag it is."""
@@ -144,6 +187,8 @@ class Consumers(Family):
         self.seen: dict[str, list[int]] = {}
         """Client id -> [when its first records came, its latest exchange]."""
         self.fetch_trails: dict[str, Trail] = {}
+        self.partitions_kept = Kept(KEEP_MANY, "partitions fetched by a client: fetched partitions whose lag was not followed")
+        self.kept.append(self.partitions_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         header = exchange.request_header
@@ -163,6 +208,7 @@ class Consumers(Family):
         if key == ApiKey.LIST_OFFSETS:
             if ErrorCode.OFFSET_OUT_OF_RANGE in codes(exchange.response):
                 self.out_of_range.add(exchange)
+                self.claim(exchange, OUT_OF_RANGE, "OFFSET_OUT_OF_RANGE")
             return
         if key != ApiKey.FETCH:
             return
@@ -172,23 +218,18 @@ class Consumers(Family):
         self.fetches += 1
         if response.get("ErrorCode") in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
             self.sessions.add(exchange)
+            self.claim(exchange, FETCH_SESSION, "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH")
         client = client_id or f"connection {exchange.connection.id}"
-        offsets = {
-            (topic_of(topic), partition.get("Partition")): partition.get("FetchOffset")
-            for topic in each(request, "Topics")
-            for partition in each(topic, "Partitions")
-        }
-        for topic in each(response, "Responses"):
-            name = topic_of(topic)
-            for partition in each(topic, "Partitions"):
-                index = partition.get("PartitionIndex")
-                if partition.get("ErrorCode") == ErrorCode.OFFSET_OUT_OF_RANGE:
-                    self.out_of_range.add(exchange, None, name, index)
-                self._lag(exchange, client, name, index, offsets.get((name, index)), partition.get("HighWatermark"))
+        for name, index, partition, offset in fetched(request, response):
+            if partition.get("ErrorCode") == ErrorCode.OFFSET_OUT_OF_RANGE:
+                self.out_of_range.add(exchange, None, name, index)
+                self.claim(exchange, OUT_OF_RANGE, "OFFSET_OUT_OF_RANGE")
+            self._lag(exchange, client, name, index, records_behind(offset, partition.get("HighWatermark")))
         body = getattr(exchange.response, "body", None)
-        batches = sum(len(placed.records.batches) for placed in getattr(body, "records", ()))
+        placements = body.records if isinstance(body, Body) else ()  # a Body: its fields were read above
+        batches = sum(len(placed.records.batches) for placed in placements)
         if batches and client_id:
-            records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in body.records for b in placed.records.batches)
+            records = sum(b.record_count if isinstance(b, RecordBatch) else 1 for placed in placements for b in placed.records.batches)
             self.fetched[client_id] = self.fetched.get(client_id, 0) + records
             if client_id not in self.seen:
                 self.seen[client_id] = [exchange.ts, exchange.ts]
@@ -196,44 +237,78 @@ class Consumers(Family):
         if long_poll(exchange, self.threshold(LONG_POLL)):
             self.polls.add(exchange)
         elif not batches and exchange.latency is not None:
-            window = made(self.spins, client, Window, SECOND)
-            if window.add(exchange.ts) > self.threshold(EMPTY_SPIN):
-                made(self.spin_trails, client, Trail, self.scope).add(exchange)
+            made(self.empty, client, Trail, self.scope).add(exchange)
+            wait = request.get("MaxWaitMs")
+            asked = made(self.asked, client, list, [0, 0])
+            asked[0] += 1
+            asked[1] += (
+                isinstance(wait, int)
+                and wait >= self.threshold(EMPTY_SPIN, "wait_ms")
+                and exchange.latency < (self.threshold(WAIT_IGNORED, "fraction") * wait * 1e6)
+            )
+            per_second = made(self.spins, client, Window, SECOND).add(exchange.ts)
+            if per_second > self.threshold(EMPTY_SPIN) and per_second > self.peaks.get(client, 0):
+                self.peaks[client] = per_second
 
-    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, offset, high) -> None:
-        if not isinstance(offset, int) or not isinstance(high, int) or offset < 0 or high < 0:
+    def _lag(self, exchange: Exchange, client: str, topic: str | None, partition: int | None, behind: int | None) -> None:
+        if behind is None:
             return
-        lag = max(0, high - offset)
         key = (client, topic, partition)
-        seen = self.lags.get(key)
-        if seen is None:
-            self.lags[key] = Lag(lag, lag, lag, exchange.ts, exchange.ts)
-        else:
-            seen.last, seen.last_ts, seen.most = lag, exchange.ts, max(seen.most, lag)
-        group = self.groups.get(exchange.client_id or "")
-        made(self.lag_trails, key, Trail, self.scope).add(exchange, group, topic, partition)
+        kept = self.partitions_kept.admits(key)
+        if kept:
+            seen = self.lags.get(key)
+            if seen is None:
+                self.lags[key] = Lag(behind, behind, behind, exchange.ts, exchange.ts)
+            else:
+                seen.last, seen.last_ts, seen.most = behind, exchange.ts, max(seen.most, behind)
+        if kept or (client, topic) in self.lag_trails:  # a topic's trail counts every Fetch of it its filter selects
+            group = self.groups.get(exchange.client_id or "")
+            made(self.lag_trails, (client, topic), Trail, self.scope).add(exchange, group, topic, partition)
 
     def findings(self) -> Iterator[Finding]:
-        for (client, topic, partition), lag in sorted(self.lags.items(), key=lambda item: -item[1].last):
-            trail = self.lag_trails[(client, topic, partition)]
-            if trail and lag.last >= self.threshold(LAG) and lag.last > lag.first:
+        worst: dict[tuple[str, str | None], tuple[int | None, Lag]] = {}
+        for (client, topic, partition), lag in self.lags.items():
+            if (
+                lag.last >= self.threshold(LAG)
+                and lag.last > lag.first
+                and lag.last > worst.get((client, topic), (None, Lag(0, -1, 0, 0, 0)))[1].last
+            ):
+                worst[(client, topic)] = (partition, lag)
+        for (client, topic), (partition, lag) in sorted(worst.items(), key=lambda item: -item[1][1].last):
+            trail = self.lag_trails[(client, topic)]
+            trail.expr = f"api == Fetch and {who(client)} and {among('topic', [topic or ''])}"
+            if trail:
                 yield LAG.finding(
-                    f"{client} on {where(topic, partition)}: lag grew from {lag.first} to {lag.last} records "
-                    f"(most {lag.most}) over {(lag.last_ts - lag.first_ts) / SECOND:.1f} s",
+                    f"{plural(trail.told, 'Fetch', 'Fetches')} by {client} of {topic}: lag on {where(topic, partition)} grew from "
+                    f"{lag.first} to {lag.last} records (most {lag.most}) over {(lag.last_ts - lag.first_ts) / SECOND:.1f} s",
                     trail.evidence(),
                 )
         if self.out_of_range and self.out_of_range.count >= self.threshold(OUT_OF_RANGE):
             yield OUT_OF_RANGE.finding(
-                f"{plural(self.out_of_range.count, 'exchange')} answered OFFSET_OUT_OF_RANGE: the consumer resets its position",
+                f"{plural(self.out_of_range.told, 'exchange')} answered OFFSET_OUT_OF_RANGE: the consumer resets its position",
                 self.out_of_range.evidence(),
             )
         if self.sessions and self.sessions.count >= self.threshold(FETCH_SESSION):
             yield FETCH_SESSION.finding(
-                f"{plural(self.sessions.count, 'Fetch', 'Fetches')} lost their session: full fetches follow", self.sessions.evidence()
+                f"{plural(self.sessions.told, 'Fetch', 'Fetches')} lost their session: full fetches follow", self.sessions.evidence()
             )
-        for client, trail in sorted(self.spin_trails.items()):
-            if trail:
-                yield EMPTY_SPIN.finding(f"{client}: up to {self.spins[client].peak} empty fetches a second", trail.evidence())
+        for client, peak in sorted(self.peaks.items()):
+            trail = self.empty[client]  # its filter lists them: long polls are empty fetches too, told apart by their wait
+            early, waited = self.asked[client]
+            if not trail:
+                continue
+            if waited * 2 > early:  # most asked the broker to wait, and it did not
+                yield WAIT_IGNORED.finding(
+                    f"{plural(trail.told, 'empty Fetch', 'empty Fetches')} by {client}, up to {peak} a second: {waited} of them asked "
+                    f"the broker to wait and were answered at once",
+                    trail.evidence(),
+                )
+            else:
+                yield EMPTY_SPIN.finding(
+                    f"{plural(trail.told, 'empty Fetch', 'empty Fetches')} by {client}, up to {peak} a second, asking the broker "
+                    "not to wait",
+                    trail.evidence(),
+                )
         for client, records in sorted(self.fetched.items()):
             trail = self.fetch_trails[client]
             first, last = self.seen[client]
@@ -246,13 +321,14 @@ class Consumers(Family):
                 and trail
             ):
                 group = self.groups.get(client, "?")
+                trail.expr = f"api == Fetch and {who(client)} and response.Responses.Partitions.Records.batches"
                 yield NEVER_COMMITS.finding(
-                    f"{client} fetched {plural(records, 'record')} in group {group} and committed no offset in "
-                    f"{(last - first) / SECOND:.0f} s",
+                    f"{plural(trail.told, 'Fetch', 'Fetches')} by {client} brought {plural(records, 'record')} in group {group}, and "
+                    f"it committed no offset in {(last - first) / SECOND:.0f} s",
                     trail.evidence(),
                 )
         if self.polls:
             yield LONG_POLL.finding(
-                f"{plural(self.polls.count, 'Fetch', 'Fetches')} of {self.fetches} were long polls (empty after MaxWaitMs): not latency",
+                f"{plural(self.polls.told, 'Fetch', 'Fetches')} of {self.fetches} were long polls (empty after MaxWaitMs): not latency",
                 self.polls.evidence(),
             )

@@ -7,6 +7,7 @@ from typing import Any
 
 from kdissect.decode.body import Body
 from kdissect.events import Exchange
+from kdissect.filter.lexer import quote
 from kdissect.schema.tree import Struct
 
 
@@ -51,3 +52,18 @@ def topic_of(struct: Struct) -> str | None:
 
 def broker(exchange: Exchange) -> str:
     return str(exchange.connection.broker)
+
+
+def who(client: str) -> str:
+    """A filter test for a client as the doctor names it: by its client id, or `connection N` for one without."""
+    if client.startswith("connection ") and client[11:].isdigit():
+        return f"connection == {client[11:]}"
+    return f"client_id == {quote(client)}"
+
+
+def among(field: str, values: list[str] | tuple[str, ...] | set[str]) -> str:
+    """A filter test that `field` is one of `values` (text): `group == "a"`, or `group in {"a", "b"}`."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return f"{field} == {quote(ordered[0])}"
+    return f"{field} in {{{', '.join(map(quote, ordered))}}}"

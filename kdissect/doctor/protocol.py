@@ -4,12 +4,15 @@ offer, connection churn, metadata storms, requests left unanswered, failed authe
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import combinations
 
-from kdissect.doctor.facts import codes, each, fields
+from kdissect.doctor.clients import Clients
+from kdissect.doctor.facts import among, codes, each, fields
 from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
+from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import Scope, Trail, Window, made, plural
+from kdissect.doctor.trail import KEEP_CLIENTS, Kept, Scope, Trail, Window, made, plural
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.schema import ApiKey, ErrorCode
 
@@ -36,7 +39,7 @@ REMOVED = Rule(
     "OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, ...). A client that still sends them breaks when "
     "the cluster is upgraded, even though it works today.",
     "Upgrade the client library (Java 2.1+, librdkafka 1.x+, recent kafka-python, sarama, franz-go) or remove "
-    "its api_version / broker.version.fallback pin.",
+    "its version pin ({version_pin}).",
     (Threshold("threshold", 1, "requests", "at least this many requests at a removed version"),),
 )
 UNSUPPORTED = Rule(
@@ -46,8 +49,7 @@ UNSUPPORTED = Rule(
     "The broker does not implement the request's version. Outside ApiVersions (where it is the normal "
     "negotiation: the broker answers with the versions it has and the client retries) it means the client did "
     "not negotiate, or is pinned to a version the broker dropped; the request fails.",
-    "Let the client negotiate versions (no api_version pin; librdkafka api.version.request=true), or upgrade "
-    "the broker or the client so that they share a version.",
+    "Let the client negotiate versions ({version_pin}), or upgrade the broker or the client so that they share a version.",
     (Threshold("threshold", 1, "requests", "at least this many requests refused"),),
 )
 ABOVE = Rule(
@@ -67,7 +69,7 @@ CHURN = Rule(
     "memory; clients created per message or per request (instead of one long-lived client) or crashing "
     "in a loop show up as churn.",
     "Create one producer/consumer per process and reuse it; look at connections.max.idle.ms and at "
-    "reconnect.backoff.ms for clients that reconnect after errors.",
+    "{reconnect_backoff} for clients that reconnect after errors.",
     (Threshold("threshold", 30, "connections per minute", "more new connections than this within any 60 s, for one client id"),),
 )
 METADATA_STORM = Rule(
@@ -77,19 +79,19 @@ METADATA_STORM = Rule(
     "Clients refresh metadata when they find it stale (unknown topics, leader changes) or on a timer. Many "
     "Metadata requests a minute mean a client that keeps failing: a missing topic, an unstable leader, a "
     "bootstrap loop. On large clusters each response is big and loads the controller.",
-    "Look for the errors that trigger the refreshes (producer.unknown-topic, producer.not-leader); "
-    "metadata.max.age.ms and topic.metadata.refresh.interval.ms on the client.",
+    "Look for the errors that trigger the refreshes (producer.unknown-topic, producer.not-leader); {metadata_age} on the client.",
     (Threshold("threshold", 120, "requests per minute", "more Metadata requests than this within any 60 s, for one client id"),),
 )
-UNANSWERED = Rule(
-    "protocol.unanswered",
-    "warning",
-    "Requests never answered while later requests on the same connection were.",
-    "A broker answers one connection's requests in order, so a request without a response before later ones "
-    "were answered lost its response: in the network, or in the capture (see capture.lost-segments). Requests "
-    "still waiting when a connection closed are not counted: that is a client closing during a long poll.",
-    "If the capture lost nothing, look at the client's request.timeout.ms and retries in the same window.",
-    (Threshold("threshold", 1, "requests", "at least this many requests skipped"),),
+NEGOTIATION = Rule(
+    "protocol.version-negotiation",
+    "info",
+    "ApiVersions answered UNSUPPORTED_VERSION: the normal version negotiation.",
+    "A client opens a connection with the newest ApiVersions it knows; a broker that does not know that version "
+    "answers UNSUPPORTED_VERSION with the versions it has (in the v0 layout), and the client asks again at one of "
+    "them. It is how clients and brokers of different ages agree, not a failure.",
+    "Nothing to do.",
+    (),
+    expected=True,
 )
 SASL_FAILED = Rule(
     "protocol.sasl-failed",
@@ -97,7 +99,7 @@ SASL_FAILED = Rule(
     "SASL authentication failed.",
     "SaslHandshake or SaslAuthenticate answered with an error (a mechanism the broker does not enable, wrong "
     "credentials, an expired token): the client cannot work and usually retries in a loop.",
-    "Check the client's sasl.mechanism against the broker's sasl.enabled.mechanisms, and the credentials; "
+    "Check the client's SASL mechanism against the broker's sasl.enabled.mechanisms, and the credentials; "
     "the broker's authentication log tells which principal failed.",
     (Threshold("threshold", 1, "exchanges", "at least this many failed authentications"),),
 )
@@ -108,116 +110,136 @@ def removed(api_key: int | None, version: int | None) -> bool:
 
 
 class Protocol(Family):
-    RULES = (CLIENTS, REMOVED, UNSUPPORTED, ABOVE, CHURN, METADATA_STORM, UNANSWERED, SASL_FAILED)
+    RULES = (CLIENTS, REMOVED, UNSUPPORTED, NEGOTIATION, ABOVE, CHURN, METADATA_STORM, SASL_FAILED)
 
-    def __init__(self, settings: Settings, scope: Scope) -> None:
-        super().__init__(settings, scope)
-        self.software: dict[int, str] = {}
-        """Connection id -> the client software its ApiVersions request named."""
-        self.clients: dict[str, dict] = {}
-        self.client_trails: dict[str, Trail] = {}
+    def __init__(self, settings: Settings, scope: Scope, ledger: Ledger, clients: Clients) -> None:
+        super().__init__(settings, scope, ledger, clients)
+        self.inventory: dict[str, dict] = {}
+        """Client (its software, or its client id) -> its client ids, APIs and versions, exchanges."""
+        self.inventory_trails: dict[str, Trail] = {}
         self.removed: dict[str, Trail] = {}
         self.removed_versions: dict[str, set[tuple[int, int]]] = {}
-        self.unsupported = Trail(self.scope)
+        self.unsupported = self.trail("api != ApiVersions and error == UNSUPPORTED_VERSION")
+        self.negotiated = self.trail("api == ApiVersions and error == UNSUPPORTED_VERSION")
         self.advertised: dict[int, dict[int, tuple[int, int]]] = {}
-        self.above = Trail(self.scope)
+        self.above = self.trail()
         self.started: set[int] = set()
         self.churn: dict[str, Window] = {}
         self.churn_trails: dict[str, Trail] = {}
         self.metadata: dict[str, Window] = {}
         self.metadata_trails: dict[str, Trail] = {}
-        self.waiting: dict[int, list[Exchange]] = {}
-        """Connection id -> its unanswered exchanges, until a later answer shows them skipped."""
-        self.unanswered = Trail(self.scope)
-        self.sasl = Trail(self.scope)
+        self.sasl = self.trail("api in {SaslHandshake, SaslAuthenticate} and error")
         self.names: dict[int, str] = {}
         """API key -> its name in the run's catalogue, as the headers told it."""
+        self.clients_kept = Kept(KEEP_CLIENTS, "client ids: exchanges not followed per client")
+        self.kept.append(self.clients_kept)
 
     def exchange(self, exchange: Exchange) -> None:
         header, connection = exchange.request_header, exchange.connection.id
         if header is None:
             return
         key, version, client_id = header.api_key, header.api_version, header.client_id
-        request = fields(exchange.request)
         if key == ApiKey.API_VERSIONS:
-            self._api_versions(exchange, request)
+            self._api_versions(exchange)
         who = client_id or "(none)"
-        name = self.software.get(connection) or f"client id {who}"
-        client = self.clients.setdefault(name, {"ids": set(), "apis": {}, "exchanges": 0})
-        client["exchanges"] += 1
-        client["ids"].add(who)
-        client["apis"].setdefault(key, set()).add(version)
         if header.api_name is not None:
             self.names[key] = header.api_name
-        made(self.client_trails, name, Trail, self.scope).add(exchange)
-        if removed(key, version):
-            made(self.removed, name, Trail, self.scope).add(exchange)
-            self.removed_versions.setdefault(name, set()).add((key, version))
+        per_client = self.clients_kept.admits(who)  # the inventory, churn and metadata tables are per client id
+        if per_client:
+            software = self.clients.of(exchange)
+            name = f"{software} client" if software is not None else f"client id {who}"
+            client = made(self.inventory, name, dict)
+            if not client:
+                client.update(ids=set(), apis={}, exchanges=0)
+            client["exchanges"] += 1
+            client["ids"].add(who)
+            client["apis"].setdefault(key, set()).add(version)
+            made(self.inventory_trails, name, Trail, self.scope).add(exchange)
+            if removed(key, version):
+                made(self.removed, name, Trail, self.scope).add(exchange)
+                self.removed_versions.setdefault(name, set()).add((key, version))
         answer = codes(exchange.response)
-        if ErrorCode.UNSUPPORTED_VERSION in answer and key != ApiKey.API_VERSIONS:
-            self.unsupported.add(exchange)
+        if ErrorCode.UNSUPPORTED_VERSION in answer:
+            if key == ApiKey.API_VERSIONS:
+                self.negotiated.add(exchange)
+                self.claim(exchange, NEGOTIATION, "UNSUPPORTED_VERSION")
+            else:
+                self.unsupported.add(exchange)
+                self.claim(exchange, UNSUPPORTED, "UNSUPPORTED_VERSION")
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE) and answer:
             self.sasl.add(exchange)
+            self.claim(exchange, SASL_FAILED)
         bounds = self.advertised.get(connection, {}).get(key)
         if bounds is not None and not bounds[0] <= version <= bounds[1]:
             self.above.add(exchange)
         if connection not in self.started:
             self.started.add(connection)
-            if made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
+            if per_client and made(self.churn, who, Window, MINUTE).add(exchange.ts) > self.threshold(CHURN):
                 made(self.churn_trails, who, Trail, self.scope).add(exchange)
-        if key == ApiKey.METADATA and made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
-            made(self.metadata_trails, who, Trail, self.scope).add(exchange)
-        self._order(exchange)
+        if per_client and key == ApiKey.METADATA:
+            if made(self.metadata, who, Window, MINUTE).add(exchange.ts) > self.threshold(METADATA_STORM):
+                made(self.metadata_trails, who, Trail, self.scope).add(exchange)
 
-    def _api_versions(self, exchange: Exchange, request) -> None:
-        connection = exchange.connection.id
-        if request is not None and isinstance(request.get("ClientSoftwareName"), str):
-            self.software[connection] = f"{request.get('ClientSoftwareName')} {request.get('ClientSoftwareVersion') or ''}".strip()
+    def _api_versions(self, exchange: Exchange) -> None:
         response = fields(exchange.response)
         if response is not None and response.get("ErrorCode") == 0:
-            self.advertised[connection] = {
+            self.advertised[exchange.connection.id] = {
                 entry.get("ApiKey"): (entry.get("MinVersion"), entry.get("MaxVersion")) for entry in each(response, "ApiKeys")
             }
 
-    def _order(self, exchange: Exchange) -> None:
-        """Unanswered requests count once a later request of the same connection is answered."""
-        connection = exchange.connection.id
-        if exchange.status == "unanswered":
-            self.waiting.setdefault(connection, []).append(exchange)
-        elif exchange.response is not None and exchange.request is not None and connection in self.waiting:
-            for skipped in self.waiting.pop(connection):
-                if skipped.ts < exchange.ts:
-                    self.unanswered.add(skipped)
-
     def ended(self, end: ConnectionEnd) -> None:
         """What was kept per connection goes with it."""
-        for table in (self.waiting, self.advertised, self.software):
-            table.pop(end.connection.id, None)
+        self.advertised.pop(end.connection.id, None)
         self.started.discard(end.connection.id)
 
     def findings(self) -> Iterator[Finding]:
-        for name, client in sorted(self.clients.items()):
-            trail = self.client_trails[name]
+        shared = {i for a, b in combinations(self.inventory.values(), 2) for i in a["ids"] & b["ids"]}
+        """Client ids more than one software used: a filter by client id would mix them."""
+        for name, client in sorted(self.inventory.items()):
+            trail = self.inventory_trails[name]
             if trail and client["exchanges"] >= self.threshold(CLIENTS):
                 apis = ", ".join(f"{self.names.get(k, k)} v{_versions(v)}" for k, v in sorted(client["apis"].items()))
-                named = "" if name.startswith("client id ") else f" (client ids {', '.join(sorted(client['ids']))})"
-                yield CLIENTS.finding(f"{name}{named}: {apis}", trail.evidence())
+                ids = sorted(client["ids"])
+                named = "" if name.startswith("client id ") else f" (client ids {', '.join(ids)})"
+                trail.expr = among("client_id", ids) if "(none)" not in ids and not shared & set(ids) else None
+                yield CLIENTS.finding(f"{plural(trail.told, 'exchange')} of {name}{named}: {apis}", trail.evidence())
         for name, trail in sorted(self.removed.items()):
             if trail and trail.count >= self.threshold(REMOVED):
-                versions = ", ".join(f"{self.names.get(k, k)} v{v}" for k, v in sorted(self.removed_versions[name]))
-                yield REMOVED.finding(f"{name} will stop working on Kafka 4.0: {versions}", trail.evidence())
-        simple = ((UNSUPPORTED, self.unsupported, "request"), (ABOVE, self.above, "request"), (UNANSWERED, self.unanswered, "request"))
-        for rule, trail, noun in simple:
-            if trail and trail.count >= self.threshold(rule):
-                yield rule.finding(f"{plural(trail.count, noun)}: {rule.summary[0].lower()}{rule.summary[1:]}", trail.evidence())
+                used = sorted(self.removed_versions[name])
+                versions = ", ".join(f"{self.names.get(k, k)} v{v}" for k, v in used)
+                ids = sorted(self.inventory[name]["ids"])
+                if "(none)" not in ids:
+                    removed_versions = " or ".join(f"(api_key == {k} and version == {v})" for k, v in used)
+                    trail.expr = f"{among('client_id', ids)} and ({removed_versions})"
+                yield REMOVED.finding(
+                    f"{plural(trail.told, 'request')} of {name} at versions Kafka 4.0 removed: {versions}", trail.evidence()
+                )
+        if self.unsupported and self.unsupported.count >= self.threshold(UNSUPPORTED):
+            yield UNSUPPORTED.finding(
+                f"{plural(self.unsupported.told, 'request')} refused with UNSUPPORTED_VERSION", self.unsupported.evidence()
+            )
+        if self.negotiated:
+            yield NEGOTIATION.finding(
+                f"{plural(self.negotiated.told, 'ApiVersions request')} answered UNSUPPORTED_VERSION: the client then asked at a "
+                "version the broker has",
+                self.negotiated.evidence(),
+            )
+        if self.above and self.above.count >= self.threshold(ABOVE):
+            yield ABOVE.finding(f"{plural(self.above.told, 'request')} at versions the broker did not advertise", self.above.evidence())
         if self.sasl and self.sasl.count >= self.threshold(SASL_FAILED):
-            yield SASL_FAILED.finding(f"{plural(self.sasl.count, 'authentication')} failed", self.sasl.evidence())
+            yield SASL_FAILED.finding(f"{plural(self.sasl.told, 'authentication')} failed", self.sasl.evidence())
         for who, trail in sorted(self.churn_trails.items()):
             if trail:
-                yield CHURN.finding(f"{who}: up to {self.churn[who].peak} new connections a minute", trail.evidence())
+                yield CHURN.finding(
+                    f"{plural(trail.told, 'connection')} opened by {who} past the rate: up to {self.churn[who].peak} new ones a minute",
+                    trail.evidence(),
+                )
         for who, trail in sorted(self.metadata_trails.items()):
             if trail:
-                yield METADATA_STORM.finding(f"{who}: up to {self.metadata[who].peak} Metadata requests a minute", trail.evidence())
+                yield METADATA_STORM.finding(
+                    f"{plural(trail.told, 'Metadata request')} by {who} past the rate: up to {self.metadata[who].peak} a minute",
+                    trail.evidence(),
+                )
 
 
 def _versions(versions: set[int]) -> str:

@@ -24,10 +24,15 @@ class Rule:
     """What the rule looks for, in one line."""
     explanation: str
     advice: str
+    """What to do; `{setting}` names (views of `doctor.dialects.SETTINGS`) are worded for the client's library."""
     thresholds: tuple[Threshold, ...]
+    expected: bool = False
+    """An info rule that says why the exchanges it claims look wrong but are not (a first join's MEMBER_ID_REQUIRED,
+    a client closing during its long poll): they are accounted for without a warning."""
 
-    def finding(self, title: str, evidence: Evidence) -> Finding:
-        return Finding(self.id, self.severity, title, self.explanation, self.advice, evidence)
+    def finding(self, title: str, evidence: Evidence, severity: Severity | None = None) -> Finding:
+        """A finding of this rule; `severity` where the evidence decides the impact (a rule's own is the most)."""
+        return Finding(self.id, severity or self.severity, title, self.explanation, self.advice, evidence)
 
 
 class SettingError(ValueError):
@@ -40,8 +45,10 @@ class Settings:
     def __init__(self, rules: dict[str, Rule], changes: list[str] | tuple[str, ...] = ()) -> None:
         self._values = {(rule.id, t.name): t.default for rule in rules.values() for t in rule.thresholds}
         for change in changes:
-            target, _, text = change.partition("=")
+            target, equals, text = change.partition("=")
             rule_id, _, name = target.rpartition(".")
+            if not equals or not rule_id:
+                raise SettingError(f"--set {change}: say ID.NAME=VALUE, such as consumer.lag.threshold=1000")
             if rule_id not in rules:
                 raise SettingError(f"--set {change}: no finding '{rule_id}' (kdissect doctor --rules lists them)")
             if (rule_id, name) not in self._values:

@@ -6,7 +6,7 @@ Every stage above the core (views, filters, the Spark rows) reads these values a
 from typing import Union
 
 from kdissect.events.connection import ConnectionEnd, ConnectionInfo, Ending, Endpoint, TlsInfo, TlsTotals
-from kdissect.events.exchange import Exchange, Message, Status, answered, new_exchange, new_message
+from kdissect.events.exchange import Exchange, Message, Status, Vantage, answered, new_exchange, new_message
 from kdissect.events.frame import Frame, new_frame
 from kdissect.events.headers import (
     SASL_TOKEN,
@@ -40,6 +40,7 @@ __all__ = [
     "TaggedField",
     "TlsInfo",
     "TlsTotals",
+    "Vantage",
     "new_exchange",
     "new_frame",
     "new_message",

@@ -57,6 +57,8 @@ class ConnectionInfo:
     broker: Endpoint
     tls: TlsInfo | None = None
     """Set once a TLS connection's hellos are read; events before that carry None."""
+    taps: tuple[str, ...] = ()
+    """The captures that saw the connection, when several are read as one (kdissect/taps/); () for one capture."""
 
     def __str__(self) -> str:
         return f"{self.client} → {self.broker}"
@@ -89,3 +91,5 @@ class ConnectionEnd:
     """The capture holds no SYN for this connection: it started before the capture did."""
     tls: TlsTotals | None = None
     """For a TLS connection: its records, what was decrypted, and what stayed hidden."""
+    closed_by: Literal["client", "broker"] | None = None
+    """The side whose FIN or RST the capture saw first; None when neither closed it (the capture ended, an eviction)."""

@@ -54,6 +54,17 @@ def answered(request: Message, response: Message) -> Status:
 
 
 @dataclass(frozen=True, slots=True)
+class Vantage:
+    """An exchange seen from both ends of the network: captured on the client's host and on the broker's, each with
+    its own clock. Each capture's latency is measured on its own clock alone; the broker's side is the shorter."""
+
+    broker: int
+    """Nanoseconds the broker took: from the request's last byte to the response's, as the capture nearest to it saw."""
+    network: int
+    """Nanoseconds the network (and the client's host) added: the client-side capture's latency less the broker's."""
+
+
+@dataclass(frozen=True, slots=True)
 class Exchange:
     id: int
     """1-based, in the order exchanges are completed."""
@@ -61,6 +72,14 @@ class Exchange:
     status: Status
     request: Message | None
     response: Message | None
+    queued: int | None = None
+    """Nanoseconds the request waited behind earlier ones on its connection before the broker took it: a broker
+    handles one connection's requests one at a time, in order, so it starts on this one when it has sent the previous
+    response (0 when that came before this request; None without a request and a response)."""
+    ahead: int | None = None
+    """When `queued`: the exchange whose response this one waited for."""
+    vantage: Vantage | None = None
+    """Broker and network time, when two captures saw the exchange from both ends (kdissect/taps/)."""
 
     @property
     def request_header(self) -> RequestHeader | None:
@@ -110,6 +129,12 @@ class Exchange:
         if self.request and self.response:
             return self.response.ts - self.request.ts
         return None
+
+    @property
+    def service(self) -> int | None:
+        """The latency less the time the request waited in line (`queued`): how long the broker took on it."""
+        latency = self.latency
+        return None if latency is None else latency - (self.queued or 0)
 
     @property
     def ts(self) -> int:

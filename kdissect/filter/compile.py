@@ -36,8 +36,9 @@ from kdissect.filter.fields import (
     Resolved,
     resolve,
 )
-from kdissect.filter.lexer import UNITS, Token
+from kdissect.filter.lexer import MAX_DIGITS, UNITS, Token
 from kdissect.filter.parser import And, Node, Not, Quantified, Test, Value
+from kdissect.filter.regex import compile_pattern
 from kdissect.schema import ERROR_CODES, Catalog, error_name
 from kdissect.schema.tree import Struct
 
@@ -63,19 +64,25 @@ _KIND_WORDS = {
 }
 _ERROR_CODES = {name.lower(): code for code, name in ERROR_CODES.items()}
 _HEX_BYTES = re.compile(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})+")
+FIRST_TIME, LAST_TIME = "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"
+TIMES = (
+    calendar.timegm(datetime.min.timetuple()) * 1_000_000_000,
+    calendar.timegm(datetime.max.timetuple()) * 1_000_000_000 + 999_999_000,
+)
+"""The nanoseconds since the epoch a time literal may stand for: those a time shown as text can be."""
 
 
-def compile_node(node: Node, catalog: Catalog) -> tuple[Full, Early | None]:
-    """The closures of a tree, its fields read in the catalogue's APIs: (matches, early); early is None when headers
-    can never decide."""
+def compile_node(node: Node, catalog: Catalog, values: Any = None) -> tuple[Full, Early | None]:
+    """The closures of a tree, its fields read in the catalogue's APIs and records' keys and values read by `values` (a
+    `values.reader.ValueReader`): (matches, early); early is None when headers can never decide."""
     if isinstance(node, Test):
-        return _test(node, None, catalog)
+        return _test(node, None, catalog, values)
     if isinstance(node, Quantified):
-        return _test(node.test, node.quantifier.text, catalog)
+        return _test(node.test, node.quantifier.text, catalog, values)
     if isinstance(node, Not):
-        inner, early = compile_node(node.item, catalog)
+        inner, early = compile_node(node.item, catalog, values)
         return (lambda ex: not inner(ex)), (None if early is None else _early_not(early))
-    parts = [compile_node(item, catalog) for item in node.items]  # type: ignore[union-attr]
+    parts = [compile_node(item, catalog, values) for item in node.items]
     return conjunction(parts) if isinstance(node, And) else disjunction(parts)
 
 
@@ -136,9 +143,9 @@ def _early_junction(parts: list[tuple[Full, Early | None]], decisive: bool) -> E
 # -- one test ------------------------------------------------------------------------------------------------------
 
 
-def compile_value(value: Value, catalog: Catalog) -> Resolved:
+def compile_value(value: Value, catalog: Catalog, values: Any = None) -> Resolved:
     """The field of a value expression, with count() or len() applied: what -e prints and tests compare."""
-    field = resolve(value.field, catalog)
+    field = resolve(value.field, catalog, values)
     function = value.function
     if function is None:
         return field
@@ -155,8 +162,8 @@ def compile_value(value: Value, catalog: Catalog) -> Resolved:
     return Resolved(f"{function.text}({field.name})", frozenset({INT}), lambda ex: measure(inner(ex)), early)
 
 
-def _test(test: Test, quantifier: str | None, catalog: Catalog) -> tuple[Full, Early | None]:
-    field = compile_value(test.value, catalog)
+def _test(test: Test, quantifier: str | None, catalog: Catalog, values: Any) -> tuple[Full, Early | None]:
+    field = compile_value(test.value, catalog, values)
     over = _over(field, test, quantifier)
     values, early = field.values, field.early
     full: Full = lambda ex: over(values(ex))
@@ -237,6 +244,8 @@ def _range(field: Resolved, token: Token) -> list[tuple[type, Any]]:
     if token.kind != "word" or not dots or not field.kinds & {INT, API, ERROR}:
         return []
     try:
+        if max(len(lo), len(hi)) > MAX_DIGITS["whole"] + 1:  # a sign and the digits a number may have
+            raise ValueError
         first, last = int(lo), int(hi)
     except ValueError:
         raise FilterError(f"a range is two whole numbers, such as 3..7, not {token.text!r}", token.column) from None
@@ -261,12 +270,8 @@ def _contains(field: Resolved, op: Token, token: Token) -> Callable[[Any], bool]
 
 def _matches(field: Resolved, op: Token, token: Token) -> Callable[[Any], bool]:
     text = _text_literal(field, op, token)
-    try:
-        pattern, binary = re.compile(text), re.compile(text.encode("utf-8"))
-    except re.error as exc:
-        column = token.column + (1 if token.kind == "string" else 0) + (exc.pos or 0)
-        raise FilterError(f"bad regular expression: {exc.msg}", column) from None
-    tests = _textual(field, lambda value: pattern.search(value) is not None, lambda value: binary.search(value) is not None)
+    on_text, on_bytes = compile_pattern(text, token.column + (1 if token.kind == "string" else 0))
+    tests = _textual(field, on_text, on_bytes)
     return lambda v: (test := tests.get(type(v))) is not None and test(v)
 
 
@@ -289,7 +294,7 @@ def _text_literal(field: Resolved, op: Token, token: Token) -> str:
     if not field.kinds & {TEXT, STATUS, BYTES, API, ERROR}:
         raise FilterError(f"{op.text} reads text and bytes; {field.name} is {_kinds(field)}", op.column)
     if token.kind == "string":
-        return token.value  # type: ignore[return-value]
+        return token.value  # type: ignore[return-value]  # a string token's value is its characters
     return token.text
 
 
@@ -339,7 +344,7 @@ def _number_literal(field: Resolved, token: Token, kinds: set[str] | frozenset[s
         return _time_literal(field, token)
     if token.kind != "number":
         raise _mismatch(field, token)
-    value: float | int = token.value  # type: ignore[assignment]
+    value: float | int = token.value  # type: ignore[assignment]  # a number token's value is its number
     if token.unit is not None:
         if not field.milliseconds:
             raise FilterError(f"{token.text}: a unit (ms, s, us) goes only with durations such as latency_ms, and time", token.column)
@@ -363,10 +368,15 @@ def _named_literal(field: Resolved, token: Token, api: bool) -> int | None:
 
 
 def _time_literal(field: Resolved, token: Token) -> int:
-    """Nanoseconds since the epoch: from seconds (or ms, us) since the epoch, or an ISO-8601 UTC time."""
+    """Nanoseconds since the epoch: from seconds (or ms, us) since the epoch, or an ISO-8601 UTC time; within the
+    years 1 to 9999 UTC, as a time shown as text must be."""
+    out_of_range = FilterError(f"{token.text}: a time lies between {FIRST_TIME} and {LAST_TIME} (UTC)", token.column)
     if token.kind == "number":
         scale = 1e9 / UNITS["s"] * UNITS[token.unit] if token.unit else 1e9
-        return round(token.value * scale)  # type: ignore[operator]
+        nanoseconds = token.value * scale  # type: ignore[operator]  # as above, a number
+        if not TIMES[0] <= nanoseconds <= TIMES[1]:
+            raise out_of_range
+        return round(nanoseconds)
     text = str(token.value if token.kind == "string" else token.text)
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
@@ -376,7 +386,10 @@ def _time_literal(field: Resolved, token: Token) -> int:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc)
+    try:
+        moment = moment.astimezone(timezone.utc)
+    except OverflowError:  # an offset that moves the year 1 or 9999 out of the calendar
+        raise out_of_range from None
     return calendar.timegm(moment.timetuple()) * 1_000_000_000 + moment.microsecond * 1000
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from kdissect.printable import printable
+
 
 class FilterError(ValueError):
     """A filter or field expression that cannot be compiled; `str()` is the one line the user sees."""
@@ -23,12 +25,13 @@ class FilterError(ValueError):
         return FilterError(self.message, self.column, text, source)
 
     def __str__(self) -> str:
+        """One line whatever the expression holds: a line break or a control character in it is shown escaped."""
         if self.text is None:
-            return f"{self.source}: {self.message}"
+            return printable(f"{self.source}: {self.message}")
         if self.column is None:
-            return f"{self.source} {self.text!r}: {self.message}"
+            return printable(f"{self.source} {self.text!r}: {self.message}")
         at = self.column - 1
-        return f"{self.source} at column {self.column}: {self.message}: {self.text[:at]}^{self.text[at:]}"
+        return printable(f"{self.source} at column {self.column}: {self.message}: {self.text[:at]}^{self.text[at:]}")
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

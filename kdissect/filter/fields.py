@@ -21,7 +21,17 @@ from kdissect.events.exchange import MALFORMED
 from kdissect.filter.errors import FilterError, did_you_mean
 from kdissect.filter.lexer import Token
 from kdissect.records.values import Control, LegacyMessage, Record, RecordBatch, RecordSet
-from kdissect.schema import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, ApiKey, Catalog, Field, MessageSpec
+from kdissect.schema import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    ApiKey,
+    Catalog,
+    Field,
+    MessageSpec,
+    schema_registry,
+)
+from kdissect.schema.connect_protocol import CONNECT_ASSIGNMENT, CONNECT_METADATA
+from kdissect.schema.streams_assignment import ASSIGNMENT_INFO
 from kdissect.schema.tree import Struct
 
 Values = Callable[[Exchange], list]
@@ -76,9 +86,12 @@ def _bodies(exchange: Exchange) -> list[Body]:
     return [m.body for m in (exchange.request, exchange.response) if m is not None and isinstance(m.body, Body)]
 
 
+def _ms(ns: int | None) -> list:
+    return [] if ns is None else [ns / 1e6]
+
+
 def _latency(exchange: Exchange) -> list:
-    latency = exchange.latency
-    return [] if latency is None else [latency / 1e6]
+    return _ms(exchange.latency)
 
 
 def _early_latency(info: ConnectionInfo, request: Message, response: Message | None) -> list | None:
@@ -136,6 +149,15 @@ EXCHANGE_FIELDS: dict[str, ExchangeField] = {
     "latency_ms": ExchangeField(
         FLOAT, "milliseconds from the request's last byte to the response's (ms, s, us suffixes)", _latency, _early_latency
     ),
+    "queue_ms": ExchangeField(
+        FLOAT,
+        "milliseconds the request waited behind earlier requests of its connection (a broker takes them one at a time)",
+        lambda ex: _ms(ex.queued),
+    ),
+    "service_ms": ExchangeField(
+        FLOAT, "the latency less the time in line: the broker's own time on the request", lambda ex: _ms(ex.service)
+    ),
+    "queued_behind": ExchangeField(INT, "the exchange this one waited for in line, when it waited", lambda ex: _one(ex.ahead)),
     "time": ExchangeField(
         TIME,
         'when the exchange started: "2026-11-21T13:34:02Z" (UTC), or seconds since the epoch',
@@ -171,8 +193,8 @@ EXCHANGE_FIELDS: dict[str, ExchangeField] = {
         TEXT, "any diagnostic code of the exchange (body.malformed, frame.incomplete, ...)", lambda ex: [d.code for d in ex.diagnostics]
     ),
 }
-ALIASES = {"api_name": "api", "api_version": "version"}
-"""The JSON layout's names for the same fields."""
+ALIASES = {"api_name": "api", "api_version": "version", "key": "record.key", "value": "record.value"}
+"""The JSON layout's names for the same fields, and a record's key and value by their own names."""
 SIDES = ("request", "response")
 
 
@@ -206,10 +228,12 @@ def _records_tree() -> PathNode:
         "key": _node({BYTES}),
         "value": _node({BYTES}),
     }
+    key, value = _internal_readings()
+    legacy["key"], legacy["value"] = key, value
     record = {
         **ints("offset", "timestamp", "offset_delta", "timestamp_delta", "attributes"),
-        "key": _node({BYTES}),
-        "value": _node({BYTES}),
+        "key": key,
+        "value": value,
         "headers": _node({STRUCT}, header),
         "control": _node({STRUCT}, control),
     }
@@ -242,13 +266,40 @@ def _records_tree() -> PathNode:
     )
 
 
-ANNOTATED = {
-    (ApiKey.JOIN_GROUP, "Metadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
-    (ApiKey.SYNC_GROUP, "Assignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
-    (ApiKey.DESCRIBE_GROUPS, "MemberMetadata"): CONSUMER_PROTOCOL_SUBSCRIPTION,
-    (ApiKey.DESCRIBE_GROUPS, "MemberAssignment"): CONSUMER_PROTOCOL_ASSIGNMENT,
-}
-"""Bytes fields whose consumer-protocol reading a path can go into."""
+def _internal_readings() -> tuple[PathNode, PathNode]:
+    """A record's key and value, and under them what they hold in Kafka's own topics (records/internal.py): every
+    record type's key fields, and its value's version and fields."""
+    from kdissect.schema.generated_extras import INTERNAL_TOPICS
+
+    key, value = _node({BYTES}), _node({BYTES}, {"Version": _node({INT})})
+    seen: set[tuple[int, int]] = set()
+    for topic in INTERNAL_TOPICS.values():
+        for kind in topic.types.values():
+            for spec in kind.key:
+                _merge(key.children, spec.fields, spec.name, _node({STRUCT}), seen, {})
+            for spec in kind.value:
+                _merge(value.children, spec.fields, spec.name, _node({STRUCT}), seen, {})
+    return key, value
+
+
+def _annotated() -> dict[tuple[int | str, str], tuple[MessageSpec, ...]]:
+    """Bytes fields whose reading a path can go into, by (API key, or the payload spec that holds them; field name):
+    group payloads in every group protocol kdissect reads, and the payloads inside those."""
+    from kdissect.schema.generated_extras import STREAMS_SUBSCRIPTION_INFO
+
+    subscriptions = CONSUMER_PROTOCOL_SUBSCRIPTION + CONNECT_METADATA + schema_registry.IDENTITY
+    assignments = CONSUMER_PROTOCOL_ASSIGNMENT + CONNECT_ASSIGNMENT + schema_registry.ASSIGNMENT
+    return {
+        (ApiKey.JOIN_GROUP, "Metadata"): subscriptions,
+        (ApiKey.SYNC_GROUP, "Assignment"): assignments,
+        (ApiKey.DESCRIBE_GROUPS, "MemberMetadata"): subscriptions,
+        (ApiKey.DESCRIBE_GROUPS, "MemberAssignment"): assignments,
+        ("ConsumerProtocolSubscription", "UserData"): STREAMS_SUBSCRIPTION_INFO,
+        ("ConsumerProtocolAssignment", "UserData"): ASSIGNMENT_INFO,
+        ("ConnectProtocolMetadata", "Allocation"): CONNECT_ASSIGNMENT,
+    }
+
+
 INTS = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
 
 
@@ -260,10 +311,17 @@ def _kind(f: Field) -> str:
     return {"float64": FLOAT, "string": TEXT, "uuid": TEXT, "bytes": BYTES, "bool": BOOL}[f.type]
 
 
-def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | None, records: PathNode, seen: set[int]) -> None:
-    if id(fields) in seen:  # common structs are shared tuples: one visit each
+def _merge(
+    into: dict[str, PathNode],
+    fields: tuple[Field, ...],
+    owner: int | str,
+    records: PathNode,
+    seen: set[tuple[int, int]],
+    annotated: dict[tuple[int | str, str], tuple[MessageSpec, ...]],
+) -> None:
+    if (id(into), id(fields)) in seen:  # common structs are shared tuples: one visit each per place they stand
         return
-    seen.add(id(fields))
+    seen.add((id(into), id(fields)))
     for f in fields:
         node = into.setdefault(f.name, _node(set()))
         kind = _kind(f)
@@ -273,10 +331,10 @@ def _merge(into: dict[str, PathNode], fields: tuple[Field, ...], api_key: int | 
             for name, child in records.children.items():
                 node.children.setdefault(name, child)
         elif f.is_struct:
-            _merge(node.children, f.fields, api_key, records, seen)
-        elif (api_key, f.name) in ANNOTATED:
-            for spec in ANNOTATED[(api_key, f.name)]:
-                _merge(node.children, spec.fields, None, records, seen)
+            _merge(node.children, f.fields, owner, records, seen, annotated)
+        elif (owner, f.name) in annotated:
+            for spec in annotated[(owner, f.name)]:
+                _merge(node.children, spec.fields, spec.name, records, seen, annotated)
 
 
 def body_tree(side: str, catalog: Catalog) -> PathNode:
@@ -288,11 +346,12 @@ def body_tree(side: str, catalog: Catalog) -> PathNode:
 def _body_tree(side: str, catalog: Catalog) -> PathNode:
     root = _node({STRUCT})
     records = _records_tree()
+    annotated = _annotated()
     for api in catalog.apis.values():
         specs: tuple[MessageSpec, ...] = api.requests if side == "request" else api.responses
-        seen: set[int] = set()
+        seen: set[tuple[int, int]] = set()
         for spec in specs:
-            _merge(root.children, spec.fields, api.key, records, seen)
+            _merge(root.children, spec.fields, api.key, records, seen, annotated)
     return root
 
 
@@ -326,6 +385,10 @@ def _step(name: str, last: bool) -> Callable[[list], list]:
                 value = node[header_index]
             elif kind in (Record, RecordBatch, LegacyMessage, Control):
                 value = getattr(node, name, None)
+                if not last and header_index is not None and kind is not RecordBatch and kind is not Control:
+                    reading = node.reading  # a record of Kafka's own topics: the path goes on in what its key or value holds
+                    if reading is not None:
+                        value = getattr(reading, name)
             else:
                 continue
             if value is None:
@@ -360,10 +423,14 @@ def _path_values(side: str, names: list[str]) -> Values:
     return values
 
 
-def resolve(token: Token, catalog: Catalog) -> Resolved:
+def resolve(token: Token, catalog: Catalog, values: Any = None) -> Resolved:
     """The field a word names, in the catalogue's APIs; a FilterError at the word (or the part of the path) that names
-    nothing."""
+    nothing. Record fields read keys and values with `values` (a `values.reader.ValueReader`)."""
     name = ALIASES.get(token.text, token.text)
+    if name == "record" or name.startswith("record."):
+        from kdissect.filter.record_fields import resolve_record
+
+        return resolve_record(token, name, values)
     known = EXCHANGE_FIELDS.get(name)
     if known is not None:
         names = catalog.names if known.kind == API else None

@@ -8,7 +8,9 @@
     value    := FIELD | ("count" | "len") "(" FIELD ")"
     literal  := NUMBER | STRING | WORD | NUMBER ".." NUMBER (in a set)
 
-The tree keeps every token, so compilation can say where a field or a literal is wrong.
+The tree keeps every token, so compilation can say where a field or a literal is wrong. An expression nests at
+most `MAX_DEPTH` levels (each "(", "not" and quantifier is one): its tree is then walked, compiled and evaluated
+by recursion in bounded depth.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ T = TypeVar("T")
 COMPARE = frozenset({"==", "!=", "<", "<=", ">", ">="})
 QUANTIFIERS = frozenset({"all", "any"})
 FUNCTIONS = frozenset({"count", "len"})
+MAX_DEPTH = 64
+"""The deepest an expression nests: parentheses, `not` and `all(...)`/`any(...)` each open a level."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,8 @@ class _Parser:
         self.at = 0
         self.open: list[Token] = []
         """The parentheses open around the current position, to name the one left unclosed."""
+        self.depth = 0
+        """Levels open around the current position: parentheses and `not`."""
 
     def peek(self, ahead: int = 0) -> Token:
         return self.items[min(self.at + ahead, len(self.items) - 1)]
@@ -153,18 +159,28 @@ class _Parser:
 
     def unary(self) -> Node:
         if self.is_op("not"):
-            self.take()
-            return Not(self.unary())
+            self.deeper(self.take())
+            item = self.unary()
+            self.depth -= 1
+            return Not(item)
         return self.primary()
+
+    def deeper(self, token: Token) -> None:
+        """Open one more level at `token`; past `MAX_DEPTH` the expression is refused."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise FilterError(f"the filter nests more than {MAX_DEPTH} levels deep (parentheses and 'not' each open one)", token.column)
 
     def enclosed(self, inner: Callable[[], T], closing: str) -> T:
         """What `inner` reads between the '(' at hand and its ')'; `closing` says what was expected instead."""
         self.open.append(self.take())
+        self.deeper(self.open[-1])
         found = inner()
         if self.peek().kind != ")":
             raise self.unexpected(closing)
         self.take()
         self.open.pop()
+        self.depth -= 1
         return found
 
     def primary(self) -> Node:

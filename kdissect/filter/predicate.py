@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from kdissect.filter.compile import compile_node, compile_value, conjunction
 from kdissect.filter.errors import FilterError
@@ -13,9 +14,9 @@ from kdissect.kafka.shared import Keep
 from kdissect.schema import Catalog
 
 
-def compile_filter(parts: Sequence[tuple[str, str]], catalog: Catalog) -> Filter:
+def compile_filter(parts: Sequence[tuple[str, str]], catalog: Catalog, values: Any = None) -> Filter:
     """One filter from (where it came from, expression) pairs, such as ("-Y", "api == Fetch"), joined by `and`, its
-    fields read in the catalogue's APIs.
+    fields read in the catalogue's APIs, records' keys and values by `values` (a `values.reader.ValueReader`).
 
     A FilterError names the option and the column of the first mistake.
     """
@@ -24,7 +25,7 @@ def compile_filter(parts: Sequence[tuple[str, str]], catalog: Catalog) -> Filter
     for source, text in parts:
         try:
             tree = parse(text)
-            compiled.append(compile_node(tree, catalog))
+            compiled.append(compile_node(tree, catalog, values))
         except FilterError as exc:
             raise exc.located(text, source) from None
         used |= {ALIASES.get(name, name) for name in fields_of(tree)}
@@ -38,12 +39,12 @@ def compile_filter(parts: Sequence[tuple[str, str]], catalog: Catalog) -> Filter
     return Filter(text, matches, keep, frozenset(used))
 
 
-def compile_fields(texts: Sequence[str], catalog: Catalog) -> list[Resolved]:
+def compile_fields(texts: Sequence[str], catalog: Catalog, values: Any = None) -> list[Resolved]:
     """The fields -e names, each FIELD, count(FIELD) or len(FIELD); a FilterError at the first mistake."""
     out = []
     for text in texts:
         try:
-            out.append(compile_value(parse_value(text), catalog))
+            out.append(compile_value(parse_value(text), catalog, values))
         except FilterError as exc:
             raise exc.located(text, "-e") from None
     return out

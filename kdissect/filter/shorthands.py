@@ -4,7 +4,7 @@ matcher serves them and -Y alike."""
 from __future__ import annotations
 
 from kdissect.filter.errors import FilterError
-from kdissect.filter.lexer import quote
+from kdissect.filter.lexer import MAX_DIGITS, quote
 from kdissect.schema import Catalog
 
 
@@ -15,7 +15,7 @@ def parse_apis(text: str, catalog: Catalog) -> list[int]:
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        if item.isdigit():
+        if item.isascii() and item.isdigit() and len(item) <= MAX_DIGITS["whole"]:
             keys.append(int(item))
         elif item.lower() in by_name:
             keys.append(by_name[item.lower()])

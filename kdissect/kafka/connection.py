@@ -45,7 +45,7 @@ from kdissect.kafka.detect import REQUEST_PROBE, find_request, find_response, pl
 from kdissect.kafka.framing import Framer
 from kdissect.kafka.headers import HeaderError, parse_request_header, parse_response_header
 from kdissect.kafka.pairing import Pairing, expects_response
-from kdissect.kafka.phase import CLOSED, EMPTY, IGNORED, KAFKA, PROBING, SASL, Phase, moved
+from kdissect.kafka.phase import CLOSED, EMPTY, IGNORED, KAFKA, PROBING, SASL, SIDE, Phase, moved
 from kdissect.kafka.shared import Shared
 from kdissect.net.reassembly import Reassembler, StreamSink
 from kdissect.net.tcp import ACK, SYN
@@ -154,6 +154,7 @@ class Connection:
         "packets",
         "phase",
         "ending",
+        "closer",
         "closing",
         "initiator",
         "port_side",
@@ -171,6 +172,8 @@ class Connection:
         "requests",
         "responses",
         "unanswered",
+        "answered_ts",
+        "answered_id",
     )
 
     client_dir: int
@@ -190,6 +193,8 @@ class Connection:
         self.phase = PROBING
         self.ending = False
         """A FIN or RST was seen, in any phase: from then on the dissector checks after each packet whether it is over."""
+        self.closer: int | None = None
+        """The direction of the first FIN or RST: the side that closed the connection."""
         self.closing = False
         """`close` is running: the frames it hands on are settled at once, so what they register is not priced."""
         self.initiator: int | None = None
@@ -216,6 +221,9 @@ class Connection:
         the first (a deque costs 760 bytes; a SYN flood defers none)."""
         self.deferred_bytes = 0
         self.requests = self.responses = self.unanswered = 0
+        self.answered_ts = 0
+        """When the broker's last response was sent: it takes the next request only then (`Exchange.queued`)."""
+        self.answered_id: int | None = None
 
     def _move(self, to: Phase) -> None:
         self.phase = moved(self.phase, to)
@@ -227,7 +235,8 @@ class Connection:
         if flags & 0x07:
             if flags & SYN and not flags & ACK:
                 self.initiator = direction
-            self.ending = self.ending or bool(flags & 0x05)
+            if flags & 0x05 and not self.ending:
+                self.ending, self.closer = True, direction
         if flags & ACK:  # first: what the peer sent before this packet was sent, a request before its response
             other = self.streams[direction ^ 1]
             if other.pending:
@@ -269,6 +278,11 @@ class Connection:
             self._ignore()
 
     def _ignore(self) -> None:
+        side_streams = self.shared.side_streams
+        if side_streams is not None and side_streams(self.streams, self.ends):  # its probes replayed into sinks of its own
+            self._move(SIDE)
+            self.probes = ()
+            return
         self._move(IGNORED)
         self._release()
 
@@ -317,6 +331,7 @@ class Connection:
     # frames
 
     def _on_request(self, frame: Frame) -> None:
+        assert self.info is not None  # frames come from the framers, made with the info when the connection was oriented
         self.requests += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if self.phase is SASL:
@@ -346,6 +361,7 @@ class Connection:
         ack = requests.peer_ack_seq  # the broker's last: an upper bound of what it had when it sent this response
         deferred = self.deferred
         if deferred or (ack is not None and ack != requests.next_seq and requests.behind(ack)):
+            assert ack is not None  # deferring starts at an acknowledgement, and peer_ack_seq never goes back to None
             if deferred is None:
                 deferred = self.deferred = deque()
             deferred.append((frame, ack, frame.last_packet, frame.ts))
@@ -388,6 +404,7 @@ class Connection:
             self._settle(tokens.popleft(), True)
 
     def _response(self, frame: Frame) -> None:
+        assert self.info is not None  # as in _on_request
         self.responses += 1
         diagnostics = _frame_diagnostics(frame) if frame.size != len(frame.data) else ()
         if self.phase is SASL and self.sasl_tokens:
@@ -402,7 +419,7 @@ class Connection:
         request, settled = self.pairing.match(INT32(frame.data, 0)[0])
         for entry in settled:
             self._settle(*entry)
-        request_header: RequestHeader | None = request.header if request else None  # type: ignore[assignment]
+        request_header: RequestHeader | None = request.header if request else None  # type: ignore[assignment]  # paired: its header was read
         try:
             header = parse_response_header(
                 frame.data,
@@ -426,7 +443,14 @@ class Connection:
     def _exchange(self, status: Status, request: Message | None, response: Message | None) -> None:
         shared = self.shared
         shared.counters.exchanges += 1
-        shared.events.append(new_exchange(shared.counters.exchanges, self.info, status, request, response))
+        number = shared.counters.exchanges
+        queued = ahead = None
+        if response is not None:
+            if request is not None:
+                queued = max(0, min(self.answered_ts, response.ts) - request.ts)
+                ahead = self.answered_id if queued else None
+            self.answered_ts, self.answered_id = response.ts, number
+        shared.events.append(new_exchange(number, self.info, status, request, response, queued, ahead))
 
     # what it holds
 
@@ -457,7 +481,7 @@ class Connection:
         """What this connection costs in memory, priced: its own objects, every segment and buffered byte, every
         request waiting for its response with its decoded body, every response waiting for its request's bytes."""
         total = CONNECTION_COST + self.deferred_bytes + SEGMENT_COST * len(self.deferred or ())
-        if self.phase is not PROBING:
+        if self.phase is not PROBING and self.phase is not SIDE:
             total += KAFKA_COST
             for request, _ in self.pairing.outstanding or ():
                 total += REQUEST_COST + BODY_FACTOR * request.frame.size
@@ -496,6 +520,14 @@ class Connection:
         elif not self.phase.over:  # Kafka, perhaps already in its SASL tokens: the bytes replayed may have said so
             self._close_kafka(ended, ts)
 
+    def _close_side(self, ended: Ending, ts: int) -> None:
+        """A connection another protocol's reader took: its last bytes go to that reader; it ends as not Kafka."""
+        for stream in self.streams:
+            stream.flush(ts)
+            stream.sink.finish()
+        self._move(IGNORED)
+        self._release()
+
     def _close_kafka(self, ended: Ending, ts: int) -> None:
         """Flush what waits behind holes and hand on the last frames, settle every request still waiting, and tell the
         connection's end: CLOSED, or EMPTY when not a byte went either way."""
@@ -532,6 +564,7 @@ class Connection:
                 client.out_of_order + broker.out_of_order,
                 client.mid_stream or broker.mid_stream,
                 self.tls.session.totals() if self.tls and self.tls.session else None,
+                None if self.closer is None else "client" if self.closer == c else "broker",
             )
         )
 
@@ -540,6 +573,7 @@ CLOSERS: dict[Phase, Callable[[Connection, Ending, int], None]] = {
     PROBING: Connection._close_probing,
     KAFKA: Connection._close_kafka,
     SASL: Connection._close_kafka,
+    SIDE: Connection._close_side,
 }
 """How a connection in each phase is closed; an ended one is not."""
 

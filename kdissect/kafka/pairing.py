@@ -70,7 +70,8 @@ class Pairing:
         return None
 
     def _forget(self, entry: tuple[Message, bool]) -> tuple[Message, bool]:
-        correlation = entry[0].header.correlation_id  # type: ignore[union-attr]
+        header: RequestHeader = entry[0].header  # type: ignore[assignment]  # a request waits here only once its header was read
+        correlation = header.correlation_id
         left = self._ids[correlation] - 1
         if left:
             self._ids[correlation] = left
@@ -94,7 +95,7 @@ class Pairing:
         settled: list[tuple[Message, bool]] = []
         while True:
             entry = self._forget(outstanding.popleft())
-            if entry[0].header.correlation_id == correlation_id:  # type: ignore[union-attr]
+            if entry[0].header.correlation_id == correlation_id:  # type: ignore[union-attr]  # as in _forget: the header was read
                 return entry[0], settled or ()
             settled.append(entry)
 

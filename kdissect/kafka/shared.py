@@ -6,6 +6,7 @@ to the dissector that owns them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,6 +41,9 @@ class BodyDecoder(Protocol):
 
 
 Keep = Callable[[ConnectionInfo, Message, "Message | None"], bool]
+SideStreams = Callable[[Any, Any], bool]
+"""Given a connection found not to be Kafka (its two reassemblers, whose sinks are the probes holding its first bytes,
+and its two ends), take it over by giving its streams sinks of its own and True; False leaves it ignored."""
 """A verdict from headers: given the connection, the request and (once it is there) the response, False when
 nobody will look at the exchange, so its bodies need not be decoded. It must stay False once it said False."""
 
@@ -66,7 +70,14 @@ class Shared:
     """What every connection of one dissector shares: settings, the output queue, counters."""
 
     def __init__(
-        self, ports: frozenset[int], limits: Limits, reorder: bool, decoder: BodyDecoder | None, catalog: Catalog, keep: Keep | None = None
+        self,
+        ports: frozenset[int],
+        limits: Limits,
+        reorder: bool,
+        decoder: BodyDecoder | None,
+        catalog: Catalog,
+        keep: Keep | None = None,
+        side_streams: SideStreams | None = None,
     ) -> None:
         self.ports = ports
         self.catalog = catalog
@@ -76,6 +87,7 @@ class Shared:
         self.patience = Patience(limits.max_late_packets, limits.max_late_bytes, limits.max_late_ms * 1_000_000)
         self.decoder = decoder
         self.keep = keep
+        self.side_streams = side_streams
         self.events: list[Event] = []
         self.counters = Counters()
         self.tls_keys = KeyLog()
@@ -99,7 +111,8 @@ class Shared:
         header = request.header
         if not isinstance(header, RequestHeader):
             return False  # a raw SASL token: rare, and it may teach what later tokens need
-        return not self.decoder.carries_state(header.api_key, header.api_version, "request" if response is None else "response")  # type: ignore[union-attr]
+        direction = "request" if response is None else "response"
+        return not self.decoder.carries_state(header.api_key, header.api_version, direction)  # type: ignore[union-attr]  # asked only with a decoder
 
     def decode_request(self, message: Message, session: Any, info: ConnectionInfo) -> Message:
         if self.decoder is None or self._skip(info, message, None):
@@ -119,8 +132,6 @@ class Shared:
 
 
 def _decoder_failed(message: Message, exc: Exception) -> Message:
-    import logging  # only here: logging costs start-up time and a decoder failure is rare
-
     logging.getLogger(__name__).debug("decoder failure", exc_info=exc)
     diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
     return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))

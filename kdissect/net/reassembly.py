@@ -15,7 +15,7 @@ import heapq
 from collections import deque
 from typing import Callable, NamedTuple, Protocol
 
-from kdissect.diagnostic import Diagnostic
+from kdissect.diagnostic import Diagnostic, Severity
 from kdissect.net.tcp import FIN, RST, SYN
 
 MOD = 0xFFFFFFFF
@@ -284,13 +284,14 @@ class Reassembler:
             used = self.sink.fill(a, data[a - start : b - start])
             self.gap_bytes -= used
             late += b - a
+            severity: Severity
             if used == b - a:
                 message, severity = f"{b - a} bytes declared missing arrived late and filled their hole", "note"
             else:
                 message = f"{b - a} bytes declared missing arrived late, after the frame they belong to was handed on"
                 message += f"; {b - a - used} could not be used"
                 severity = "warning"
-            self.report(Diagnostic("tcp.late-segment", message, severity, "stream", a), ts, index)  # type: ignore[arg-type]
+            self.report(Diagnostic("tcp.late-segment", message, severity, "stream", a), ts, index)
         return late
 
     def _compare_recent(self, start: int, data: bytes, ts: int, index: int) -> None:

@@ -26,7 +26,7 @@ class Segment(NamedTuple):
     """One TCP segment as captured. A NamedTuple for the same per-packet cost reason as `Packet`."""
 
     ts: int
-    index: int
+    index: int  # type: ignore[assignment]  # the packet's number, as Packet.index; it hides tuple.index, which no caller uses
     src: bytes
     sport: int
     dst: bytes

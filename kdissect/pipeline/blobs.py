@@ -31,5 +31,5 @@ def unpack(blob: bytes) -> Iterator[Packet]:
     while pos < end:
         ts, index, offset, orig_len, incl, linktype = head(blob, pos)
         pos += size
-        yield new(Packet, (ts, linktype, blob[pos : pos + incl], orig_len, index, offset))
+        yield new(Packet, (ts, linktype, blob[pos : pos + incl], orig_len, index, offset, 0))
         pos += incl

@@ -10,6 +10,10 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class InputError(Exception):
@@ -59,8 +63,10 @@ def _local(name: str) -> list[InputFile]:
     return [InputFile(path, os.path.getsize(path), True)]
 
 
-def _remote(name: str, spark) -> list[InputFile]:
+def _remote(name: str, spark: SparkSession | None) -> list[InputFile]:
+    assert spark is not None  # a URI is listed by a running Spark; local inputs alone are expanded before it starts
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # set while a SparkContext runs
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     hpath = jvm.org.apache.hadoop.fs.Path(name)
     try:
@@ -84,7 +90,7 @@ def _remote(name: str, spark) -> list[InputFile]:
     return out
 
 
-def expand(names: list[str], spark=None) -> list[InputFile]:
+def expand(names: list[str], spark: SparkSession | None = None) -> list[InputFile]:
     """Every file the names stand for, each once, in the order named."""
     seen: dict[str, InputFile] = {}
     for name in names:

@@ -5,20 +5,27 @@ settled ranges ──data source──▶ rows (file, 4-tuple key, range, chunk,
     ──repartition by (file, key)──▶ sort within partitions by (file, key, range, chunk)
     ──mapInArrow(CoreStage)──▶ exchange / record / diagnostic / topic / stats rows (persisted)
     ──topic names from every connection──▶ exchanges, records, diagnostics (partitioned by date, api)
+captures ──one task each: the doctor (findings_stage.py)──▶ findings (partitioned by date)
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kdissect.capture.ranges import Split
 from kdissect.pipeline import tables
 from kdissect.pipeline.inputs import InputFile, expand
 from kdissect.pipeline.splits import DEFAULT_SPLIT, plan_ranges
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
 TABLES = ("exchanges", "records", "diagnostics")
+"""The tables of the core stage's rows; `findings` comes from a stage of its own."""
+WRITTEN = (*TABLES, "findings")
 KIND_OF = {"exchanges": "exchange", "records": "record", "diagnostics": "diagnostic"}
 FORMATS = ("parquet", "orc", "json")
 UNIQUE = {
@@ -46,6 +53,7 @@ class Totals:
     exchanges: int = 0
     records: int = 0
     diagnostics: int = 0
+    findings: int = 0
     seconds: float = 0.0
     stages: list[tuple[str, float]] = field(default_factory=list)
 
@@ -65,7 +73,7 @@ def embedded_secrets(paths: dict[int, str]) -> dict[str, bytes]:
     return found
 
 
-def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int):
+def dissect(spark: SparkSession, ranges: list[Split], config: dict[str, Any], partitions: int) -> DataFrame:
     """The core's output for every range, as one DataFrame (see the module docstring)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -80,7 +88,17 @@ def dissect(spark, ranges: list[Split], config: dict[str, Any], partitions: int)
     )
 
 
-def topic_names(output) -> dict[str, str]:
+def judge(spark: SparkSession, config: dict[str, Any]) -> DataFrame:
+    """The findings of every capture in `config["judged"]`, one task each, as one DataFrame."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from kdissect.pipeline.findings_stage import FindingsStage
+
+    count = len(config["judged"])
+    return spark.range(0, count, 1, count).mapInArrow(FindingsStage(config), from_arrow_schema(tables.FINDINGS_OUTPUT))
+
+
+def topic_names(output: DataFrame) -> dict[str, str]:
     """Topic id -> name, from every connection of the job (see core.py): a few rows per task, deduplicated here
     rather than by a shuffle, once for all the tables."""
     from pyspark.sql import functions as F
@@ -88,7 +106,7 @@ def topic_names(output) -> dict[str, str]:
     return {r["topic_id"]: r["name"] for r in output.where(F.col("kind") == "topic").select("topic.*").collect()}
 
 
-def name_topics(output, kind: str, names: dict[str, str]):
+def name_topics(output: DataFrame, kind: str, names: dict[str, str]) -> DataFrame:
     """A table's rows, with topics named by id (`topic_names`)."""
     from pyspark.sql import functions as F
 
@@ -111,24 +129,23 @@ def _join(out: str, name: str) -> str:
 
 def check_local_out(out: str) -> None:
     """JobError when tables are already under a local `out`: checked before Spark starts."""
-    import os
-
-    for name in TABLES:
+    for name in WRITTEN:
         if os.path.exists(os.path.join(out, name)):
             raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
 
 
-def _check_out(spark, out: str) -> None:
+def _check_out(spark: SparkSession, out: str) -> None:
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # set while a SparkContext runs
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    for name in TABLES:
+    for name in WRITTEN:
         path = jvm.org.apache.hadoop.fs.Path(_join(out, name))
         if path.getFileSystem(conf).exists(path):
             raise JobError(f"{_join(out, name)} exists already: remove it or choose another --out")
 
 
 def run(
-    spark,
+    spark: SparkSession,
     captures: list[str],
     out: str,
     fmt: str = "parquet",
@@ -140,8 +157,6 @@ def run(
     files: list[InputFile] | None = None,
 ) -> Totals:
     """Run the whole job; returns its totals. JobError / InputError for what the user can fix."""
-    import os
-
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -195,5 +210,14 @@ def run(
             stage(f"write {name}")
     finally:
         output.unpersist()
+    progress(f"judging {len(paths)} capture{'s' if len(paths) != 1 else ''} (the doctor, one task each)")
+    findings = judge(spark, {**config, "judged": sorted(paths)}).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        totals.findings = findings.count()
+        writer = findings.hint("rebalance", "date").write.partitionBy("date").format(fmt).mode("errorifexists")
+        writer.save(_join(out, "findings"))
+        stage("findings")
+    finally:
+        findings.unpersist()
     totals.seconds = time.perf_counter() - started
     return totals

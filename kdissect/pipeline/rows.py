@@ -7,15 +7,17 @@ The JSON column is `views.json_lines.exchange_tree` encoded by `views.json_lines
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
 from kdissect.events import ConnectionInfo, Exchange, Notice
-from kdissect.records.values import LegacyMessage, RecordBatch
+from kdissect.records.values import KafkaRecord, LegacyMessage, RecordBatch
 from kdissect.schema.tree import Struct
-from kdissect.views.json_lines import encode, exchange_tree
+from kdissect.values.reader import plain_format
+from kdissect.views.json_lines import decoded_json, encode, encode_value, exchange_tree, value_json
 
 OFFSET_BITS = 20
 """exchange_id = first packet number << 20 | the frame's stream offset mod 2**20: unique within a capture, as
@@ -150,16 +152,27 @@ def topic_id_at(fields: Struct | None, path: str) -> str | None:
     return found
 
 
-def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: set[str], records: int) -> dict[str, Any]:
-    """The exchanges-table row, given the exchange's record count (its rows in `records`).
+def exchange_row(
+    exchange: Exchange,
+    capture: str,
+    xid: int,
+    cid: int,
+    missed: set[str],
+    records: int,
+    ahead: int | None = None,
+    values: Any = None,
+) -> dict[str, Any]:
+    """The exchanges-table row, given the exchange's record count (its rows in `records`) and the exchange_id of the
+    exchange it waited behind (`Exchange.ahead`), if it waited.
 
     Its errors, topics and groups are the JSON tree's own lists (`exchange_tree`), made once for both."""
     request, response = exchange.request, exchange.response
-    document = exchange_tree(exchange)
+    document = exchange_tree(exchange, values)
     errors = document["errors"]
     document["id"] = xid
+    document["queued_behind"] = ahead
     document["connection"] = {**document["connection"], "id": cid}  # the tree's connection object is shared
-    diagnostics = []
+    diagnostics: list[dict[str, Any]] = []
     for side, message in (("request", request), ("response", response)):
         if message is not None and message.diagnostics:
             diagnostics.extend({"side": side, **_diagnostic(d)} for d in message.diagnostics)
@@ -176,6 +189,8 @@ def exchange_row(exchange: Exchange, capture: str, xid: int, cid: int, missed: s
         "request_ts_ns": request.ts if request else None,
         "response_ts_ns": response.ts if response else None,
         "latency_ms": None if latency is None else latency / 1e6,
+        "queue_ms": None if exchange.queued is None else exchange.queued / 1e6,
+        "service_ms": None if latency is None else (latency - (exchange.queued or 0)) / 1e6,
         "api_key": key,
         "api_name": exchange.api_name or f"api {key}" if key is not None else None,
         "api_version": exchange.api_version,
@@ -200,8 +215,30 @@ def _header_key(key: str | bytes) -> str:
     return key if isinstance(key, str) else key.decode("utf-8", "backslashreplace")
 
 
-def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterator[dict[str, Any]]:
-    """One row per record of every records field in the exchange (Produce requests, Fetch responses)."""
+DIRECTION = {"request": "produce", "response": "fetch"}
+"""A record's direction as `kdissect records` says it (views/record_stream.DIRECTIONS): produced in a request,
+fetched in a response."""
+
+
+def _read(values: Any, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: Any) -> dict[str, Any]:
+    """The records table's columns of what a key and value say: format (avro, protobuf, json, unknown, text, bytes; null
+    for a null), the schema id as text (an id, a GUID, a global id), the decoded value as the JSON layout writes it."""
+    decoded = values.record(topic, key, value, headers, field) if values is not None else (None, None)
+    out: dict[str, Any] = {}
+    for role, data, d in zip(("key", "value"), (key, value), decoded):
+        if d is None or d.plain:
+            out[f"{role}_format"] = None if data is None else plain_format(data)
+            out[f"{role}_schema_id"] = out[f"{role}_decoded"] = None
+        else:
+            out[f"{role}_format"] = d.format
+            out[f"{role}_schema_id"] = None if d.schema_id is None else str(d.schema_id)
+            out[f"{role}_decoded"] = encode_value(decoded_json(d)["value"]).decode() if d.ok else None
+    return out
+
+
+def record_rows(exchange: Exchange, capture: str, xid: int, cid: int, values: Any = None) -> Iterator[dict[str, Any]]:
+    """One row per record of every records field in the exchange (Produce requests, Fetch responses), with what each
+    key and value say when `values` (a `values.reader.ValueReader`) reads them."""
     for side, body in _bodies(exchange):
         ordinal = 0
         for placed in body.records:
@@ -210,7 +247,7 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                 "capture": capture,
                 "exchange_id": xid,
                 "connection_id": cid,
-                "direction": side,
+                "direction": DIRECTION[side],
                 "api_key": exchange.api_key,
                 "api_version": exchange.api_version,
                 "topic": placed.topic,
@@ -240,6 +277,8 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                             "transactional": batch.transactional,
                             "control": batch.control,
                             "control_type": control.name if control is not None else None,
+                            "reading": _reading(r.reading),
+                            **_read(values if control is None else None, placed.topic, r.key, r.value, r.headers, placed.records),
                         }
                         ordinal += 1
                 else:
@@ -263,8 +302,15 @@ def record_rows(exchange: Exchange, capture: str, xid: int, cid: int) -> Iterato
                             "transactional": False,
                             "control": False,
                             "control_type": None,
+                            "reading": _reading(m.reading),
+                            **_read(values, placed.topic, m.key, m.value, (), placed.records),
                         }
                         ordinal += 1
+
+
+def _reading(reading: KafkaRecord | None) -> str | None:
+    """A record of one of Kafka's own topics: what its key and value hold, as the JSON layout writes it."""
+    return None if reading is None else json.dumps(value_json(reading), ensure_ascii=False, separators=(",", ":"))
 
 
 def _legacy(message: LegacyMessage, codec: str | None) -> Iterator[tuple[str, LegacyMessage]]:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import zipfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 MIN_JAVA = 17
 
@@ -80,8 +85,6 @@ def check_master(master: str) -> None:
         )
     if not master.startswith("spark://"):
         return
-    import socket
-
     failures = []
     for address in master[len("spark://") :].split(","):
         host, _, port = address.rpartition(":")
@@ -135,7 +138,7 @@ def _quiet_logging() -> str:
     return path
 
 
-def start(master: str | None = "local[*]", extra: dict[str, str] | None = None):
+def start(master: str | None = "local[*]", extra: dict[str, str] | None = None) -> SparkSession:
     """A SparkSession for the job, after the checks; PYSPARK_PYTHON is this interpreter unless already set.
 
     `master` None keeps what spark-submit configured."""
@@ -171,7 +174,9 @@ def start(master: str | None = "local[*]", extra: dict[str, str] | None = None):
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         raise SparkUnavailable(f"Spark did not start (--master {master}): {lines[-1] if lines else type(exc).__name__}") from None
     spark.sparkContext.setLogLevel("ERROR")
-    if not is_local(spark.sparkContext.master):
+    running = spark.sparkContext.master
+    assert running is not None  # a SparkContext does not start without a master URL
+    if not is_local(running):
         spark.sparkContext.addPyFile(package_zip())
     from kdissect.pipeline.source import CaptureSource
 

@@ -14,6 +14,7 @@ from typing import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from kdissect.capture.ranges import Split
 from kdissect.pipeline import tables
@@ -46,10 +47,10 @@ class CaptureSource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def schema(self):
+    def schema(self) -> StructType:
         return from_arrow_schema(tables.INPUT)
 
-    def reader(self, schema) -> DataSourceReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
         return CaptureReader(decode_plan(self.options["plan"]))
 
 
@@ -63,7 +64,8 @@ class CaptureReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         held: list[Row] = []
         size = 0
-        for row in read_split(partition.split):  # type: ignore[attr-defined]
+        assert isinstance(partition, RangePartition)  # Spark hands back the partitions `partitions` made
+        for row in read_split(partition.split):
             held.append(row)
             size += len(row.blob)
             if size >= BATCH_BYTES or len(held) >= BATCH_ROWS:

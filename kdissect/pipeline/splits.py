@@ -8,12 +8,15 @@ opened through the job's file systems (reader.open_path).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from kdissect.capture import ranges
 from kdissect.capture.ranges import CaptureInfo, RangeIndex, Split
 from kdissect.pipeline.inputs import InputError, InputFile
 from kdissect.pipeline.reader import open_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_SPLIT = 64 << 20
 """Bytes per range: a task's worth of reading."""
@@ -31,7 +34,7 @@ def _index(args: tuple[CaptureInfo, Split]) -> RangeIndex:
 
 
 def plan_ranges(
-    spark, files: list[InputFile], split_size: int, progress: Callable[[str], None]
+    spark: SparkSession, files: list[InputFile], split_size: int, progress: Callable[[str], None]
 ) -> tuple[list[Split], dict[int, str], list[str]]:
     """Settled ranges of every capture, the capture path of each file id, and the files skipped."""
     with ThreadPoolExecutor(16) as pool:

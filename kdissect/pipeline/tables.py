@@ -41,6 +41,8 @@ EXCHANGES = pa.schema(
         ("request_ts_ns", pa.int64()),
         ("response_ts_ns", pa.int64()),
         ("latency_ms", pa.float64()),
+        ("queue_ms", pa.float64()),
+        ("service_ms", pa.float64()),
         ("api_key", pa.int32()),
         ("api_name", pa.string()),
         ("api_version", pa.int32()),
@@ -90,6 +92,13 @@ RECORDS = pa.schema(
         ("transactional", pa.bool_()),
         ("control", pa.bool_()),
         ("control_type", pa.string()),
+        ("reading", pa.string()),
+        ("key_format", pa.string()),
+        ("key_schema_id", pa.string()),
+        ("key_decoded", pa.string()),
+        ("value_format", pa.string()),
+        ("value_schema_id", pa.string()),
+        ("value_decoded", pa.string()),
     ]
 )
 
@@ -108,6 +117,35 @@ DIAGNOSTICS = pa.schema(
     ]
 )
 
+PARTITION = pa.struct([("topic", pa.string()), ("partition", pa.int32())])
+FINDINGS = pa.schema(
+    [
+        ("capture", pa.string()),
+        ("finding", pa.string()),
+        ("severity", pa.string()),
+        ("title", pa.string()),
+        ("explanation", pa.string()),
+        ("advice", pa.string()),
+        ("software", pa.string()),
+        ("caused_by", pa.list_(pa.string())),
+        ("evidence_count", pa.int64()),
+        ("evidence_unit", pa.string()),
+        ("evidence_filter", pa.string()),
+        ("exchange_ids", pa.list_(pa.int64())),
+        ("connection_ids", pa.list_(pa.int64())),
+        ("client_ids", pa.list_(pa.string())),
+        ("groups", pa.list_(pa.string())),
+        ("partitions", pa.list_(PARTITION)),
+        ("first_time", TIME),
+        ("last_time", TIME),
+        ("first_ts_ns", pa.int64()),
+        ("last_ts_ns", pa.int64()),
+    ]
+)
+"""The doctor's findings of each capture (doctor/finding.py), partitioned by `date` alone (of the first evidence)."""
+FINDINGS_OUTPUT = FINDINGS.append(pa.field("date", pa.string()))
+"""The findings stage's output: the rows with their partition value."""
+
 TOPICS = pa.schema([("topic_id", pa.string()), ("name", pa.string())])
 
 STATS = pa.schema(
@@ -124,6 +162,9 @@ KINDS = {"exchange": EXCHANGES, "record": RECORDS, "diagnostic": DIAGNOSTICS, "t
 """The core stage's output: one struct column per kind, the others null in each row."""
 
 PARTITIONS = [("date", pa.string()), ("api", pa.string())]
+TABLES = {"exchanges": EXCHANGES, "records": RECORDS, "diagnostics": DIAGNOSTICS, "findings": FINDINGS}
+"""Every table by name, as written (exchanges still with its internal column)."""
+PARTITIONED_BY = {"exchanges": ("date", "api"), "records": ("date", "api"), "diagnostics": ("date", "api"), "findings": ("date",)}
 
 CORE_OUTPUT = pa.schema([("kind", pa.string()), *PARTITIONS, *((kind, pa.struct(list(schema))) for kind, schema in KINDS.items())])
 

@@ -48,7 +48,7 @@ class _Sink:
         self.room = cap
         self.over = False
 
-    def add(self, chunk) -> None:
+    def add(self, chunk: bytes) -> None:
         if not chunk:
             return
         if len(chunk) > self.room:
@@ -101,7 +101,7 @@ def _gunzip(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
             sink.add(d.decompress(data[start:end], sink.room + 1))
             window *= 2
         pos = end - len(d.unused_data)
-        if pos < n and data[pos : pos + 2] != b"\x1f\x8b":
+        if pos < n and bytes(data[pos : pos + 2]) != b"\x1f\x8b":
             problems.append(("codec.trailing-bytes", "warning", f"gzip: {n - pos} bytes after the last member"))
             return
 
@@ -163,7 +163,7 @@ def _unlz4(payload: Buffer, sink: _Sink, problems: list[Problem]) -> None:
             return
 
 
-def _lz4_frame(context, data: memoryview, pos: int, sink: _Sink) -> tuple[int, bool]:
+def _lz4_frame(context: object, data: memoryview, pos: int, sink: _Sink) -> tuple[int, bool]:
     """Feed `data` from `pos` until the frame ends or the input runs out: where it stopped, and whether it ended.
 
     A call can return decoded output without reading input (a block decoded earlier, given out a step at a time).

@@ -11,8 +11,8 @@ class Budget:
     """Decompressed bytes, and records (batches and legacy messages included) built, still allowed for one request
     or response.
 
-    Make one per message (`Budget(limits.max_decompressed_exchange, limits.max_records_exchange)`) and pass it to
-    every `decode_records` call for that message's records fields, so their batches draw on one total.
+    Make one per message (`Budget(earned(limits, frame_bytes), limits.max_records_exchange)`) and pass it to every
+    `decode_records` call for that message's records fields, so their batches draw on one total.
     """
 
     __slots__ = ("remaining", "records")
@@ -20,6 +20,12 @@ class Budget:
     def __init__(self, total: int, records: int = DEFAULT_LIMITS.max_records_exchange):
         self.remaining = total
         self.records = records
+
+
+def earned(limits: Limits, frame_bytes: int) -> int:
+    """The decompressed bytes one request or response of `frame_bytes` may produce: one batch's worth, and
+    `max_decompressed_ratio` per byte of the frame beyond it, within `max_decompressed_exchange`."""
+    return min(limits.max_decompressed_exchange, limits.max_decompressed_batch + limits.max_decompressed_ratio * frame_bytes)
 
 
 class Context:

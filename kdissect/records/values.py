@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import final
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.frozen import fast_constructor
@@ -34,6 +35,19 @@ class Control:
 
 
 @dataclass(frozen=True, slots=True)
+class KafkaRecord:
+    """A record of one of Kafka's own topics (__consumer_offsets, __transaction_state, ...) read by its schemas: its
+    kind, the fields of its key, and its value's version and fields (null in a tombstone, which deletes the key).
+    `key` and `value` are as far as they read; a diagnostic says when that was not to the end."""
+
+    record: str
+    """The record type's name: OffsetCommit, GroupMetadata, TransactionLog, ShareSnapshot, ..."""
+    type: int
+    key: Struct | None
+    value: Struct | None
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
     """One record of a v2 batch, with its offset and timestamp made absolute.
 
@@ -49,8 +63,11 @@ class Record:
     value: bytes | None
     headers: tuple[Header, ...]
     control: Control | None = None
+    reading: KafkaRecord | None = None
+    """What the key and value hold, for a record of one of Kafka's own topics (records/internal.py)."""
 
 
+@final  # no subclass: views tell a batch from a legacy message by `type(batch) is RecordBatch`
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
     """A v2 record batch (magic 2), every header field as sent."""
@@ -107,6 +124,8 @@ class LegacyMessage:
     uncompressed_size: int = 0
     """Bytes of the wrapped message set once decompressed."""
     messages: tuple[LegacyMessage, ...] = ()
+    reading: KafkaRecord | None = None
+    """As a Record's: __consumer_offsets was written in message sets before Kafka 0.11."""
 
     @property
     def headers(self) -> tuple[Header, ...]:
@@ -144,6 +163,18 @@ class RecordSet:
         for record in self.records():
             if not (isinstance(record, Record) and record.control is not None):
                 yield record
+
+    @property
+    def data_count(self) -> int:
+        """How many records a consumer sees (transaction markers left out), those past the record budget included;
+        counted without a generator per record where the field holds v2 batches (only a control batch's records are
+        markers)."""
+        count = self.not_shown
+        for batch in self.batches:
+            if not isinstance(batch, RecordBatch):  # legacy messages: their compressed wrappers opened
+                return self.not_shown + sum(1 for _ in self.data_records())
+            count += sum(1 for r in batch.records if r.control is None) if batch.control else len(batch.records)
+        return count
 
 
 def _leaves(message: LegacyMessage) -> Iterator[LegacyMessage]:

@@ -85,7 +85,7 @@ class Catalog:
     def derived(self, what: Hashable, make: Callable[[Catalog], T]) -> T:
         """What `make` builds from these tables, built once per catalogue and kept with it."""
         try:
-            return self._derived[what]  # type: ignore[no-any-return]
+            return self._derived[what]
         except KeyError:
             value = self._derived[what] = make(self)
             return value

@@ -4,7 +4,8 @@ Compiling the generated source of the decoders a capture needs took about an eig
 0.21 s for a 42-exchange capture). Each function's code object is stored under a digest of its source and file
 name, so a changed generator or table can never load stale code, and a new interpreter version gets a folder of
 its own (marshal's format is the interpreter's). A cache that cannot be read or written is only slower: every
-failure falls back to compiling.
+failure falls back to compiling. Measured: without the cache (`KDISSECT_CACHE=`), `kdissect read
+captures/client-confluent.pcap` takes 1.07x the CPU time (farm-bench, 12 alternated pairs, medians).
 
 The folder: `$KDISSECT_CACHE` (empty: keep nothing), else `$XDG_CACHE_HOME/kdissect`, else `~/.cache/kdissect`.
 """
@@ -21,13 +22,19 @@ from types import CodeType
 VARIABLE = "KDISSECT_CACHE"
 
 
-def folder() -> str | None:
-    """Where compiled decoders are kept for this interpreter, or None when the user keeps nothing."""
+def base() -> str | None:
+    """kdissect's cache folder, or None when the user keeps nothing (the captures' tables keep theirs there too)."""
     chosen = os.environ.get(VARIABLE)
     if chosen is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        chosen = os.path.join(base, "kdissect")
-    if not chosen:
+        home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        chosen = os.path.join(home, "kdissect")
+    return chosen or None
+
+
+def folder() -> str | None:
+    """Where compiled decoders are kept for this interpreter, or None when the user keeps nothing."""
+    chosen = base()
+    if chosen is None:
         return None
     return os.path.join(chosen, "decoders", sys.implementation.cache_tag or "python")
 

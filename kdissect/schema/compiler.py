@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kdissect.limits import DEFAULT_LIMITS
 from kdissect.schema import runtime
 from kdissect.schema.code_cache import compiled
 from kdissect.schema.model import Field, MessageSpec
@@ -73,12 +74,23 @@ class Unit:
 class Compiler:
     """Generates and caches decoders for one setting of `spans`; one compiler serves every message."""
 
-    def __init__(self, records: RecordsHook, spans: bool = False, keep: int = sys.maxsize, cut: CutHook = _no_cut) -> None:
-        """`keep` elements of each array are built; the rest are read and dropped, and `cut(field, count)` is told."""
+    def __init__(
+        self,
+        records: RecordsHook,
+        spans: bool = False,
+        keep: int = sys.maxsize,
+        cut: CutHook = _no_cut,
+        elements: int = DEFAULT_LIMITS.max_elements_message,
+    ) -> None:
+        """`keep` elements of each array are built; the rest are read and dropped, and `cut(field, count)` is told.
+        A body's arrays of structs hold at most `elements` elements together; past them it is read no further."""
         self.spans = spans
         self.namespace: dict[str, Any] = {
             "_keep": keep,
             "_cut": cut,
+            "_elements": elements,
+            "_left": [elements],
+            "_over": runtime.elements_bound(elements),
             "Struct": Struct,
             "Partial": Partial,
             "WireError": WireError,
@@ -123,7 +135,7 @@ class Compiler:
         if name is None:
             common = frozenset(s.name for s in definition.common_structs)
             unit = Unit(f"{definition.name}_v{version}", version, version in definition.flexible, common)
-            name = self._units[key] = self._struct(definition.fields, unit, unit.name)
+            name = self._units[key] = self._struct(definition.fields, unit, unit.name, top=True)
         return name
 
     def _unpacker(self, types: list[str]) -> str:
@@ -150,7 +162,7 @@ class Compiler:
         self.namespace[self._free(name)] = value
         return name
 
-    def _struct(self, fields: tuple[Field, ...], unit: Unit, fn: str) -> str:
+    def _struct(self, fields: tuple[Field, ...], unit: Unit, fn: str, top: bool = False) -> str:
         key = (unit.name, id(fields))
         cached = self._structs.get(key)
         if cached:
@@ -211,6 +223,8 @@ class Compiler:
             "    vals = []",
             f"    names = {names}",
         ]
+        if top:
+            lines.append("    _left[0] = _elements  # the message's budget of struct elements, at every depth")
         if spans:
             lines.append("    sp = []")
         lines.append("    try:")
@@ -342,6 +356,7 @@ class Compiler:
             ]
         elif field.is_struct:
             sub = self._sub(field, unit, parent)
+            inner += ["_left[0] -= n", "if _left[0] < 0:", f"    _over({field.name!r}, n)"]
             loop = [
                 f"{out} = []",
                 "try:",

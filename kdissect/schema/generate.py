@@ -1,11 +1,14 @@
-"""Write kdissect/schema/generated.py from Apache Kafka's message specs.
+"""Write kdissect/schema/generated.py and generated_extras.py from Apache Kafka's message specs.
 
-    python -m kdissect.schema.generate [--specs PATH] [--output PATH]
+    python -m kdissect.schema.generate [--specs PATH] [--output PATH] [--extras-output PATH]
 
 The specs folder defaults to $KDISSECT_SPECS, else ../shared/kafka-message-specs beside the project
 root. It holds trunk at the top level and the 3.9 branch in kafka-3.9/: Kafka 4 removed old versions
 that real captures still carry, so each table is the union of the two (trunk wins where both define a
-version). The output is deterministic: the same inputs give the same bytes.
+version). Its extras/ folder holds trunk's other schemas of bytes that cross the wire: Kafka Streams'
+subscription (the consumer protocol's user data) and the records of Kafka's own topics, which go to
+generated_extras.py, a module loaded only when such bytes are met. The output is deterministic: the same
+inputs give the same bytes.
 """
 
 from __future__ import annotations
@@ -19,12 +22,27 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kdissect.schema.model import NEVER, OPEN, Api, Field, KafkaError, Kind, MessageSpec, Versions, all_versions, union
+from kdissect.schema.model import (
+    NEVER,
+    OPEN,
+    Api,
+    Field,
+    Framing,
+    InternalTopic,
+    KafkaError,
+    Kind,
+    MessageSpec,
+    RecordType,
+    Versions,
+    all_versions,
+    union,
+)
 from kdissect.schema.specs import Document, MessageBuilder
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parents[1]
 DEFAULT_OUTPUT = PACKAGE_DIR / "generated.py"
+DEFAULT_EXTRAS_OUTPUT = PACKAGE_DIR / "generated_extras.py"
 ERROR_CODES_FILE = PACKAGE_DIR / "error_codes.tsv"
 COMMAND = "python -m kdissect.schema.generate"
 
@@ -56,6 +74,26 @@ CONTROL_RECORD_TYPES = {
     5: ("KRAFT_VERSION", "KRaftVersionRecord"),
     6: ("KRAFT_VOTERS", "VotersRecord"),
 }
+
+
+EXTRAS = "extras"
+"""The specs folder's copies of trunk's other schemas (its README says which commit)."""
+EXTRA_DATA_SCHEMAS = {"STREAMS_SUBSCRIPTION_INFO": ("streams", "SubscriptionInfoData")}
+"""Data schemas of extras/, by the constant that holds them in generated_extras.py: (folder, spec name)."""
+INTERNAL_TOPICS: dict[str, tuple[str, Framing]] = {
+    "__consumer_offsets": ("group-coordinator", "coordinator"),
+    "__transaction_state": ("transaction-coordinator", "coordinator"),
+    "__share_group_state": ("share-coordinator", "coordinator"),
+    "__remote_log_metadata": ("storage", "metadata"),
+}
+"""Kafka's own topics, each with the extras/ folder of its record schemas and how its records say their type.
+The KRaft metadata log (__cluster_metadata) reads the same way as metadata-framed records; its schemas
+(metadata/src/main/resources/common/metadata in Kafka) are not in the specs folder yet."""
+RECORD_KINDS: dict[Framing, tuple[tuple[Kind, str], ...]] = {
+    "coordinator": (("coordinator-key", "Key"), ("coordinator-value", "Value")),
+    "metadata": (("metadata", "Record"),),
+}
+"""The spec types each framing is made of, and the suffix a record type's name drops from the spec's name."""
 
 
 def default_specs() -> Path:
@@ -90,14 +128,20 @@ def read_snapshots(specs_dir: Path) -> list[Snapshot]:
     return snapshots
 
 
-def input_digest(specs_dir: Path) -> str:
+def input_digest(specs_dir: Path, folders: list[str]) -> str:
     """A sha256 over every spec file read, so the header pins the inputs even without the README."""
     digest = hashlib.sha256()
-    for _, folder in SNAPSHOTS:
+    for folder in folders:
         for path in sorted((specs_dir / folder).glob("*.json")):
             digest.update(f"{folder}/{path.name}\n".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def extras_folders() -> list[str]:
+    """The extras/ folders the tables read, in a fixed order."""
+    folders = {folder for folder, _ in EXTRA_DATA_SCHEMAS.values()} | {folder for folder, _ in INTERNAL_TOPICS.values()}
+    return [f"{EXTRAS}/{folder}" for folder in sorted(folders)]
 
 
 def snapshot_commits(specs_dir: Path) -> dict[str, str]:
@@ -189,6 +233,56 @@ def build_tables(snapshots: list[Snapshot]) -> Tables:
     )
 
 
+@dataclass
+class ExtraTables:
+    data: dict[str, tuple[MessageSpec, ...]]
+    """Data schemas by the constant that holds them (EXTRA_DATA_SCHEMAS)."""
+    topics: dict[str, InternalTopic]
+
+
+def read_folder(folder: Path) -> list[Document]:
+    documents = [load_spec(path) for path in sorted(folder.glob("*.json"))]
+    if not documents:
+        raise SystemExit(f"no spec files in {folder}")
+    return documents
+
+
+def internal_topic(name: str, documents: list[Document], framing: Framing) -> InternalTopic:
+    """A topic's record types from its folder's specs: a key and a value of the same apiKey make a coordinator's record
+    type, a metadata spec a metadata record type; their name without its "Key", "Value" or "Record"."""
+    parts: dict[int, dict[str, MessageSpec]] = {}
+    for document in documents:
+        kind = document.root["type"]
+        suffix = dict(RECORD_KINDS[framing]).get(kind)
+        if suffix is None:
+            continue  # a data schema beside the records (storage/'s producer snapshot, a local file)
+        message = build(document, "trunk", kind)
+        assert message.api_key is not None, f"{document.name}: a record spec without an apiKey"
+        parts.setdefault(message.api_key, {})[kind] = message
+    types = {}
+    for key, found in sorted(parts.items()):
+        if set(found) != {kind for kind, _ in RECORD_KINDS[framing]}:
+            raise ValueError(f"{name}: record type {key} has {sorted(found)}, not {[k for k, _ in RECORD_KINDS[framing]]}")
+        first_kind, suffix = RECORD_KINDS[framing][0]
+        record_name = found[first_kind].name.removesuffix(suffix)
+        key_defs = (found["coordinator-key"],) if framing == "coordinator" else ()
+        value = found["coordinator-value" if framing == "coordinator" else "metadata"]
+        types[key] = RecordType(key, record_name, key_defs, (value,))
+    return InternalTopic(name, framing, types)
+
+
+def build_extras(specs_dir: Path) -> ExtraTables:
+    root = specs_dir / EXTRAS
+    data: dict[str, tuple[MessageSpec, ...]] = {}
+    for constant, (folder, name) in EXTRA_DATA_SCHEMAS.items():
+        document = next((d for d in read_folder(root / folder) if d.root["name"] == name), None)
+        if document is None:
+            raise SystemExit(f"no spec {name} in {root / folder}")
+        data[constant] = (build(document, "trunk", "data"),)
+    topics = {topic: internal_topic(topic, read_folder(root / folder), framing) for topic, (folder, framing) in INTERNAL_TOPICS.items()}
+    return ExtraTables(data, topics)
+
+
 # ---------------------------------------------------------------------------------------------- writing
 
 
@@ -226,6 +320,14 @@ class Writer:
         self.names.add(name)
         self.blocks.append(f"{name} = {source}\n")
         return name
+
+    def preamble(self) -> list[str]:
+        """The Versions constants the bound definitions use, then the definitions."""
+        out = []
+        for v in sorted(self.versions - {NEVER}, key=lambda v: (v.lo, v.hi)):
+            hi = "OPEN" if v.hi == OPEN else str(v.hi)
+            out.append(f"{versions_name(v)} = Versions({v.lo}, {hi})\n")
+        return out + ["\n"] + self.blocks
 
     def v(self, value: Versions) -> str:
         self.versions.add(value)
@@ -322,11 +424,7 @@ def render(tables: Tables, error_codes: dict[int, KafkaError], provenance: list[
         "_message = fast_constructor(MessageSpec)\n",
         '"""Frozen Fields and MessageSpecs built without their per-attribute setattr: thousands are made at each start."""\n\n',
     ]
-    for v in sorted(w.versions - {NEVER}, key=lambda v: (v.lo, v.hi)):
-        hi = "OPEN" if v.hi == OPEN else str(v.hi)
-        out.append(f"{versions_name(v)} = Versions({v.lo}, {hi})\n")
-    out.append("\n")
-    out.extend(w.blocks)
+    out += w.preamble()
     out.append("\nAPIS: dict[int, Api] = {\n")
     out.extend(api_lines)
     out.append("}\n\n")
@@ -355,18 +453,59 @@ def render(tables: Tables, error_codes: dict[int, KafkaError], provenance: list[
     return "".join(out)
 
 
+def render_extras(tables: ExtraTables, provenance: list[str]) -> str:
+    w = Writer()
+    data_vars = {constant: tuple_source([w.message(m) for m in messages]) for constant, messages in tables.data.items()}
+    topic_lines = []
+    for name, topic in tables.topics.items():
+        topic_lines.append(f"    {q(name)}: InternalTopic(\n        {q(name)},\n        {q(topic.framing)},\n        {{\n")
+        for key, kind in topic.types.items():
+            keys = tuple_source([w.message(m) for m in kind.key]) if kind.key else "()"
+            values = tuple_source([w.message(m) for m in kind.value])
+            topic_lines.append(f"            {key}: RecordType({key}, {q(kind.name)}, {keys}, {values}),\n")
+        topic_lines.append("        },\n    ),\n")
+    out = [
+        f"# Generated by `{COMMAND}`.\n",
+        "# Do not edit by hand: change the generator or its inputs and rerun it.\n",
+        "# Inputs: the extras/ folder of the specs folder, Apache Kafka's other schemas of bytes that cross the wire:\n",
+        *[f"#   {line}\n" for line in provenance],
+        "# ruff: noqa: E501\n",
+        '"""Kafka Streams\' subscription user data and the records of Kafka\'s own topics (generated; loaded when met)."""\n\n',
+        "from kdissect.frozen import fast_constructor\n",
+        "from kdissect.schema.model import NEVER, OPEN, Field, InternalTopic, MessageSpec, RecordType, StructSpec, Versions\n\n",
+        "_field = fast_constructor(Field)\n",
+        "_message = fast_constructor(MessageSpec)\n\n",
+    ]
+    out += w.preamble()
+    out.append("\n")
+    for constant, source in data_vars.items():
+        out.append(f"{constant}: tuple[MessageSpec, ...] = {source}\n")
+    out.append("\nINTERNAL_TOPICS: dict[str, InternalTopic] = {\n")
+    out.extend(topic_lines)
+    out.append("}\n")
+    return "".join(out)
+
+
 def generate(specs_dir: Path) -> str:
     snapshots = read_snapshots(specs_dir)
     commits = snapshot_commits(specs_dir)
     provenance = [f"{label}: {commits.get(label, 'commit unknown')}" for label, _ in SNAPSHOTS]
-    provenance.append(f"sha256 of the spec files: {input_digest(specs_dir)}")
+    provenance.append(f"sha256 of the spec files: {input_digest(specs_dir, [folder for _, folder in SNAPSHOTS])}")
     return render(build_tables(snapshots), read_error_codes(ERROR_CODES_FILE), provenance)
+
+
+def generate_extras(specs_dir: Path) -> str:
+    trunk = snapshot_commits(specs_dir).get("trunk", "commit unknown")
+    folders = extras_folders()
+    provenance = [f"trunk: {trunk}", f"folders: {', '.join(folders)}", f"sha256 of the spec files: {input_digest(specs_dir, folders)}"]
+    return render_extras(build_extras(specs_dir), provenance)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=None, help="the kafka-message-specs folder")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write (generated.py)")
+    parser.add_argument("--extras-output", type=Path, default=DEFAULT_EXTRAS_OUTPUT, help="where to write (generated_extras.py)")
     parser.add_argument("--kafka-source", type=Path, default=None, help="an apache/kafka checkout: check error_codes.tsv against it")
     args = parser.parse_args(argv)
     if args.kafka_source is not None:
@@ -380,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"specs folder not found: {specs_dir} (use --specs or KDISSECT_SPECS)", file=sys.stderr)
         return 2
     args.output.write_text(generate(specs_dir), encoding="utf-8")
+    args.extras_output.write_text(generate_extras(specs_dir), encoding="utf-8")
     return 0
 
 

@@ -6,13 +6,18 @@ render them. The spec reader (specs.py) makes them, for the generator and for us
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 OPEN = 0x7FFF
 """Upper bound of an open range ("3+"): above any version a client can put in an int16."""
 
-Kind = Literal["request", "response", "header", "data"]
+Kind = Literal["request", "response", "header", "data", "metadata", "coordinator-key", "coordinator-value"]
+"""What a spec defines: an API's request or response, a header, a data schema (a payload inside a field), or a
+record of one of Kafka's own topics (a KRaft-style metadata record, a coordinator's record key or value)."""
+Framing = Literal["coordinator", "metadata"]
+"""How a Kafka-internal topic's records carry their type and version (`InternalTopic`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,12 @@ class MessageSpec:
     latest_unstable: bool = False
 
 
+def data_schema(name: str, valid: Versions, fields: tuple[Field, ...]) -> tuple[MessageSpec, ...]:
+    """A payload Kafka writes without a spec, declared by hand (Connect's, Streams' AssignmentInfo, Schema Registry's
+    JSON), as the tables hold a data schema: its one definition, never flexible."""
+    return (MessageSpec(name, "data", None, valid, NEVER, fields),)
+
+
 def pick(definitions: tuple[MessageSpec, ...], version: int) -> MessageSpec | None:
     """The definition that covers `version`: trunk first, then the older snapshot."""
     for message in definitions:
@@ -187,3 +198,30 @@ class Api:
 
 
 PRIMITIVES = frozenset({"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes", "records"})
+
+
+@dataclass(frozen=True, slots=True)
+class RecordType:
+    """One kind of record of a Kafka-internal topic: its type number, its name, and the definitions of its key and
+    value (no key for metadata-framed records, whose key is null)."""
+
+    type: int
+    name: str
+    key: tuple[MessageSpec, ...]
+    value: tuple[MessageSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopic:
+    """A topic Kafka writes itself (`__consumer_offsets`, `__transaction_state`, ...) and the records it holds.
+
+    `framing` says how a record tells its type and version. "coordinator" (the group, transaction and share
+    coordinators' logs): the key is an int16 record type then the key's fields; the value an int16 version then
+    the value's fields, and a null value deletes the key (a tombstone). "metadata" (KRaft's metadata records and
+    the remote log metadata topic): the value is an unsigned varint frame version (1), the record type and its
+    version as unsigned varints, then the record's fields.
+    """
+
+    name: str
+    framing: Framing
+    types: Mapping[int, RecordType]

@@ -17,6 +17,24 @@ MAX_EMPTY_ELEMENTS = 1 << 16
 TagTable = dict[int, "tuple[str, Callable[[Any, int], tuple[Any, int]]]"]
 
 
+class ElementsCut(WireError):
+    """A message body's arrays of structs ask for more elements than `Limits.max_elements_message`: decoding stops
+    there, the body as far as it was read is kept."""
+
+    code = "body.elements-cut"
+
+
+def elements_bound(limit: int) -> Callable[[str, int], None]:
+    """What a decoder calls when an array takes the message past `limit` elements of struct arrays."""
+
+    def over(field: str, count: int) -> None:
+        raise ElementsCut(
+            f"{field} holds {count} elements, past the {limit} a message may hold (max_elements_message); the rest is not read"
+        )
+
+    return over
+
+
 def check_count(count: int, remaining: int, min_size: int, field: str) -> None:
     """Refuse an array count the remaining bytes cannot hold, before anything is allocated for it."""
     if count * min_size > remaining or (min_size == 0 and count > MAX_EMPTY_ELEMENTS):
@@ -53,7 +71,7 @@ def read_tags(
                     partial.path.insert(0, name)
                     raise
                 except ERRORS as exc:
-                    raise Partial(name, pos, _reason(exc, name), Struct(tuple(out[: len(vals)]), vals)) from None
+                    raise Partial(name, pos, _reason(exc, name), Struct(tuple(out[: len(vals)]), vals), _code(exc)) from None
                 vals.append(value)
                 if spans is not None:
                     spans += (pos, end)
@@ -64,8 +82,14 @@ def read_tags(
         partial.value = Struct(tuple(out[: len(vals)]), vals, spans)
         raise
     except ERRORS as exc:
-        raise Partial("(tagged fields)", pos, _reason(exc, "the tagged fields"), Struct(tuple(out[: len(vals)]), vals, spans)) from None
+        raise Partial(
+            "(tagged fields)", pos, _reason(exc, "the tagged fields"), Struct(tuple(out[: len(vals)]), vals, spans), _code(exc)
+        ) from None
     return tuple(out), pos
+
+
+def _code(exc: BaseException) -> str:
+    return exc.code if isinstance(exc, ElementsCut) else "body.malformed"
 
 
 def _reason(exc: BaseException, field: str) -> str:
@@ -94,7 +118,7 @@ def fail(
                 spans += (pos, pos + size)
             pos += size
     field = names[len(vals)] if len(vals) < len(names) else "(tagged fields)"
-    return Partial(field, pos, _reason(exc, field), Struct(names[: len(vals)], vals, spans))
+    return Partial(field, pos, _reason(exc, field), Struct(names[: len(vals)], vals, spans), _code(exc))
 
 
 def partial_here(partial: Partial, names: tuple[str, ...], vals: list, spans: list | None) -> Partial:

@@ -15,7 +15,7 @@ import json.decoder
 import json.scanner
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kdissect.schema.model import NEVER, OPEN, PRIMITIVES, Field, Kind, MessageSpec, StructSpec, Versions
 from kdissect.schema.secrets import mark_secrets
@@ -59,7 +59,13 @@ FIELD_KEYS = frozenset(
 STRUCT_KEYS = frozenset({"name", "versions", "fields", "about"})
 NULLABLE = frozenset({"string", "bytes", "records"})
 """Primitive types that can be null; arrays and structs can be too."""
-_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*')
+MAX_DIGITS = 40
+"""The most digits a number of a spec may have: its numbers are keys, tags and defaults of at most 64 bits, and
+reading a number costs time quadratic in its digits."""
+MAX_NESTING = 32
+"""The deepest structs may nest in a spec (Kafka's nest 6 deep): the builder, the compiler and the views walk them
+by recursion."""
+_QUOTE_OR_COMMENT = re.compile(r'"|//|/\*')
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +96,49 @@ class Node(dict):
     repeats with another value."""
 
     __slots__ = ("at", "values_at", "repeated")
+    at: int
+    values_at: dict[str, int]
+    repeated: list[tuple[str, int]]
+
+
+class _LongNumber(ValueError):
+    """A number with more than `MAX_DIGITS` digits, met while the JSON was read."""
 
 
 def strip_comments(text: str) -> str:
-    """Drop `//` comments outside strings; line breaks stay, so offsets keep their lines."""
-    return _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "", text)
+    """Drop `//` and `/* */` comments outside strings (Kafka reads its specs with Jackson's ALLOW_COMMENTS, which
+    takes both); line breaks stay, so offsets keep their lines. Strings are skipped by the JSON decoder's own string
+    scanner: time and memory linear in the text however long a string is."""
+    parts = []
+    at = 0
+    while (found := _QUOTE_OR_COMMENT.search(text, at)) is not None:
+        start = found.start()
+        if found.group() == '"':
+            try:
+                end = json.decoder.scanstring(text, start + 1, False)[1]  # type: ignore[attr-defined]  # not in the stubs
+            except json.JSONDecodeError:  # an unclosed string or a bad escape: the decoder will say where
+                break
+            parts.append(text[at:end])
+            at = end
+        elif found.group() == "//":
+            parts.append(text[at:start])
+            newline = text.find("\n", start)
+            at = len(text) if newline < 0 else newline
+        else:
+            close = text.find("*/", start + 2)
+            if close < 0:  # an unclosed comment: the decoder will say where
+                break
+            parts.append(text[at:start] + "\n" * text.count("\n", start, close))
+            at = close + 2
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _number(text: str) -> int | float:
+    """A JSON number of a spec, refused past `MAX_DIGITS` digits."""
+    if len(text) > MAX_DIGITS:
+        raise _LongNumber(text)
+    return float(text) if any(c in text for c in ".eE") else int(text)
 
 
 def _pairs(pairs: list) -> list:
@@ -105,19 +149,26 @@ class _Reader(json.JSONDecoder):
     """The standard decoder, its objects read through `_object` to note offsets (the pure-Python scanner calls it)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(parse_int=_number, parse_float=_number)
         self.parse_object = self._object
-        self.scan_once = json.scanner.py_make_scanner(self)
+        self.scan_once = json.scanner.py_make_scanner(self)  # type: ignore[attr-defined]  # json has it, typeshed does not
 
     @staticmethod
-    def _object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo):  # json's own signature
+    def _object(  # json's own signature
+        s_and_end: tuple[str, int],
+        strict: bool,
+        scan_once: Callable[[str, int], tuple[Any, int]],
+        object_hook: object,
+        object_pairs_hook: object,
+        memo: dict[str, str],
+    ) -> tuple[Node, int]:
         starts: list[int] = []
 
         def scan(text: str, at: int) -> Any:
             starts.append(at)  # one call per member value of this object: nested objects use their own scanner
             return scan_once(text, at)
 
-        pairs, end = json.decoder.JSONObject(s_and_end, strict, scan, None, _pairs, memo)
+        pairs, end = json.decoder.JSONObject(s_and_end, strict, scan, None, _pairs, memo)  # type: ignore[attr-defined]  # json has it, typeshed does not
         node = Node(pairs)
         node.at = s_and_end[1] - 1
         node.values_at = {}
@@ -145,6 +196,11 @@ class Document:
             raise SpecError(Problem(name, exc.lineno, "", f"not JSON: {exc.msg}")) from None
         except RecursionError:
             raise SpecError(Problem(name, None, "", "nested too deeply to read")) from None
+        except _LongNumber as exc:
+            line = self.line_at(max(0, self._text.find(str(exc))))
+            raise SpecError(
+                Problem(name, line, "", f"a number of {len(str(exc))} characters: a spec's numbers have at most {MAX_DIGITS}")
+            ) from None
         if not isinstance(root, Node):
             raise SpecError(Problem(name, 1, "", "a spec is one JSON object"))
         self.root: Node = root
@@ -156,7 +212,7 @@ class Document:
 
     def line_at(self, at: int) -> int:
         if self._breaks is None:
-            self._breaks = [i for i, c in enumerate(self._text) if c == "\n"]
+            self._breaks = [found.start() for found in re.finditer("\n", self._text)]
         return bisect.bisect_left(self._breaks, at) + 1
 
 
@@ -195,6 +251,8 @@ class MessageBuilder:
         """Common structs (by name) and inline ones (by id of their field) being built: a struct met again inside
         itself would never end."""
         self.flexible = NEVER
+        self.depth = 0
+        """Structs open around the fields being built."""
 
     # ------------------------------------------------------------------------------------------ reporting
 
@@ -340,6 +398,17 @@ class MessageBuilder:
         return built
 
     def fields(self, nodes: list[Node], parent: str) -> tuple[Field, ...]:
+        if self.depth > MAX_NESTING:
+            if nodes:
+                self.problem(nodes[0], parent, f"structs nest more than {MAX_NESTING} deep")
+            return ()
+        self.depth += 1
+        try:
+            return self._fields(nodes, parent)
+        finally:
+            self.depth -= 1
+
+    def _fields(self, nodes: list[Node], parent: str) -> tuple[Field, ...]:
         out = []
         names: dict[str, Node] = {}
         tags: dict[int, Node] = {}
@@ -377,11 +446,12 @@ class MessageBuilder:
         array = type_name.startswith("[]")
         element = type_name[2:] if array else type_name
         nested = self.nested(node, element, where)
-        versions = self.versions(node, "versions", where, required=True)
+        tagged = self.versions(node, "taggedVersions", where)
+        # Kafka's generator (FieldSpec) takes taggedVersions for a tagged field that does not give its versions
+        versions = tagged if tagged and "versions" not in node else self.versions(node, "versions", where, required=True)
         nullable = self.versions(node, "nullableVersions", where)
         if nullable and not (array or element in NULLABLE or is_struct_name(element)):
             self.problem(node, where, f"a field of type {element} cannot be nullable", "nullableVersions")
-        tagged = self.versions(node, "taggedVersions", where)
         tag = node.get("tag")
         if isinstance(tag, str) and tag.isdigit():  # Kafka's reader takes "0" for 0, and some specs say so
             tag = int(tag)

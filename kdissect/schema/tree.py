@@ -12,7 +12,7 @@ class Struct:
     A plain slotted class, not a frozen dataclass: decoders build one per array element, often thousands per
     message, and frozen construction costs several times more. Treat it as immutable all the same.
     Values are Python natives (bool, int, float, str, bytes, None), lists for arrays, nested Structs, a
-    `RecordSet` for records fields, and `TaggedField`s for tags the schema does not know.
+    `RecordSet` for records fields, and `UnknownTag`s for tags the schema does not know.
     """
 
     __slots__ = ("names", "values", "spans", "annotations")
@@ -74,12 +74,14 @@ class Partial(Exception):
     was read, so the caller receives everything decoded before the failure.
     """
 
-    def __init__(self, field: str, offset: int, reason: str, value: Any) -> None:
+    def __init__(self, field: str, offset: int, reason: str, value: Any, code: str = "body.malformed") -> None:
         super().__init__(reason)
         self.path = [field]
         self.offset = offset
         self.reason = reason
         self.value = value
+        self.code = code
+        """The diagnostic it becomes: body.malformed, or body.elements-cut where decoding stopped at a bound."""
 
     def where(self) -> str:
         """The path as text: "Topics[0].Partitions[1].Records"."""

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 from kdissect.schema.generated import APIS as BUILTIN_APIS
-from kdissect.schema.model import OPEN, Api, MessageSpec, all_versions
+from kdissect.schema.model import OPEN, Api, Kind, MessageSpec, all_versions
 from kdissect.schema.specs import Document, MessageBuilder, Problem, SpecError
 
 SUFFIXES = {"request": "Request", "response": "Response"}
+MAX_FILE = 1 << 20
+"""The most characters of a spec file read: Kafka's largest file is 13 KB, and the reader holds a file and its tree
+at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +76,14 @@ def read_folders(folders: Iterable[str | Path]) -> tuple[list[SpecFile], list[Pr
             problems.append(Problem(str(folder), None, "", "no *.json spec files in this folder"))
         for path in paths:
             try:
-                files.append(SpecFile(str(path), path.read_text(encoding="utf-8")))
+                with path.open(encoding="utf-8") as spec:
+                    text = spec.read(MAX_FILE + 1)
+                if len(text) > MAX_FILE:
+                    problems.append(
+                        Problem(str(path), None, "", f"larger than {MAX_FILE >> 20} MiB: not a message spec (Kafka's are a few KB)")
+                    )
+                    continue
+                files.append(SpecFile(str(path), text))
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append(Problem(str(path), None, "", f"cannot read it: {getattr(exc, 'strerror', None) or exc}"))
     return files, problems
@@ -122,7 +132,7 @@ def load(files: Sequence[SpecFile], keys: Sequence[str]) -> UserSpecs:
                 ignored.append((spec_file.path, f"a {kind} spec"))
             continue
         builder = MessageBuilder(document, spec_file.path)
-        message = builder.build(kind)
+        message = builder.build(cast(Kind, kind))  # one of SUFFIXES' keys, checked above
         named.add(message.name.removesuffix(SUFFIXES[kind]))
         problems += builder.problems
         if builder.problems:
@@ -159,12 +169,13 @@ def _parse_keys(keys: Sequence[str], problems: list[Problem]) -> dict[str, int]:
     for setting in keys:
         name, _, text = setting.partition("=")
         name = name.strip().removesuffix("Request").removesuffix("Response")
-        if not name or not text.strip().isdigit() or int(text) > OPEN:
+        digits = text.strip()
+        if not name or not (digits.isascii() and digits.isdigit() and len(digits) <= len(str(OPEN))) or int(digits) > OPEN:
             problems.append(_option(f"{setting}: give NAME=KEY, NAME a spec's name without Request/Response, KEY from 0 to {OPEN}"))
-        elif name in given and given[name] != int(text):
+        elif name in given and given[name] != int(digits):
             problems.append(_option(f"{setting}: {name} is given the key {given[name]} too"))
         else:
-            given[name] = int(text)
+            given[name] = int(digits)
     return given
 
 
@@ -190,12 +201,12 @@ def _pair(halves: list[_Half], given: dict[str, int], broken: set[str], problems
     for key, pair in sorted(by_key.items()):
         request, response = pair.get("request"), pair.get("response")
         if request is None or response is None:
-            half = request or response
-            assert half is not None
+            lone = request or response
+            assert lone is not None  # a key is in by_key only with a half under it
             missing = "request" if request is None else "response"
-            wanted = f"{half.base}{SUFFIXES[missing]}"
+            wanted = f"{lone.base}{SUFFIXES[missing]}"
             if wanted not in broken:
-                problems.append(_at(half.document, "name", f"{half.base} has no {missing} spec ({wanted}) for API key {key}"))
+                problems.append(_at(lone.document, "name", f"{lone.base} has no {missing} spec ({wanted}) for API key {key}"))
             continue
         if request.base != response.base:
             problems.append(_at(response.document, "name", f"API key {key} joins {request.message.name} and {response.message.name}"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 from kdissect.capture.linktypes import (
     LINKTYPE_ETHERNET,
@@ -23,6 +23,7 @@ from kdissect.capture.linktypes import (
     LINKTYPE_RAW,
 )
 from kdissect.capture.packet import Packet
+from kdissect.net.checksum import internet_checksum, tcp_checksum
 from kdissect.net.linklayer import ETHERTYPE_IPV4, ETHERTYPE_IPV6
 from kdissect.net.tcp import ACK, FIN, PSH, RST, SYN
 from kdissect.schema import BUILTIN, Catalog
@@ -100,14 +101,6 @@ def address(text: str) -> bytes:
     return ipaddress.ip_address(text).packed
 
 
-def checksum(data: bytes) -> int:
-    """The Internet checksum. A big-endian number is congruent modulo 0xFFFF to the sum of its 16-bit words,
-    so one big-integer remainder replaces a Python loop over the words."""
-    if len(data) % 2:
-        data += b"\0"
-    return ~(int.from_bytes(data, "big") % 0xFFFF) & 0xFFFF
-
-
 def ipv4(
     src: str,
     dst: str,
@@ -128,13 +121,13 @@ def ipv4(
     total = 4 * ihl + len(payload) if total_length is None else total_length
     flags = (0x4000 if dont_fragment else 0) | (0x2000 if more else 0) | (offset // 8)
     header = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, total, ident, flags, ttl, proto, 0, address(src), address(dst)) + options
-    return header[:10] + struct.pack("!H", checksum(header)) + header[12:] + payload
+    return header[:10] + struct.pack("!H", internet_checksum(header)) + header[12:] + payload
 
 
 def fragment_sizes(length: int, count: int) -> list[int]:
     """Split `length` bytes into `count` pieces, each but the last a multiple of 8 (as IP fragments must be)."""
     step = max(8, (length // count) // 8 * 8)
-    sizes = []
+    sizes: list[int] = []
     while length > 0 and len(sizes) < count - 1:
         sizes.append(min(step, length))
         length -= sizes[-1]
@@ -232,15 +225,10 @@ def tcp(
     options += b"\0" * (-len(options) % 4)
     header = struct.pack("!HHIIHHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (5 + len(options) // 4) << 12 | flags, window, 0, 0)
     segment = header + options + payload
-    s, d = address(src), address(dst)
-    if len(s) == 4:
-        pseudo = s + d + struct.pack("!BBH", 0, TCP, len(segment))
-    else:
-        pseudo = s + d + struct.pack("!IxxxB", len(segment), TCP)
-    return segment[:16] + struct.pack("!H", checksum(pseudo + segment)) + segment[18:]
+    return segment[:16] + struct.pack("!H", tcp_checksum(address(src), address(dst), segment)) + segment[18:]
 
 
-def ip(src: str, dst: str, payload: bytes, **options) -> bytes:
+def ip(src: str, dst: str, payload: bytes, **options: Any) -> bytes:
     """IPv4 or IPv6, whichever the addresses are."""
     return ipv6(src, dst, payload, **options) if ":" in src else ipv4(src, dst, payload, **options)
 
@@ -305,12 +293,12 @@ class Conversation:
         ack = self.next[1 - side] if ack is None else ack
         return tcp(src, dst, sport, dport, seq, ack if flags & ACK else 0, flags, payload)
 
-    def wrap(self, side: int, ip_payload: bytes, **ip_options) -> bytes:
+    def wrap(self, side: int, ip_payload: bytes, **ip_options: Any) -> bytes:
         src, dst = self.ends[side][0], self.ends[1 - side][0]
         return frame(self.linktype, ip(src, dst, ip_payload, **ip_options), self.vlans)
 
     def segment(
-        self, side: int, payload: bytes = b"", flags: int = ACK | PSH, seq: int | None = None, ack: int | None = None, **ip_options
+        self, side: int, payload: bytes = b"", flags: int = ACK | PSH, seq: int | None = None, ack: int | None = None, **ip_options: Any
     ) -> Packet:
         """One packet from `side`. Without an explicit `seq` the side's sequence number advances past it."""
         if seq is None:
@@ -404,7 +392,7 @@ def response(correlation_id: int, body: bytes = b"", header_version: int = 0, ta
 # -- copies of real conversations ------------------------------------------------------------------------------
 
 
-def conversation_copy(packets: Sequence[Packet], k: int, broker: bytes, start: int, t0: int, broker_port: int = 9092):
+def conversation_copy(packets: Sequence[Packet], k: int, broker: bytes, start: int, t0: int, broker_port: int = 9092) -> Iterator[Packet]:
     """The Ethernet/IPv4 packets of a capture as its copy `k`: client address 10.(100+k>>16).(k>>8).k, broker
     `broker`, times moved from `start` to `t0`; many copies make a large capture of distinct connections."""
     client = bytes([10, 100 + (k >> 16 & 0x3F), k >> 8 & 0xFF, k & 0xFF])

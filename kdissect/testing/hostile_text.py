@@ -1,20 +1,21 @@
 """A capture whose strings were chosen by an attacker: terminal escapes, line breaks, C1 controls, bidirectional
-overrides and rich markup in every place a capture carries text, written by kdissect's own encoders.
+overrides, rich markup and HTML in every place a capture carries text, written by kdissect's own encoders.
 
-Every view is tested with it (tests/test_wire_text.py, tests/test_browse.py): none may act on these strings, read
-them as markup, or fail on them.
+Every view is tested with it (tests/test_wire_text.py, tests/test_browse.py, tests/test_report_browser.py): none
+may act on these strings, read them as markup, or fail on them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kdissect.capture.linktypes import LINKTYPE_ETHERNET
 from kdissect.capture.writer import PcapWriter
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.schema import BUILTIN, ApiKey, ErrorCode
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request, response
-from kdissect.testing.record_encoder import Draft, encode_batch
 
 HOSTILE = (
     "\x1b]0;pwned\x07",  # retitles the terminal's window
@@ -28,6 +29,9 @@ HOSTILE = (
     "a[/x]b",  # a closing tag nothing opened: rich's and Textual's markup parsers raise
     "[bold red]x[/]",
     "[link=https://example.com]click[/link]",
+    "</script><script>alert(1)</script>",  # ends a script element that holds JSON
+    "<!--<script>",  # a script element's escaped state, where `</script>` no longer ends it
+    "<img src=x onerror=alert(2)>",  # markup, if anything wrote it as HTML
 )
 CALLS = 3
 """Exchanges per string: ApiVersions (the client software's name), Produce (topic, records, error messages) and
@@ -50,7 +54,7 @@ def hostile_capture(path: Path) -> Path:
             "ErrorMessage": text,
             "RecordErrors": [{"BatchIndex": 0, "BatchIndexErrorMessage": text}],
         }
-        calls = [
+        calls: list[tuple[int, int, dict[str, Any], dict[str, Any]]] = [
             (
                 ApiKey.API_VERSIONS,
                 3,

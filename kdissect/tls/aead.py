@@ -1,4 +1,6 @@
-"""Opening one record: the AEADs of TLS 1.2 and 1.3 (AES-GCM, ChaCha20-Poly1305) with `cryptography`.
+"""Opening one record, and sealing one again: the AEADs of TLS 1.2 and 1.3 (AES-GCM, ChaCha20-Poly1305) with
+`cryptography`. Sealing is for rewriting a capture (`-w` keeps a TLS connection's chosen bytes, sealed at their new
+sequence numbers, so the same key log opens them).
 
 TLS 1.3 (RFC 8446 §5.2): nonce = IV xor sequence number, the additional data is the record header.
 TLS 1.2 AES-GCM (RFC 5288): nonce = 4-byte IV + the 8-byte explicit nonce the record starts with.
@@ -20,7 +22,7 @@ _AAD12 = struct.Struct(">QBHH").pack
 
 
 class RecordCipher:
-    """Opens the records one direction sends under one key."""
+    """Opens (and seals) the records one direction sends under one key."""
 
     __slots__ = ("aead", "iv", "salt", "tls13", "gcm12", "shortest")
 
@@ -50,6 +52,17 @@ class RecordCipher:
             return self.aead.decrypt((self.iv ^ seq).to_bytes(12, "big"), fragment, _AAD12(seq, ctype, version, len(fragment) - TAG))
         except (InvalidTag, ValueError):
             return None
+
+    def seal(self, seq: int, ctype: int, version: int, plaintext: bytes) -> bytes:
+        """The record fragment that carries `plaintext` (TLS 1.3: the inner plaintext, type byte included) at sequence
+        number `seq`; a TLS 1.2 AES-GCM record carries its sequence number as explicit nonce, as implementations do."""
+        if self.tls13:
+            nonce = (self.iv ^ seq).to_bytes(12, "big")
+            return self.aead.encrypt(nonce, plaintext, _HEADER(ctype, version, len(plaintext) + TAG))
+        if self.gcm12:
+            explicit = seq.to_bytes(EXPLICIT_NONCE, "big")
+            return explicit + self.aead.encrypt(self.salt + explicit, plaintext, _AAD12(seq, ctype, version, len(plaintext)))
+        return self.aead.encrypt((self.iv ^ seq).to_bytes(12, "big"), plaintext, _AAD12(seq, ctype, version, len(plaintext)))
 
     def overhead(self) -> int:
         """Bytes a record carries beyond its plaintext (TLS 1.3: and its content type byte)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from kdissect.diagnostic import Diagnostic
+from kdissect.diagnostic import Diagnostic, Severity
 from kdissect.events import TlsInfo, TlsTotals
 from kdissect.net.reassembly import StreamSink
 from kdissect.tls import keylog, tls12, tls13
@@ -520,12 +520,12 @@ class TlsSession:
             self.label = label
             self.on_info(self.info())
 
-    def problem(self, code: str, message: str, offset: int | None, ts: int, index: int, severity: str = "error") -> None:
+    def problem(self, code: str, message: str, offset: int | None, ts: int, index: int, severity: Severity = "error") -> None:
         """Told once per connection and code, except losses, damaged records and alerts, told each time."""
         if code in self.told and code not in ("tls.record-lost", "tls.bad-record", "tls.alert", "tls.skipped"):
             return
         self.told.add(code)
-        self.report(Diagnostic(code, message, severity, "stream", offset), ts, index)  # type: ignore[arg-type]
+        self.report(Diagnostic(code, message, severity, "stream", offset), ts, index)
 
     # keys
 

@@ -6,6 +6,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+CHUNK = 1 << 20
+"""Bytes of the key log read at a time."""
+POLL_BYTES = 16 << 20
+"""The most bytes of the key log read by one poll."""
+
 
 class KeyLogFollower:
     """A key log that clients append to while the session runs (SSLKEYLOGFILE): each new whole line goes to the
@@ -18,6 +23,9 @@ class KeyLogFollower:
         add(b"")  # a key log is in use: records waiting for secrets are held a while
 
     def poll(self) -> None:
+        """Hand on the whole lines written since the last poll, `CHUNK` bytes at a time and at most `POLL_BYTES`
+        (the rest at the next poll): a key log growing by hundreds of MB costs a chunk of memory, and the capture
+        goes on between polls."""
         try:
             size = os.path.getsize(self.path)
             if size < self.offset:  # truncated and written anew
@@ -25,11 +33,14 @@ class KeyLogFollower:
             if size == self.offset:
                 return
             with open(self.path, "rb") as log:
-                log.seek(self.offset)
-                data = log.read(size - self.offset)
+                end = min(size, self.offset + POLL_BYTES)
+                while self.offset < end:
+                    log.seek(self.offset)
+                    data = log.read(min(CHUNK, end - self.offset))
+                    whole = data.rfind(b"\n") + 1
+                    if not whole and len(data) < CHUNK:
+                        return  # a line still being written
+                    self.offset += whole or len(data)  # no line is a chunk long: handed on as one malformed line
+                    self.add(data[: whole or len(data)])
         except OSError:
             return  # moved away for a moment: read it again at the next poll
-        whole = data.rfind(b"\n") + 1
-        if whole:
-            self.offset += whole
-            self.add(data[:whole])

@@ -16,7 +16,7 @@ from kdissect.decode.body import Body
 from kdissect.decode.redaction import Redacted, carries_secrets
 from kdissect.events import Exchange, Message, RequestHeader, SaslTokenHeader
 from kdissect.printable import printable
-from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
+from kdissect.records.values import KafkaRecord, LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import Catalog, error_name
 from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.json_lines import time_text
@@ -43,6 +43,21 @@ def preview(data: bytes | None) -> Text:
     return Text(f"0x {shown}" + ("…" if len(data) > PREVIEW // 2 else "") + f" ({len(data)} bytes)", style="cyan")
 
 
+def _tree_of(node: Tree, value: Any) -> None:
+    """A decoded value as a tree: objects by their field names (escaped: a schema from a capture is data too), arrays by
+    index, leaves as `scalar` writes them."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else None
+    if items is None:
+        node.add(scalar("", value))
+        return
+    for name, item in items:
+        label = Text(f"[{name}]", style="dim") if isinstance(name, int) else Text(printable(str(name)))
+        if isinstance(item, (dict, list)) and item:
+            _tree_of(node.add(label + Text(f" [{len(item)}]" if isinstance(item, list) else "", style="bold")), item)
+        else:
+            node.add(label + Text(": ") + scalar("", item))
+
+
 def scalar(name: str, value: Any) -> Text:
     if isinstance(value, Redacted):
         return Text(str(value), style="bold magenta")
@@ -61,11 +76,43 @@ def scalar(name: str, value: Any) -> Text:
     return text
 
 
+def _count(records: RecordSet) -> tuple[int, int]:
+    """How many records `records.records()` yields, and how many entries a tree of them has (batches, records,
+    legacy messages at every depth): one walk without a generator per wrapper (a frame can hold a million)."""
+    count = entries = 0
+    for batch in records.batches:
+        if isinstance(batch, RecordBatch):
+            count += len(batch.records)
+            entries += 1 + len(batch.records)
+            continue
+        held = [batch]
+        while held:
+            m = held.pop()
+            count += m.codec == "none"
+            entries += 1
+            held += m.messages
+    return count, entries
+
+
 class DetailView:
+    ENTRIES = 200
+    """Batches, records and legacy messages a message's tree shows: a frame can hold a million (compressed
+    wrappers nested in many batches), and rich's cost grows with a tree's nodes times its depth (400 exchanges of
+    nested fan-out: 84 s at 1 000 entries, 58 s at 200). The rest are counted in one line; `--json` writes them
+    all."""
+
     def __init__(
-        self, catalog: Catalog, hexdump: bool, marks: dict[int, tuple[str, int, int]] | None = None, show_secrets: bool = False
+        self,
+        catalog: Catalog,
+        hexdump: bool,
+        marks: dict[int, tuple[str, int, int]] | None = None,
+        show_secrets: bool = False,
+        values: Any = None,
     ) -> None:
         self.catalog = catalog
+        self.values = values
+        """The run's `values.reader.ValueReader`: each record's key and value read for what they say, as a subtree."""
+        self._topics: dict[int, str | None] = {}
         """The run's APIs: which of them carry secrets, whose bodies a dump masks when they do not decode whole."""
         self.hexdump = hexdump
         self.show_secrets = show_secrets
@@ -73,6 +120,15 @@ class DetailView:
         """When given, filled with id(tree node) -> (side, start, end): where each field's bytes lie in its frame,
         for the browser's hex pane (needs a body decoded with spans)."""
         self._side = ""
+        self._left = self.ENTRIES
+        self._past = 0
+
+    def _room(self) -> bool:
+        """Whether the message's tree takes one more entry (a records field counts the ones it left out)."""
+        if self._left > 0:
+            self._left -= 1
+            return True
+        return False
 
     def render(self, exchange: Exchange) -> RenderableType:
         title = Text(f"Exchange {exchange.id}", style="bold")
@@ -82,6 +138,8 @@ class DetailView:
             title.append(f"  client {exchange.client_id!r}")
         if exchange.latency is not None:
             title.append(f"  {duration(exchange.latency)}")
+            if exchange.queued:  # the browser shows the same title
+                title.append(f" ({duration(exchange.queued)} in line behind #{exchange.ahead})", style="dim")
         title.append("  ")
         title.append_text(status_text(exchange))
         tree = Tree(title)
@@ -108,7 +166,7 @@ class DetailView:
             node.add(Text("No header: a raw SASL token after SaslHandshake v0", style="dim"))
         elif header is not None:
             hnode = self._mark(node.add(Text(f"Header v{header.version}", style="bold")), (0, header.length))
-            pairs = [("correlation_id", header.correlation_id)]
+            pairs: list[tuple[str, object]] = [("correlation_id", header.correlation_id)]
             if isinstance(header, RequestHeader):
                 pairs = [("api_key", header.api_key), ("api_version", header.api_version)] + pairs + [("client_id", header.client_id)]
             for name, value in pairs:
@@ -116,15 +174,24 @@ class DetailView:
             for tagged in header.tagged:
                 hnode.add(Text(f"tag {tagged.tag}: ") + preview(tagged.data))
         body = message.body if isinstance(message.body, Body) else None
+        self._left, self._past = self.ENTRIES, 0
         if body is not None:
             label = Text(f"Body {printable(body.schema)} v{body.version}" if body.schema else "Body of an unknown API", style="bold")
             if body.assumed:
                 label.append("  (assumed: the message's version is unknown)", style="magenta")
             bnode = self._mark(node.add(label), (header.length if header else 0, len(message.frame.data)))
+            self._topics = {id(placed.records): placed.topic for placed in body.records}
             if body.fields is not None:
                 self._struct(bnode, body.fields, message.frame.data)
             elif body.raw is not None:
                 bnode.add(preview(body.raw))
+            if self._past:
+                bnode.add(
+                    Text(
+                        f"… {self._past} more batches, records and messages: a tree shows {self.ENTRIES} a message (--json has them all)",
+                        style="dim",
+                    )
+                )
         for d in message.diagnostics:
             node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
         return node
@@ -150,15 +217,18 @@ class DetailView:
             if isinstance(value, UnknownTag):
                 node.add(Text(f"{printable(name)}: ", style="yellow") + preview(value.data))
             elif isinstance(value, Struct):
-                self._struct(self._mark(node.add(Text(name, style="bold") + self._span(struct, name, data)), span), value, data)
+                self._struct(self._mark(node.add(Text(printable(name), style="bold") + self._span(struct, name, data)), span), value, data)
             elif isinstance(value, list) and value and isinstance(value[0], Struct):
                 child = self._mark(node.add(Text(f"{printable(name)} [{len(value)}]", style="bold") + self._span(struct, name, data)), span)
                 for i, item in enumerate(value):
                     self._struct(child.add(Text(f"[{i}]", style="dim")), item, data)
             elif isinstance(value, RecordSet):
                 start = span[1] - value.size if span else None  # the blob starts after its length prefix
-                label = Text(f"{printable(name)}: ", style="bold") + self._records_label(value) + self._span(struct, name, data)
+                count, entries = _count(value)
+                label = Text(f"{printable(name)}: ", style="bold") + self._records_label(value, count) + self._span(struct, name, data)
+                left = self._left
                 self._records(self._mark(node.add(label), span), value, start)
+                self._past += entries - (left - self._left)  # what the budget left out of this field
             else:
                 text = Text(f"{printable(name)}: ") + (Text(repr(value), style="blue") if isinstance(value, list) else scalar(name, value))
                 self._mark(node.add(text + self._span(struct, name, data)), span)
@@ -179,24 +249,26 @@ class DetailView:
             node.add(Text(f"{printable(name)} (read by kdissect): ", style="italic") + scalar(name, annotation))
 
     @staticmethod
-    def _records_label(records: RecordSet) -> Text:
+    def _records_label(records: RecordSet, count: int) -> Text:
         batches = len(records.batches)
-        count = sum(1 for _ in records.records())
         text = Text(f"{batches} batch{'es' if batches != 1 else ''}, {count} record{'s' if count != 1 else ''}, {size(records.size)}")
         if records.truncated:
             text.append(f", {records.truncated} bytes of a partial batch at the end (normal in a Fetch response)", style="dim")
         return text
 
     def _records(self, node: Tree, records: RecordSet, start: int | None) -> None:
+        topic = self._topics.get(id(records))
         for i, batch in enumerate(records.batches):
             if isinstance(batch, RecordBatch):
-                self._batch(node, i, batch, start)
+                self._batch(node, i, batch, start, topic, records)
             else:
-                self._legacy(node, batch, start)
+                self._legacy(node, batch, start, topic, records)
         for d in records.diagnostics:
             node.add(Text(f"⚠ {d.code}: {printable(d.message)}" + (f" ({d.at()})" if d.at() else ""), style="magenta"))
 
-    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None) -> None:
+    def _batch(self, node: Tree, i: int, b: RecordBatch, start: int | None, topic: str | None, field: RecordSet) -> None:
+        if not self._room():
+            return
         ratio = f", {b.uncompressed_size / b.compressed_size:.1f}× compressed" if b.codec != "none" and b.compressed_size else ""
         label = Text(f"Batch {i}", style="bold")
         label.append(f"  v2, {b.codec}{ratio}, offsets {b.base_offset}-{b.base_offset + b.last_offset_delta}, {b.record_count} records")
@@ -216,10 +288,10 @@ class DetailView:
             )
         )
         for record in b.records:
-            self._record(child, record)
+            if self._room():
+                self._record(child, record, topic, field)
 
-    @staticmethod
-    def _record(node: Tree, r: Record) -> None:
+    def _record(self, node: Tree, r: Record, topic: str | None, field: RecordSet) -> None:
         text = Text(f"offset {r.offset}  {format_timestamp(r.timestamp)}  key ")
         text.append_text(preview(r.key))
         text.append("  value ")
@@ -229,8 +301,43 @@ class DetailView:
             control = child.add(Text(f"control {r.control.name} (key v{r.control.version})", style="yellow"))
             if r.control.value is not None:
                 DetailView._values(control, r.control.value)
+        if r.reading is not None:
+            DetailView._reading(child, r.reading)
+        elif r.control is None:
+            self._decoded(child, topic, r.key, r.value, r.headers, field)
         for key, value in r.headers:
             child.add(Text(f"header {key!r}: ") + preview(value))
+
+    def _decoded(self, node: Tree, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: RecordSet) -> None:
+        """What a record's key and value say (docs/values.md), each a subtree: how it is framed and by which schema, where
+        the encoded value starts, the decoded fields, and what did not decode, with its offset in the key or value."""
+        if self.values is None:
+            return
+        for role, data, decoded in zip(("key", "value"), (key, value), self.values.record(topic, key, value, headers, field, explain=True)):
+            if decoded is None:
+                continue
+            label = Text(f"{role} ", style="bold") + Text(decoded.format, style="bold cyan")
+            if decoded.framing != "none":
+                label.append(f", {decoded.framing} framing")
+            label.append(f": {printable(decoded.why)}", style="dim")
+            if decoded.start and data is not None:
+                label.append(f"  encoded value @{decoded.start}-{len(data)} of the {role}", style="dim")
+            child = node.add(label)
+            if decoded.name:
+                child.add(Text("type: ") + Text(printable(decoded.name), style="green"))
+            if decoded.ok:
+                _tree_of(child, decoded.value)
+            for d in decoded.diagnostics:
+                child.add(Text(f"⚠ {d.code}: {printable(d.message)} ({d.at()})", style="magenta"))
+
+    @staticmethod
+    def _reading(node: Tree, reading: KafkaRecord) -> None:
+        """A record of one of Kafka's own topics: what its key and value hold."""
+        child = node.add(Text(f"{reading.record} (type {reading.type}, read by kdissect)", style="italic"))
+        if reading.key is not None:
+            DetailView._values(child.add(Text("key", style="bold")), reading.key)
+        if reading.value is not None:
+            DetailView._values(child.add(Text("value", style="bold")), reading.value)
 
     @staticmethod
     def _values(node: Tree, struct: Struct) -> None:
@@ -241,11 +348,13 @@ class DetailView:
                 for i, item in enumerate(value):
                     DetailView._values(child.add(Text(f"[{i}]", style="dim")), item)
             elif isinstance(value, Struct):
-                DetailView._values(node.add(Text(name, style="bold")), value)
+                DetailView._values(node.add(Text(printable(name), style="bold")), value)
             else:
                 node.add(Text(f"{printable(name)}: ") + scalar(name, value))
 
-    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None) -> None:
+    def _legacy(self, node: Tree, m: LegacyMessage, start: int | None, topic: str | None, field: RecordSet) -> None:
+        if not self._room():
+            return
         text = Text(f"Message v{m.magic}", style="bold")
         text.append(f"  offset {m.offset}, {m.codec}")
         if m.timestamp is not None:
@@ -254,9 +363,13 @@ class DetailView:
         child = node.add(text)
         if m.messages:
             for inner in m.messages:
-                self._legacy(child, inner, None)
+                self._legacy(child, inner, None, topic, field)
         else:
             child.add(Text("key ") + preview(m.key) + Text("  value ") + preview(m.value))
+            if m.reading is not None:
+                self._reading(child, m.reading)
+            else:
+                self._decoded(child, topic, m.key, m.value, (), field)
 
     @staticmethod
     def _dump(side: str, message: Message, hidden: bool) -> RenderableType:

@@ -13,7 +13,7 @@ import dataclasses
 import json
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import IO, TYPE_CHECKING, Any, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 import orjson
 
@@ -38,10 +38,14 @@ from kdissect.schema.tree import Struct, UnknownTag
 from kdissect.views.summary import SASL_TOKEN_LABEL
 
 if TYPE_CHECKING:
+    from kdissect.doctor.engine import Report
     from kdissect.doctor.finding import Finding
+    from kdissect.values.reader import Decoded, ValueReader
 
-LAYOUT = 2
-"""2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells its `holes`."""
+LAYOUT = 3
+"""3: a finding's evidence says `count`, `unit` and `filter` (2 had `exchange_count`), and reports end with a
+verdict object. 2: `status` says `error` and `malformed` (1 called every paired exchange `ok`); each side tells
+its `holes`."""
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 """The control characters a text value may not hold (tab, newline and carriage return it may)."""
 _BASE64 = binascii.b2a_base64
@@ -205,6 +209,8 @@ def _struct_tree(struct: Struct) -> dict[str, Any]:
 
 
 def _records_tree(records: RecordSet) -> dict[str, Any]:
+    if _reading.values is not None:
+        _reading.enter(records)
     return {"size": records.size, "truncated": records.truncated, "batches": [_batch_tree(b) for b in records.batches]}
 
 
@@ -219,6 +225,8 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
         out["format"] = "v2"
         out["span"] = list(batch.span)
         out["base_time"] = record_time(batch.base_timestamp)
+        if _reading.values is not None:
+            _reading.batch(batch.records)
         if records:
             out["records"] = [_record_tree(r) for r in batch.records]
         return out
@@ -228,18 +236,25 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
 def _record_tree(record: Record) -> dict[str, Any]:
     timestamp = record.timestamp
     headers = record.headers
-    return {
+    key = record.key
+    value = record.value
+    out = {
         "offset": record.offset,
         "timestamp": timestamp,
         "time": record_time(timestamp),
         "offset_delta": record.offset_delta,
         "timestamp_delta": record.timestamp_delta,
         "attributes": record.attributes,
-        "key": encode_bytes(record.key),
-        "value": encode_bytes(record.value),
-        "headers": [{"key": k if type(k) is str else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
+        "key": encode_bytes(key),
+        "value": encode_bytes(value),
+        "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in headers] if headers else [],
         "control": record.control,
     }
+    if record.reading is not None:
+        out["_kdissect"] = record.reading
+    if (value and value[0] in _looked_at) or (key and key[0] in _looked_at):
+        _with_decoded(out, key, value, headers)  # what they say: a plain key and value cost a look at their first bytes
+    return out
 
 
 def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any]:
@@ -261,9 +276,110 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
         "compressed_size": message.compressed_size,
         "uncompressed_size": message.uncompressed_size,
     }
+    if message.reading is not None:
+        out["_kdissect"] = message.reading
     if messages:
         out["messages"] = [_legacy_tree(m) for m in message.messages]
+    if not message.messages:
+        key, value = message.key, message.value
+        if (value and value[0] in _looked_at) or (key and key[0] in _looked_at):
+            _with_decoded(out, key, value, ())
     return out
+
+
+class _Reading:
+    """What the encoder needs to read the keys and values of the exchange being made JSON (`exchange_tree`): it meets
+    records inside their RecordSet, which `_records_tree` marks as the records field (and topic) being encoded."""
+
+    __slots__ = ("values", "topics", "field", "topic", "in_field")
+
+    def __init__(self) -> None:
+        self.values: ValueReader | None = None
+        self.topics: dict[int, str | None] = {}
+        self.field: RecordSet | None = None
+        self.topic: str | None = None
+        self.in_field = False
+        """The field is the registry's `_schemas` topic, which teaches schemas: all its records are read."""
+
+    def start(self, exchange: Exchange, values: ValueReader | None) -> None:
+        global _looked_at
+        _looked_at = _NOTHING
+        topics = {}
+        if values is not None:
+            for message in (exchange.request, exchange.response):
+                body = message.body if message is not None and isinstance(message.body, Body) else None
+                if body is not None:
+                    for placed in body.records:
+                        topics[id(placed.records)] = placed.topic
+        self.values = values if topics else None
+        self.topics, self.field, self.topic, self.in_field = topics, None, None, False
+
+    def enter(self, records: RecordSet) -> None:
+        global _looked_at
+        self.field, self.topic = records, self.topics.get(id(records))
+        self.in_field = self.topic == "_schemas"
+        _looked_at = _EVERY_BYTE if self.in_field else _CANDIDATES
+
+    def batch(self, records: tuple[Record, ...]) -> None:
+        """A v2 batch begins: its first record's headers say whether its records name their schemas in headers."""
+        global _looked_at
+        headed = bool(records) and bool(records[0].headers) and _framed_by_header(records[0].headers)
+        _looked_at = _EVERY_BYTE if self.in_field or headed else _CANDIDATES
+
+
+_reading = _Reading()
+_CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
+"""First bytes of a key or value that may be more than text: framing's magic bytes, JSON."""
+_NOTHING: frozenset[int] = frozenset()
+_EVERY_BYTE = frozenset(range(256))
+_looked_at = _NOTHING
+"""The first bytes whose key or value the encoder reads in the records field being encoded: none without a reader,
+every one in a `_schemas` field or a batch whose schemas are named in headers, else `_CANDIDATES`."""
+_SCHEMA_HEADERS = frozenset({"__key_schema_id", "__value_schema_id", "apicurio.key.globalId", "apicurio.value.globalId"})
+
+
+def _framed_by_header(headers: tuple) -> bool:
+    return any(name in _SCHEMA_HEADERS for name, _ in headers)
+
+
+def _with_decoded(out: dict[str, Any], key: bytes | None, value: bytes | None, headers: tuple) -> None:
+    """A record's `key_decoded` and `value_decoded`; the encoder asks only for a record whose first bytes or headers
+    may say more than bytes (a record of plain text or bytes costs that look and nothing more)."""
+    reading = _reading
+    read_key, read_value = reading.values.record(reading.topic, key, value, headers, reading.field)  # type: ignore[union-attr]
+    if read_key is not None and not read_key.plain:
+        out["key_decoded"] = decoded_json(read_key)
+    if read_value is not None and not read_value.plain:
+        out["value_decoded"] = decoded_json(read_value)
+
+
+def decoded_json(d: Decoded) -> dict[str, Any]:
+    """A key's or value's reading: its framing, format, schema (id, subject, version, type) and decoded value."""
+    schema = d.schema
+    return {
+        "framing": d.framing,
+        "format": d.format,
+        "schema_id": d.schema_id,
+        "subject": d.subject,
+        "version": schema.version if schema else None,
+        "type": d.name,
+        "start": d.start,
+        "why": d.why,
+        "value": _exact_floats(d.value) if d.ok else None,
+        "diagnostics": [diagnostic_json(x) for x in d.diagnostics],
+    }
+
+
+def _exact_floats(value: Any) -> Any:
+    """A decoded value with each float made safe for the fast encoder (`json_float`), at any depth."""
+    kind = type(value)
+    if kind is float:
+        return json_float(value)
+    if kind is dict:
+        return {k: _exact_floats(v) for k, v in value.items()}
+    if kind is list:
+        return [_exact_floats(v) for v in value]
+    return value
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -278,6 +394,8 @@ def connection_json(c: ConnectionInfo) -> dict[str, Any]:
     out = {"id": c.id, "client": endpoint_json(c.client), "broker": endpoint_json(c.broker)}
     if c.tls is not None:
         out["tls"] = {f.name: value_json(getattr(c.tls, f.name)) for f in dataclasses.fields(c.tls)}
+    if c.taps:
+        out["taps"] = list(c.taps)
     return out
 
 
@@ -285,7 +403,7 @@ def _tagged(fields: tuple[TaggedField, ...]) -> list[dict[str, Any]]:
     return [{"tag": t.tag, "data": encode_bytes(t.data)} for t in fields]
 
 
-def header_json(header: RequestHeader | ResponseHeader | None) -> dict[str, Any] | None:
+def header_json(header: RequestHeader | ResponseHeader | SaslTokenHeader | None) -> dict[str, Any] | None:
     if isinstance(header, RequestHeader):
         return {
             "version": header.version,
@@ -345,9 +463,11 @@ def _connection(c: ConnectionInfo) -> dict[str, Any]:
     return out
 
 
-def exchange_tree(exchange: Exchange) -> dict[str, Any]:
+def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict[str, Any]:
     """An exchange's JSON object as the writer encodes it: bodies, records and bytes are left as they are and
-    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain."""
+    made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain. With `values`, a
+    record's key and value carry what they say (`key_decoded`, `value_decoded`), read now: encode the tree next."""
+    _reading.start(exchange, values)
     request, response = exchange.request, exchange.response
     sent = request.body if request is not None and isinstance(request.body, Body) else None
     got = response.body if response is not None and isinstance(response.body, Body) else None
@@ -364,7 +484,7 @@ def exchange_tree(exchange: Exchange) -> dict[str, Any]:
     for side, body in (("request", sent), ("response", got)):
         if body is not None and body.errors:
             errors += [{"side": side, "path": e.path, "code": e.code, "name": error_name(e.code)} for e in body.errors]
-    return {
+    tree = {
         "type": "exchange",
         "layout": LAYOUT,
         "id": exchange.id,
@@ -377,12 +497,19 @@ def exchange_tree(exchange: Exchange) -> dict[str, Any]:
         "client_id": exchange.client_id,
         "time": time_text(exchange.ts),
         "latency_ms": None if latency is None else json_float(latency / 1e6),
+        "queue_ms": None if exchange.queued is None else json_float(exchange.queued / 1e6),
+        "service_ms": None if latency is None else json_float((latency - (exchange.queued or 0)) / 1e6),
+        "queued_behind": exchange.ahead,
         "topics": topics,
         "groups": groups,
         "errors": errors,
         "request": message_tree(request),
         "response": message_tree(response),
     }
+    if exchange.vantage is not None:
+        tree["broker_ms"] = json_float(exchange.vantage.broker / 1e6)
+        tree["network_ms"] = json_float(exchange.vantage.network / 1e6)
+    return tree
 
 
 STREAM_RECORDS = 4096
@@ -392,14 +519,19 @@ exchange holds in memory while it is written does not grow with it."""
 STREAM_BYTES = 1 << 20
 PIECE = 512
 """Records, or elements of an array of scalars or flat structs, made JSON at a time."""
+PIECE_BYTES = 1 << 20
+"""... or fewer: a piece ends once its records' keys and values pass this many bytes, and a batch or wrapper
+whose records decompressed past it is walked into, so that a batch of large values (a compressed wrapper's 50 MiB
+of them) is not made JSON at once."""
 FLUSH = 1 << 16
 """Pieces are gathered up to this many bytes before they are handed to the stream."""
 
 
 def _large(exchange: Exchange) -> bool:
-    """Whether an exchange's frames pass `STREAM_BYTES` or its bodies hold more than `STREAM_RECORDS` records
-    (legacy messages nested in compressed wrappers counted at every depth)."""
-    left = STREAM_RECORDS
+    """Whether an exchange's frames, or what their records decompressed to, pass `STREAM_BYTES`, or its bodies
+    hold more than `STREAM_RECORDS` records (legacy messages nested in compressed wrappers counted at every
+    depth): a frame of 500 kB can hold 90 MiB of values."""
+    left, inflated = STREAM_RECORDS, 0
     for message in (exchange.request, exchange.response):
         if message is None:
             continue
@@ -409,20 +541,21 @@ def _large(exchange: Exchange) -> bool:
         batches = [b for placed in body.records for b in placed.records.batches] if body is not None else []
         while batches:
             batch = batches.pop()
+            inflated += batch.uncompressed_size
             if type(batch) is RecordBatch:
                 left -= len(batch.records)
             else:
                 left -= 1
                 batches += batch.messages
-            if left < 0:
+            if left < 0 or inflated > STREAM_BYTES:
                 return True
     return False
 
 
-def exchange_pieces(exchange: Exchange) -> Iterator[bytes]:
+def exchange_pieces(exchange: Exchange, values: ValueReader | None = None) -> Iterator[bytes]:
     """An exchange's NDJSON line, newline included, in pieces whose concatenation is `encode(exchange_tree(...))`
     byte for byte: whole for most exchanges, a few records or elements at a time for a large one."""
-    tree = exchange_tree(exchange)
+    tree = exchange_tree(exchange, values)
     if _large(exchange):
         yield from streamed(tree)
     else:
@@ -459,14 +592,21 @@ def _heavy(value: Any) -> bool:
     if cls is Struct:
         return any(type(v) in _NESTS or type(v) is Struct for v in value.values)
     if cls is RecordBatch:
-        return len(value.records) > PIECE
+        return len(value.records) > PIECE or value.uncompressed_size > PIECE_BYTES
     if cls is LegacyMessage:
         messages = value.messages
-        return len(messages) > PIECE or any(m.messages for m in messages)
+        return len(messages) > PIECE or value.uncompressed_size > PIECE_BYTES or any(m.messages for m in messages)
     return cls in _NESTS
 
 
-_RECORDS = {Record: _record_tree, RecordBatch: _batch_tree, LegacyMessage: _legacy_tree}
+def _weight(value: Any) -> int:
+    """Bytes of a record's or a message's key and value (what its JSON grows with); 0 for other values."""
+    if type(value) is Record or type(value) is LegacyMessage:
+        return len(value.key or b"") + len(value.value or b"")
+    return 0
+
+
+_RECORDS: dict[type, Callable[[Any], dict[str, Any]]] = {Record: _record_tree, RecordBatch: _batch_tree, LegacyMessage: _legacy_tree}
 """What the encoder meets only inside a `RecordSet`, which `_tree` makes JSON whole: the streaming writer meets them
 on their own."""
 
@@ -491,6 +631,8 @@ def _pieces(value: Any) -> Iterator[bytes]:
     elif cls is Struct:
         yield from _pieces(_struct_tree(value))
     elif cls is RecordSet:
+        if _reading.values is not None:
+            _reading.enter(value)
         yield from _pieces({"size": value.size, "truncated": value.truncated, "batches": value.batches})
     elif cls is RecordBatch:
         tree = _batch_tree(value, records=False)
@@ -510,21 +652,31 @@ def _pieces(value: Any) -> Iterator[bytes]:
             sep = b","
         yield b"]"
     else:
-        for at in range(0, len(value), PIECE):
-            part = [_leaf(v) for v in value[at : at + PIECE]]
-            yield (b"," if at else b"[") + _encoded(part)[1:-1]
-        yield b"]"
+        sep, part, weight = b"[", [], 0
+        for item in value:
+            part.append(_leaf(item))
+            weight += _weight(item)
+            if len(part) >= PIECE or weight >= PIECE_BYTES:
+                yield sep + _encoded(part)[1:-1]
+                sep, part, weight = b",", [], 0
+        yield (sep + _encoded(part)[1:-1] if part else b"") + b"]"
 
 
-def exchange_json(exchange: Exchange) -> dict[str, Any]:
-    return value_json(exchange_tree(exchange))
+def encode_value(value: Any) -> bytes:
+    """One value's compact JSON as every line spells it (a decoded record value for `records -f`)."""
+    return _encoded(value)
+
+
+def exchange_json(exchange: Exchange, values: ValueReader | None = None) -> dict[str, Any]:
+    return value_json(exchange_tree(exchange, values))
 
 
 def streamed_record_json(item: Any) -> dict[str, Any]:
-    """One record of `kdissect records --json` (a `views.record_stream.StreamedRecord`)."""
+    """One record of `kdissect records --json` (a `decode.streamed.StreamedRecord`), with what its key and value
+    say when it carries them (`StreamedRecord.decoded`)."""
     record, exchange = item.record, item.exchange
     timestamp = -1 if record.timestamp is None else record.timestamp
-    return {
+    out = {
         "type": "record",
         "layout": LAYOUT,
         "exchange": exchange.id,
@@ -538,7 +690,14 @@ def streamed_record_json(item: Any) -> dict[str, Any]:
         "key": encode_bytes(record.key),
         "value": encode_bytes(record.value),
         "headers": [{"key": k if isinstance(k, str) else encode_bytes(k), "value": encode_bytes(v)} for k, v in record.headers],
+        **({"_kdissect": value_json(record.reading)} if record.reading is not None else {}),
     }
+    key, value = item.decoded
+    if key is not None and not key.plain:
+        out["key_decoded"] = decoded_json(key)
+    if value is not None and not value.plain:
+        out["value_decoded"] = decoded_json(value)
+    return out
 
 
 def notice_json(notice: Notice) -> dict[str, Any]:
@@ -593,9 +752,13 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "title": finding.title,
         "explanation": finding.explanation,
         "advice": finding.advice,
+        "caused_by": list(finding.caused_by),
+        "software": finding.software,
         "evidence": {
+            "filter": e.filter,
+            "count": e.count,
+            "unit": e.unit,
             "exchanges": list(e.exchanges),
-            "exchange_count": e.exchange_count,
             "connections": list(e.connections),
             "client_ids": list(e.client_ids),
             "groups": list(e.groups),
@@ -606,6 +769,24 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     }
 
 
+def verdict_json(report: Report) -> dict[str, Any]:
+    """The doctor's one line: how many problems of each severity, what the capture held, and all that in words."""
+    census = report.census
+    return {
+        "type": "verdict",
+        "layout": LAYOUT,
+        "verdict": report.verdict,
+        "errors": sum(f.severity == "error" for f in report.findings),
+        "warnings": sum(f.severity == "warning" for f in report.findings),
+        "info": sum(f.severity == "info" for f in report.findings),
+        "span_ms": census.span_ns / 1e6,
+        "connections": census.connections,
+        "exchanges": census.exchanges,
+        "clients": len(census.client_ids),
+        "groups": len(census.groups),
+    }
+
+
 class JsonLinesWriter:
     """Writes one compact JSON object per line as each is made; `flush_each` for live sessions, where a line
     must reach the reader at once rather than when a buffer fills.
@@ -613,9 +794,10 @@ class JsonLinesWriter:
     A UTF-8 text stream is written through its byte buffer, so lines go out as the encoder made them; the
     writer then owns the stream (nothing else may write to it in between)."""
 
-    def __init__(self, stream: IO[str], flush_each: bool = False) -> None:
+    def __init__(self, stream: IO[str], flush_each: bool = False, values: ValueReader | None = None) -> None:
         self._stream = stream
         self._flush_each = flush_each
+        self._values = values
         self._bytes: Any = None
         buffer = getattr(stream, "buffer", None)
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
@@ -628,7 +810,7 @@ class JsonLinesWriter:
 
     def write_exchange(self, exchange: Exchange) -> None:
         """`write(exchange_tree(exchange))`, a large exchange in pieces (`exchange_pieces`)."""
-        for piece in exchange_pieces(exchange):
+        for piece in exchange_pieces(exchange, self._values):
             self._put(piece)
         if self._flush_each:
             self._stream.flush()

@@ -104,10 +104,10 @@ class LiveView:
             if len(summary.errors) > self.max_errors:
                 worst = Summary()
                 worst.errors = dict(sorted(summary.errors.items(), key=lambda item: -item[1].count)[: self.max_errors])
-                errors_table = ReadView._errors(worst)
+                errors_table = ReadView._errors(worst, self.console.size.width)
                 errors_table.caption = f"{len(summary.errors) - self.max_errors} more"
             else:
-                errors_table = ReadView._errors(summary)
+                errors_table = ReadView._errors(summary, self.console.size.width)
         # from the most flows down to none, until the latest exchanges keep at least MIN_ROWS lines
         height = self.console.size.height
         fixed = 1 + 3 + (1 + self._height(errors_table) if errors_table is not None else 0)
@@ -135,7 +135,7 @@ class LiveView:
     def _flows_table(self, count: int) -> RenderableType:
         """The `count` most recently active flows, one line each."""
         flows = self._latest_flows(count)
-        table = ReadView._flows(flows, self.console.width, compact=True)  # type: ignore[arg-type]
+        table = ReadView._flows(flows, self.console.width, compact=True)
         hidden = len(self.summary.flows) - len(flows.flows)
         if hidden > 0:
             table.caption = f"{hidden} more" + (f"; {table.caption}" if table.caption else "")

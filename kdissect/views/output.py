@@ -17,16 +17,17 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a command imports this module at start-up, before it reads anything: only names for the types
+    from kdissect.decode.streamed import StreamedRecord
     from kdissect.diagnostic import Diagnostic
+    from kdissect.doctor.engine import Report
     from kdissect.doctor.finding import Finding
     from kdissect.events import ConnectionEnd, Exchange, Notice
     from kdissect.kafka.shared import Counters
     from kdissect.schema import Catalog
-    from kdissect.views.record_stream import StreamedRecord
     from kdissect.views.stats import Stats
     from kdissect.views.summary import Summary
 
-COMMANDS = ("read", "show", "stats", "doctor", "records", "live")
+COMMANDS = ("read", "show", "stats", "doctor", "records", "live", "schemas")
 
 
 class FormatError(ValueError):
@@ -64,12 +65,18 @@ class Settings:
     """-E: the fields formats' `views.fields.Layout`."""
     record_format: str | None = None
     """`records -f`: kcat's format of a record's line."""
+    record_decode: bool = False
+    """`records --decode`: -f's %k and %s write decoded keys and values as JSON."""
     live: Any = None
     """A live session's capture (interface, link type, filter): the text format draws a screen updated in place."""
     capture: str = "FILE"
     """How the user named the capture: the doctor's "open one" lines repeat it."""
     header: bool = True
     """False for a `read --jobs` worker: its rows join the first process's, which writes the header."""
+    everything: bool = False
+    """`doctor --all`: info findings too (the structured formats always write every finding)."""
+    values: Any = None
+    """The run's `values.reader.ValueReader`: records' keys and values read for what they say (docs/values.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +91,11 @@ class Closing:
     """Why the output is partial, and what was odd about the capture file."""
     stats: Stats | None = None
     """`stats`' tables."""
-    findings: tuple[Finding, ...] | None = None
-    """The doctor's findings in brief, as `stats` and `live` end (`doctor` hands each to `Output.finding`)."""
+    report: Report | None = None
+    """The doctor's report: its verdict ends every run that has one (`read`, `stats`, `live`, `doctor`); `stats` and
+    `live` list its problems in brief (`doctor` hands each finding to `Output.finding` first)."""
+    schemas: tuple[dict[str, Any], ...] | None = None
+    """`schemas`' rows: every schema known, where it was learnt, what uses it (`views.schema_list`)."""
 
 
 class Output:

@@ -8,79 +8,26 @@ sent, byte for byte (-1 lengths and empty text for nulls, as kcat): that is raw 
 shown on a terminal it acts as the writer of the record chose. Without -f, a line for people: times in UTC, text
 in quotes with every control character escaped (`kdissect.printable`), binary in hex, nulls as null.
 
+A key or value that a schema or JSON reads (docs/values.md) is written for people as compact JSON followed by what
+read it, `(avro confluent schema 7)`; with -f, as sent unless `--decode` asks for the JSON (kcat's `-s value=avro`).
+
 Control records (transaction markers) carry no data: they are left out, as a consumer never sees them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import IO, Any
 
-from kdissect.decode.body import Body
-from kdissect.events import Exchange
+from kdissect.decode.streamed import StreamedRecord
 from kdissect.printable import printable
 from kdissect.records.values import LegacyMessage, Record, format_timestamp
+from kdissect.views.json_lines import value_json
 from kdissect.views.output import FormatError as OutputFormatError
-
-DIRECTIONS = ("produce", "fetch")
 
 HUMAN = "%Z %d %t [%p] @%o  key %k  value %s%h\\n"
 """The line printed without -f."""
-
-
-@dataclass(frozen=True, slots=True)
-class StreamedRecord:
-    """One record of an exchange, with where it was going: produced to, or fetched from, a topic's partition."""
-
-    exchange: Exchange
-    direction: str
-    topic: str | None
-    partition: int | None
-    record: Record | LegacyMessage
-
-
-def exchange_records(exchange: Exchange, directions: frozenset[str] = frozenset(DIRECTIONS)) -> Iterator[StreamedRecord]:
-    """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's.
-
-    A produced record's offset is the one the broker assigned (its response's BaseOffset plus the record's place
-    in the request), as a producer's delivery report tells it; -1 when the capture holds no such answer (acks=0,
-    an error, a lost response)."""
-    for direction, message in (("produce", exchange.request), ("fetch", exchange.response)):
-        if direction not in directions or message is None or not isinstance(message.body, Body):
-            continue
-        assigned = _assigned_offsets(exchange) if direction == "produce" else {}
-        for placed in message.body.records:
-            base = assigned.get(placed.path, -1) if direction == "produce" else None
-            first = None
-            for record in placed.records.data_records():
-                if base is not None:
-                    first = record.offset if first is None else first
-                    record = replace(record, offset=base + record.offset - first if base >= 0 else -1)
-                yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record)
-
-
-def _assigned_offsets(exchange: Exchange) -> dict[str, int]:
-    """The base offset the broker gave each records field of a Produce request, by the field's path."""
-    response = exchange.response.body if exchange.response is not None else None
-    if not isinstance(response, Body) or response.fields is None or not isinstance(exchange.request.body, Body):  # type: ignore[union-attr]
-        return {}
-    bases = {}
-    for topic in response.fields.get("Responses") or ():
-        name = topic.get("Name") or topic.get("TopicId")
-        for partition in topic.get("PartitionResponses") or ():
-            base = partition.get("BaseOffset")
-            if partition.get("ErrorCode") == 0 and isinstance(base, int) and base >= 0:
-                bases[(name, partition.get("Index"))] = base
-    paths = {}
-    for i, topic in enumerate(exchange.request.body.fields.get("TopicData") or ()):  # type: ignore[union-attr]
-        name = topic.get("Name") or topic.get("TopicId")
-        for j, partition in enumerate(topic.get("PartitionData") or ()):
-            base = bases.get((name, partition.get("Index")))
-            if base is not None:
-                paths[f"TopicData[{i}].PartitionData[{j}].Records"] = base
-    return paths
 
 
 class FormatError(OutputFormatError):
@@ -101,6 +48,17 @@ def _shown(data: bytes | None) -> bytes:
         return b"0x" + data.hex().encode()
 
 
+def _shown_part(record: Record | LegacyMessage, part: str) -> bytes:
+    """For people, a record of one of Kafka's own topics: what its key (after the record's kind) or value holds, as
+    compact JSON, every control character escaped; any other record's bytes as `_shown` writes them."""
+    reading, data = record.reading, getattr(record, part)
+    held = getattr(reading, part) if reading is not None else None
+    if reading is None or held is None:
+        return _shown(data)
+    text = printable(json.dumps(value_json(held), ensure_ascii=False, separators=(",", ":")))
+    return (f"{reading.record} {text}" if part == "key" else text).encode()
+
+
 def _length(data: bytes | None) -> bytes:
     return b"-1" if data is None else str(len(data)).encode()
 
@@ -118,9 +76,48 @@ def _safe(value: Any) -> bytes:
     return printable(str(value)).encode("utf-8", "backslashreplace")
 
 
-def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], bytes]:
-    """The format string as a function from a record to its line's bytes; `human` quotes keys and values."""
-    value, name = (_shown, _safe) if human else (_raw, _text)
+def _decoded_json(decoded: Any) -> bytes | None:
+    """A decoded key or value as compact JSON (bytes inside it by the JSON layout's rule); None when it did not decode."""
+    if decoded is None or not decoded.ok:
+        return None
+    from kdissect.views.json_lines import decoded_json, encode_value
+
+    return encode_value(decoded_json(decoded)["value"])
+
+
+def _tagged(decoded: Any) -> bytes:
+    """For people: what read the value, after it (format, framing, schema)."""
+    if decoded is None or decoded.plain:
+        return b""
+    schema = f" schema {decoded.schema_id}" if decoded.schema_id is not None else ""
+    framing = f" {decoded.framing}" if decoded.framing != "none" else ""
+    problems = "".join(f" {d.code}" for d in decoded.diagnostics)
+    return _text(f" ({decoded.format}{framing}{schema}{problems})")
+
+
+def compile_format(fmt: str, human: bool = False, decode: bool = False) -> Callable[[StreamedRecord], bytes]:
+    """The format string as a function from a record to its line's bytes; `human` quotes keys and values and writes
+    decoded ones as JSON with what read them; `decode` writes %k and %s as JSON where a schema or JSON reads them."""
+    name = _safe if human else _text
+
+    def side(index: int, part: str) -> Callable[[StreamedRecord], bytes]:
+        """%k (`part` "key") or %s ("value"): a record of Kafka's own topics as kdissect reads it, for people."""
+        plain: Callable[[StreamedRecord], bytes] = (
+            (lambda r: _shown_part(r.record, part)) if human else (lambda r: _raw(getattr(r.record, part)))
+        )
+        if not (human or decode):
+            return plain
+
+        def one(r: StreamedRecord) -> bytes:
+            decoded = r.decoded[index]
+            made = _decoded_json(decoded)
+            if made is not None and human:
+                made = printable(made.decode()).encode()  # orjson escapes control characters, not bidi marks
+            shown = plain(r) if made is None else made
+            return shown + _tagged(decoded) if human else shown
+
+        return one
+
     headers = (
         (lambda r: b"".join(b"  " + _safe(k) + b"=" + _shown(v) for k, v in r.record.headers))
         if human
@@ -130,9 +127,9 @@ def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], 
         "t": lambda r: name(r.topic if r.topic is not None else "?"),
         "p": lambda r: _text(r.partition if r.partition is not None else "?"),
         "o": lambda r: _text(r.record.offset),
-        "k": lambda r: value(r.record.key),
+        "k": side(0, "key"),
         "K": lambda r: _length(r.record.key),
-        "s": lambda r: value(r.record.value),
+        "s": side(1, "value"),
         "S": lambda r: _length(r.record.value),
         "T": lambda r: _text(_timestamp(r.record)),
         "Z": lambda r: _text(format_timestamp(_timestamp(r.record))),
@@ -170,10 +167,10 @@ def compile_format(fmt: str, human: bool = False) -> Callable[[StreamedRecord], 
 class RecordLines:
     """Writes records as lines of bytes on a text stream's binary buffer (keys and values exactly as sent)."""
 
-    def __init__(self, stream: IO[str], fmt: str | None) -> None:
-        self._line = compile_format(HUMAN, human=True) if fmt is None else compile_format(fmt)
+    def __init__(self, stream: IO[str], fmt: str | None, decode: bool = False) -> None:
+        self._line = compile_format(HUMAN, human=True) if fmt is None else compile_format(fmt, decode=decode)
         stream.flush()
-        self._out = stream.buffer  # type: ignore[attr-defined]
+        self._out = stream.buffer  # type: ignore[attr-defined]  # standard output or a file opened as text: a TextIOWrapper
 
     def write(self, record: StreamedRecord) -> None:
         self._out.write(self._line(record))

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kdissect.decode.decoder import Decoder
 from kdissect.printable import printable
 from kdissect.schema import Catalog
 from kdissect.schema.user_specs import UserSpecs
 from kdissect.views.json_lines import LAYOUT
 
+if TYPE_CHECKING:
+    from kdissect.decode.body import Direction
+
 
 def ranges(versions: tuple[int, ...]) -> str:
-    out, start = [], versions[0]
+    out: list[str] = []
+    start: int | None = versions[0]
     for prev, cur in zip(versions, versions[1:] + (None,)):
         if cur != prev + 1 if cur is not None else True:
             out.append(str(start) if start == prev else f"{start}-{prev}")
@@ -59,7 +65,7 @@ def print_schema(catalog: Catalog, as_json: bool) -> None:
         ("flexible from", "right"),
         ("only before Kafka 4", "left"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]  # "left" or "right", rich's JustifyMethod
     for row in data:
         table.add_row(
             str(row["api_key"]),
@@ -108,7 +114,7 @@ def print_loaded(specs: UserSpecs, as_json: bool) -> None:
         return
     table = Table(title=f"{len(data)} API keys from {len(specs.files)} spec files", title_justify="left")
     for name, justify in (("key", "right"), ("name", "left"), ("versions", "left"), ("flexible from", "right"), ("what", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]  # "left" or "right", rich's JustifyMethod
     for row in data:
         table.add_row(
             str(row["api_key"]),
@@ -132,8 +138,6 @@ def _what(builtin: dict | None) -> str:
     return f"built-in {builtin['name']} {builtin['versions']}: {', '.join(done)}"
 
 
-def print_source(catalog: Catalog, api_key: int, version: int, direction: str) -> None:
+def print_source(catalog: Catalog, api_key: int, version: int, direction: Direction) -> None:
     """The generated Python that decodes one body."""
-    from kdissect.decode.decoder import Decoder
-
-    print(Decoder(catalog).bodies.source(api_key, version, direction))  # type: ignore[arg-type]
+    print(Decoder(catalog).bodies.source(api_key, version, direction))

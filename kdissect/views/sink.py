@@ -21,6 +21,7 @@ class Settled(NamedTuple):
     facts: Facts | None
     output: bytes
     damage: tuple[str, ...]
+    """Codes of its diagnostics that say the capture lost bytes."""
 
 
 class EventSink:

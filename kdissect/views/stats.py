@@ -1,19 +1,10 @@
-"""`kdissect stats`: what a capture adds up to, per API, topic, client and consumer group.
-
-Consumer-group rebalances are reconstructed per generation: each generation a JoinGroup response announces is
-one rebalance, and every event that asked for one (a JoinGroup request, a LeaveGroup, a heartbeat told
-REBALANCE_IN_PROGRESS) belongs to the first generation announced after it was sent. So a rebalance starts at the
-event that triggered it and closes with the SyncGroup responses of its generation, whatever order the exchanges
-complete in (a JoinGroup completes only when the rebalance does); events after the last generation (the last
-member leaving) are no rebalance. Reasons come from JoinGroup (v8+) and LeaveGroup (v5+) reason fields too.
-"""
+"""`kdissect stats`: what a capture adds up to, per API, topic, client and consumer group (its rebalances as
+`doctor/rebalances.py` reconstructs them, as the doctor sees them)."""
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -21,11 +12,12 @@ from rich.text import Text
 
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
+from kdissect.doctor.rebalances import Rebalances, Round
 from kdissect.events import ConnectionEnd, Exchange
 from kdissect.printable import printable
-from kdissect.schema import ApiKey, ErrorCode, error_name
+from kdissect.schema import ApiKey, error_name
 from kdissect.schema.tree import Struct
-from kdissect.views.summary import exchange_errors, percentile
+from kdissect.views.summary import Latencies, exchange_errors
 from kdissect.views.terminal import TableColumn, duration, elide, fitted_table, size, stamp, why_hidden
 
 
@@ -34,100 +26,43 @@ def _fields(message: Any) -> Struct | None:
     return body.fields if isinstance(body, Body) else None
 
 
-def _latency_cells(values: list[int]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    cell = lambda q: None if not ordered else percentile(ordered, q) / 1e6
-    return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": ordered[-1] / 1e6 if ordered else None}
+def _round_row(r: Round) -> dict[str, Any]:
+    return {
+        "group": r.group,
+        "generation": r.generation,
+        "start": stamp(r.start),
+        "duration_ms": None if r.end is None else (r.end - r.start) / 1e6,
+        "completed": r.synced,
+        "members": len(r.members),
+        "protocol": r.protocol,
+        "leader": r.leader,
+        "reasons": dict(r.reasons),
+    }
 
 
-@dataclass
-class Round:
-    """One rebalance of one group: the events that asked for it, to the SyncGroup responses of the generation it made."""
-
-    group: str
-    start: int
-    end: int | None = None
-    generation: int | None = None
-    protocol: str | None = None
-    leader: str | None = None
-    members: set[str] = field(default_factory=set)
-    reasons: Counter[str] = field(default_factory=Counter)
-    synced: bool = False
-    joins: int = 0
-    """JoinGroup requests in this round; events without any (the last member leaving) are no rebalance."""
-
-    def add(self, ts: int, reason: str, join: bool) -> None:
-        self.start = min(self.start, ts)
-        self.reasons[reason] += 1
-        self.joins += join
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "generation": self.generation,
-            "start": stamp(self.start),
-            "duration_ms": None if self.end is None else (self.end - self.start) / 1e6,
-            "completed": self.synced,
-            "members": len(self.members),
-            "protocol": self.protocol,
-            "leader": self.leader,
-            "reasons": dict(self.reasons),
-        }
+def _latency_cells(values: Latencies) -> dict[str, float | None]:
+    cell = lambda q: None if not values else values.percentile(q) / 1e6  # type: ignore[operator]
+    return {"p50_ms": cell(50), "p95_ms": cell(95), "p99_ms": cell(99), "max_ms": values.largest / 1e6 if values else None}  # type: ignore[operator]
 
 
-@dataclass
-class Group:
-    members: set[str] = field(default_factory=set)
-    generations: set[int] = field(default_factory=set)
-    rounds: dict[int, Round] = field(default_factory=dict)
-    """Generation -> its rebalance."""
-    announced: list[tuple[int, int]] = field(default_factory=list)
-    """(when its first JoinGroup response came, generation), in that order."""
-    waiting: list[tuple[int, str, bool]] = field(default_factory=list)
-    """(ts, reason, whether a JoinGroup) of events no generation was announced after yet."""
-    commits: int = 0
-    committed: dict[tuple[str, int], int] = field(default_factory=dict)
-    """(topic, partition) -> the last offset committed."""
-
-    def event(self, ts: int, reason: str, join: bool) -> None:
-        """An event that asks for a rebalance: it belongs to the first generation announced after it."""
-        at = bisect.bisect_right(self.announced, (ts, 1 << 62))
-        if at < len(self.announced):
-            self.rounds[self.announced[at][1]].add(ts, reason, join)
-        else:
-            self.waiting.append((ts, reason, join))
-
-    def announce(self, name: str, generation: int, ts: int, request_ts: int) -> Round:
-        """A JoinGroup response announced `generation` at `ts`: its round, made when first told."""
-        current = self.rounds.get(generation)
-        if current is None:
-            current = self.rounds[generation] = Round(name, request_ts, generation=generation)
-            bisect.insort(self.announced, (ts, generation))
-            for waiting in self.waiting:
-                current.add(*waiting)
-            self.waiting.clear()
-            self.generations.add(generation)
-        return current
-
-    def rows(self, name: str) -> list[Round]:
-        """Every rebalance, by generation; one the capture ended inside (JoinGroups sent, no generation) last."""
-        rounds = [r for _, r in sorted(self.rounds.items()) if r.joins]
-        if any(join for _, _, join in self.waiting):
-            pending = Round(name, min(ts for ts, _, _ in self.waiting))
-            for waiting in self.waiting:
-                pending.add(*waiting)
-            rounds.append(pending)
-        return rounds
+MAX_CLIENTS = 1_000
+"""Client ids with a row of their own; the exchanges of later ones add up in one row, `OTHER_CLIENTS`."""
+OTHER_CLIENTS = f"(client ids past the first {MAX_CLIENTS})"
 
 
 class Stats:
-    """Consumes exchanges and keeps running totals; memory grows with APIs, topics, clients and groups only."""
+    """Consumes exchanges and keeps running totals; memory grows with APIs, topics, clients and groups only, and
+    with clients only up to `MAX_CLIENTS`: a capture can name a new client id in every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, values: Any = None) -> None:
+        self.values = values
+        """The run's `values.reader.ValueReader`: what records' values say, per topic (the serialization table)."""
+        self.serialization: dict[tuple[str | None, str, str], dict[str, Any]] = {}
+        """(topic, format, framing) -> schema ids, subjects, produced and fetched records."""
         self.apis: dict[tuple[int | None, int | None], dict[str, Any]] = {}
         self.topics: dict[tuple[str | None, int | None], Counter[str]] = defaultdict(Counter)
         self.clients: dict[str, dict[str, Any]] = {}
-        self.groups: dict[str, Group] = defaultdict(Group)
+        self.rebalances = Rebalances()
         self.tls: list[ConnectionEnd] = []
         """The TLS connections, as their summaries tell them."""
 
@@ -140,7 +75,7 @@ class Stats:
         api_key = header.api_key if header else None
         api = self.apis.setdefault(
             (api_key, header.api_version if header else None),
-            {"name": exchange.api_name, "count": 0, "errors": Counter(), "latencies": [], "statuses": Counter()},
+            {"name": exchange.api_name, "count": 0, "errors": Counter(), "latencies": Latencies(), "statuses": Counter()},
         )
         api["count"] += 1
         api["statuses"][exchange.status] += 1
@@ -149,7 +84,9 @@ class Stats:
         if latency is not None:
             api["latencies"].append(latency)
         who = (header.client_id if header else None) or "(none)"
-        client = self.clients.setdefault(who, {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": []})
+        if who not in self.clients and len(self.clients) >= MAX_CLIENTS:
+            who = OTHER_CLIENTS
+        client = self.clients.setdefault(who, {"exchanges": 0, "bytes": 0, "errors": 0, "apis": Counter(), "latencies": Latencies()})
         client["exchanges"] += 1
         client["bytes"] += sum(m.size for m in (exchange.request, exchange.response) if m is not None)
         client["errors"] += len(errors)
@@ -158,7 +95,7 @@ class Stats:
             client["latencies"].append(latency)
         if api_key in (ApiKey.PRODUCE, ApiKey.FETCH):
             self._records(exchange)
-        self._group(exchange, api_key)
+        self.rebalances.exchange(exchange)
 
     def _records(self, exchange: Exchange) -> None:
         for message, kind in ((exchange.request, "produced"), (exchange.response, "fetched")):
@@ -169,66 +106,33 @@ class Stats:
                 continue
             for placed in body.records:
                 counts = self.topics[(placed.topic, placed.partition)]
-                counts[f"{kind}_records"] += sum(1 for _ in placed.records.data_records()) + placed.records.not_shown  # markers are no data
+                counts[f"{kind}_records"] += placed.records.data_count
                 counts[f"{kind}_bytes"] += placed.records.size
+                if self.values is not None:
+                    self._serialization(placed, kind)
 
-    def _group(self, exchange: Exchange, key: int | None) -> None:
-        if key not in (
-            ApiKey.OFFSET_COMMIT,
-            ApiKey.TXN_OFFSET_COMMIT,
-            ApiKey.JOIN_GROUP,
-            ApiKey.HEARTBEAT,
-            ApiKey.LEAVE_GROUP,
-            ApiKey.SYNC_GROUP,
-        ):
-            return
-        request, response = _fields(exchange.request), _fields(exchange.response)
-        if request is None:
-            return
-        name = request.get("GroupId")
-        if not isinstance(name, str):
-            return
-        group = self.groups[name]
-        member = request.get("MemberId")
-        if isinstance(member, str) and member:
-            group.members.add(member)
-        if key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
-            group.commits += 1
-            for topic in request.get("Topics") or ():
-                for partition in topic.get("Partitions") or ():
-                    group.committed[(topic.get("Name"), partition.get("PartitionIndex"))] = partition.get("CommittedOffset")
-        elif key == ApiKey.JOIN_GROUP:
-            self._join(name, group, exchange, request, response)
-        elif key == ApiKey.SYNC_GROUP and response is not None:
-            generation = request.get("GenerationId")
-            current = group.rounds.get(generation) if isinstance(generation, int) else None
-            if current is not None and response.get("ErrorCode") == 0:  # the last member's sync ends it
-                current.synced = True
-                current.end = exchange.response.ts  # type: ignore[union-attr]
-        elif key == ApiKey.HEARTBEAT and response is not None and response.get("ErrorCode") == ErrorCode.REBALANCE_IN_PROGRESS:
-            group.event(exchange.ts, "heartbeat told REBALANCE_IN_PROGRESS", False)
-        elif key == ApiKey.LEAVE_GROUP:
-            reasons = [m.get("Reason") for m in request.get("Members") or () if isinstance(m, Struct)]
-            label = next((r for r in reasons if r), None) or "a member left"
-            group.event(exchange.ts, f"LeaveGroup: {label}", False)
+    def _serialization(self, placed: Any, kind: str) -> None:
+        """Count each data record's value by how it reads: format, framing, schema id and subject."""
+        from kdissect.values.reader import plain_format
 
-    def _join(self, name: str, group: Group, exchange: Exchange, request: Struct, response: Struct | None) -> None:
-        reason = request.get("Reason")
-        member = request.get("MemberId")
-        label = f"JoinGroup: {reason}" if reason else ("a new member joined" if not member else "a member rejoined")
-        generation = response.get("GenerationId") if response is not None and response.get("ErrorCode") == 0 else None
-        if not isinstance(generation, int):
-            group.event(exchange.ts, label, True)
-            return
-        current = group.announce(name, generation, exchange.response.ts, exchange.ts)  # type: ignore[union-attr]
-        current.add(exchange.ts, label, True)
-        assert response is not None
-        joined = response.get("MemberId")
-        if isinstance(joined, str) and joined:
-            current.members.add(joined)
-            group.members.add(joined)
-        current.protocol = response.get("ProtocolName")
-        current.leader = response.get("Leader")
+        read, topic = self.values.read, placed.topic
+        for record in placed.records.data_records():
+            if record.value is None:
+                continue
+            decoded = read("value", record.value, record.headers, topic, placed.records)
+            if decoded is None or decoded.plain:
+                fmt, framing = plain_format(record.value), "none"
+            else:
+                fmt, framing = decoded.format, decoded.framing
+            row = self.serialization.get((topic, fmt, framing))
+            if row is None:
+                row = self.serialization[(topic, fmt, framing)] = {"schema_ids": [], "subjects": [], "produced": 0, "fetched": 0}
+            row[kind] += 1
+            if decoded is not None and decoded.schema_id is not None and decoded.schema_id not in row["schema_ids"]:
+                row["schema_ids"].append(decoded.schema_id)
+            subject = decoded.subject if decoded is not None else None
+            if subject is not None and subject not in row["subjects"]:
+                row["subjects"].append(subject)
 
     def tables(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         yield (
@@ -285,10 +189,26 @@ class Stats:
                     "offset_commits": g.commits,
                     "committed": [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(g.committed.items(), key=str)],
                 }
-                for name, g in sorted(self.groups.items())
+                for name, g in sorted(self.rebalances.groups.items())
             ],
         )
-        yield "rebalances", [r.row() for name, g in self.groups.items() for r in g.rows(name)]
+        yield "rebalances", [_round_row(r) for name, g in self.rebalances.groups.items() for r in g.rows(name)]
+        if any(fmt not in ("text", "bytes") for _, fmt, _ in self.serialization):  # only where values say more than bytes
+            yield (
+                "serialization",
+                [
+                    {
+                        "topic": topic,
+                        "format": fmt,
+                        "framing": framing,
+                        "schema_ids": row["schema_ids"],
+                        "subjects": row["subjects"],
+                        "produced_records": row["produced"],
+                        "fetched_records": row["fetched"],
+                    }
+                    for (topic, fmt, framing), row in sorted(self.serialization.items(), key=lambda item: (str(item[0][0]), item[0][1:]))
+                ],
+            )
         if self.tls:
             yield "tls", [_tls_row(end) for end in sorted(self.tls, key=lambda e: e.connection.id)]
 
@@ -318,7 +238,7 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else duration(int(value * 1e6))
 
 
-TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str, ...]]]
+TableLayout = tuple[str, str, list[TableColumn], Callable[[dict[str, Any], int], tuple[str | Text, ...]]]
 """(table, title, columns, the cells of a row at a width) for each table `print_stats` draws."""
 LAYOUTS: list[TableLayout] = [
     (
@@ -327,7 +247,7 @@ LAYOUTS: list[TableLayout] = [
         [
             TableColumn("API"),
             TableColumn("version", "right"),
-            TableColumn("count", "right"),
+            TableColumn("count", "right", summed=True),
             TableColumn("errors", wrap=True, keep=1),
             TableColumn("p50", "right", keep=5),
             TableColumn("p95", "right", keep=6),
@@ -353,9 +273,9 @@ LAYOUTS: list[TableLayout] = [
         [
             TableColumn("topic", wrap=True),
             TableColumn("partition", "right"),
-            TableColumn("produced records", "right"),
+            TableColumn("produced records", "right", summed=True),
             TableColumn("produced bytes", "right", keep=1),
-            TableColumn("fetched records", "right"),
+            TableColumn("fetched records", "right", summed=True),
             TableColumn("fetched bytes", "right", keep=1),
         ],
         lambda row, width: (
@@ -372,9 +292,9 @@ LAYOUTS: list[TableLayout] = [
         "Clients",
         [
             TableColumn("client id"),
-            TableColumn("exchanges", "right"),
+            TableColumn("exchanges", "right", summed=True),
             TableColumn("bytes", "right", keep=2),
-            TableColumn("errors", "right"),
+            TableColumn("errors", "right", summed=True),
             TableColumn("p50", "right", keep=3),
             TableColumn("p99", "right", keep=1),
             TableColumn("APIs", wrap=True, keep=4),
@@ -390,14 +310,36 @@ LAYOUTS: list[TableLayout] = [
         ),
     ),
     (
+        "serialization",
+        "Serialization of values (docs/values.md)",
+        [
+            TableColumn("topic", wrap=True),
+            TableColumn("format"),
+            TableColumn("framing", keep=2),
+            TableColumn("schema ids", wrap=True),
+            TableColumn("subjects", wrap=True, keep=1),
+            TableColumn("produced records", "right"),
+            TableColumn("fetched records", "right"),
+        ],
+        lambda row, width: (
+            str(row["topic"]),
+            row["format"],
+            row["framing"],
+            ", ".join(map(str, row["schema_ids"])) or "-",
+            ", ".join(row["subjects"]) or "-",
+            str(row["produced_records"]),
+            str(row["fetched_records"]),
+        ),
+    ),
+    (
         "groups",
         "Consumer groups",
         [
             TableColumn("group", wrap=True),
             TableColumn("members", "right"),
             TableColumn("generations", wrap=True),
-            TableColumn("rebalances", "right"),
-            TableColumn("offset commits", "right", keep=1),
+            TableColumn("rebalances", "right", summed=True),
+            TableColumn("offset commits", "right", keep=1, summed=True),
         ],
         lambda row, width: (
             row["group"],
@@ -420,7 +362,7 @@ LAYOUTS: list[TableLayout] = [
             TableColumn("bytes →", "right", keep=6),
             TableColumn("bytes ←", "right", keep=6),
             TableColumn("decrypted records", "right", keep=2),
-            TableColumn("exchanges", "right"),
+            TableColumn("exchanges", "right", summed=True),
             TableColumn("hidden", "right", wrap=True),
         ],
         lambda row, width: (
@@ -467,12 +409,12 @@ ALWAYS = ("apis", "clients")
 """Tables drawn even when empty; the others only when the capture has something for them."""
 
 
-def print_stats(stats: Stats, console: Console, notes: list[Diagnostic] = ()) -> None:  # type: ignore[assignment]
+def print_stats(stats: Stats, console: Console, notes: Sequence[Diagnostic] = ()) -> None:
     """The tables, each fitted to the console's width; `notes` say why the totals are partial, if they are."""
     tables = dict(stats.tables())
     width = console.width
     for name, title, columns, cells in LAYOUTS:
         if tables.get(name) or name in ALWAYS:
-            console.print(fitted_table(title, columns, [cells(row, width) for row in tables[name]], width))
+            console.print(fitted_table(title, columns, (cells(row, width) for row in tables[name]), width))
     for note in notes:
         console.print(Text(printable(f"{note.code}: {note.message}"), style="magenta"), highlight=False)

@@ -1,7 +1,7 @@
 """Totals the views show after the exchanges: per connection, per error, per capture.
 
 Under a filter the capture's totals (exchanges and their statuses) count every exchange, an answered one the
-filter hid before its response was decoded as "not decoded" (ok or error is not known), and everything else
+filter hid before its response was decoded as "filtered out unread" (ok or error is not known), and everything else
 (flows, errors, diagnostics of exchanges) counts the shown ones only: the bodies of the others may not have
 been decoded at all (the core skips them when the filter rejects an exchange by its headers), so their errors
 are not known. Stream notices (gaps, skipped bytes) belong to no exchange and are
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from kdissect.decode.body import Body
+from kdissect.doctor.trail import Histogram
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
 from kdissect.schema import error_name
 
@@ -30,6 +31,43 @@ def percentile(sorted_values: list[int], q: float) -> int | None:
     return sorted_values[rank]
 
 
+class Latencies:
+    """A table row's latencies: exact up to `EXACT` of them, then folded into the doctor's `Histogram`, so a
+    row costs constant memory however long the capture. Past `EXACT` a percentile is its bucket's upper bound
+    (within 9 %, never above the largest seen); the largest stays exact."""
+
+    __slots__ = ("exact", "histogram", "largest")
+
+    EXACT = 10_000
+
+    def __init__(self) -> None:
+        self.exact: list[int] = []
+        self.histogram: Histogram | None = None
+        self.largest: int | None = None
+
+    def append(self, ns: int) -> None:
+        if self.largest is None or ns > self.largest:
+            self.largest = ns
+        if self.histogram is not None:
+            self.histogram.add(ns)
+            return
+        self.exact.append(ns)
+        if len(self.exact) > self.EXACT:
+            self.histogram = Histogram()
+            for value in self.exact:
+                self.histogram.add(value)
+            self.exact = []
+
+    def percentile(self, q: float) -> int | None:
+        if self.histogram is None:
+            return percentile(sorted(self.exact), q)
+        assert self.largest is not None
+        return min(self.histogram.percentile(q), self.largest)
+
+    def __bool__(self) -> bool:
+        return self.largest is not None
+
+
 def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
     """(side, code, field path) of every non-zero error code in the exchange."""
     out = []
@@ -39,16 +77,29 @@ def exchange_errors(exchange: Exchange) -> list[tuple[str, int, str]]:
     return out
 
 
-def api_label(exchange: Exchange) -> str:
+class Labelled(Protocol):
+    """What an API label reads: an `Exchange`, or the browser's index row (browse/index.py), which has no messages."""
+
+    @property
+    def api_key(self) -> int | None: ...
+    @property
+    def api_version(self) -> int | None: ...
+    @property
+    def api_name(self) -> str | None: ...
+    @property
+    def sasl_token(self) -> bool: ...
+
+
+def api_label(exchange: Labelled) -> str:
     key = exchange.api_key
     if key is None:
         return SASL_TOKEN_LABEL if exchange.sasl_token else "?"
     return f"{exchange.api_name or f'api {key}'} v{exchange.api_version}"
 
 
-UNDECODED = "not decoded"
-"""The status counted for an exchange the filter hid before its response was decoded: ok, error or malformed
-is not known without the body."""
+UNDECODED = "filtered out unread"
+"""The status counted for an exchange the filter hid by its headers, on purpose before its response was decoded:
+ok, error or malformed is not known without the body."""
 
 
 def _counted_status(exchange: Exchange, shown: bool) -> str:
@@ -71,6 +122,8 @@ class Facts(NamedTuple):
     diagnostics: tuple[str, ...]
     errors: tuple[int, ...]
     """Distinct error codes, in the order of their set (as the totals have always counted them)."""
+    error_topics: tuple[tuple[int, str], ...] = ()
+    """Distinct (error code, topic) of the errors that belong to a topic."""
 
 
 def exchange_facts(exchange: Exchange, shown: bool) -> Facts:
@@ -87,7 +140,16 @@ def exchange_facts(exchange: Exchange, shown: bool) -> Facts:
         exchange.latency,
         tuple(d.code for d in exchange.diagnostics),
         tuple({code for _, code, _ in exchange_errors(exchange)}),
+        _error_topics(exchange),
     )
+
+
+def _error_topics(exchange: Exchange) -> tuple[tuple[int, str], ...]:
+    response = exchange.response
+    body = response.body if response is not None else None
+    if not isinstance(body, Body) or not body.errors:
+        return ()
+    return tuple(dict.fromkeys((e.code, e.topic) for e in body.errors if e.topic is not None))
 
 
 @dataclass
@@ -104,7 +166,7 @@ class Flow:
     errors: int = 0
     unanswered: int = 0
     diagnostics: int = 0
-    latencies: list[int] = field(default_factory=list)
+    latencies: Latencies = field(default_factory=Latencies)
     end: ConnectionEnd | None = None
 
 
@@ -114,12 +176,15 @@ class ErrorTally:
     apis: Counter[str] = field(default_factory=Counter)
     exchanges: list[int] = field(default_factory=list)
     """The first few exchange ids where it occurred."""
+    topics: Counter[str] = field(default_factory=Counter)
+    """The topics it was about, up to `Summary.MOST_TOPICS` of them."""
 
 
 class Summary:
     """Consumes the core's events and keeps what the closing panels need; constant memory per connection."""
 
     FIRST_EXCHANGES = 5
+    MOST_TOPICS = 100
 
     def __init__(self) -> None:
         self.flows: dict[int, Flow] = {}
@@ -172,12 +237,16 @@ class Summary:
             self.diagnostics[code] += 1
             flow.diagnostics += 1
         flow.errors += len(facts.errors)
-        for code in facts.errors:
-            tally = self.errors.setdefault(code, ErrorTally())
+        for error_code in facts.errors:
+            tally = self.errors.setdefault(error_code, ErrorTally())
             tally.count += 1
             tally.apis[facts.label] += 1
             if len(tally.exchanges) < self.FIRST_EXCHANGES:
                 tally.exchanges.append(facts.id)
+        for error_code, topic in facts.error_topics:
+            topics = self.errors[error_code].topics
+            if topic in topics or len(topics) < self.MOST_TOPICS:
+                topics[topic] += 1
 
     @staticmethod
     def error_label(code: int) -> str:

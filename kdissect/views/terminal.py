@@ -7,12 +7,13 @@ once and memory does not grow with it. Colours and control codes appear only on 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from rich.cells import cell_len
-from rich.console import COLOR_SYSTEMS, Console
+from rich.console import COLOR_SYSTEMS, Console, JustifyMethod
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -20,11 +21,11 @@ from rich.text import Text
 from kdissect.capture.linktypes import name as linktype_name
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
-from kdissect.events import ConnectionEnd, Exchange, TlsInfo
+from kdissect.events import ConnectionEnd, ConnectionInfo, Exchange, TlsInfo
 from kdissect.kafka.shared import Counters
 from kdissect.printable import printable
 from kdissect.schema import error_name
-from kdissect.views.summary import Summary, api_label, exchange_errors, percentile
+from kdissect.views.summary import Flow, Labelled, Summary, api_label, exchange_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,24 +70,31 @@ class TableColumn:
     which columns a narrow terminal leaves out first (the highest number goes first; 0 always stays)."""
 
     name: str
-    justify: str = "left"
+    justify: JustifyMethod = "left"
     wrap: bool = False
     keep: int = 0
     max_width: int | None = None
+    summed: bool = False
+    """A count: the row of the rows past `ROWS` gives their sum in this column (other columns stay empty)."""
 
+
+ROWS = 1_000
+"""Rows a closing table shows: a capture can open a connection, name a client or a topic per packet, and a
+table of 100 000 rows costs rich a minute and a gigabyte. The rest are summed in one last row, and said."""
 
 WORD_MAX = 24
 """A wrapping column grows to hold whole words up to this length; longer ones are folded."""
 
 
 def fitted_table(
-    title: str, columns: list[TableColumn], rows: list[tuple[Any, ...]], width: int, style: str = "bold", compact: bool = False
+    title: str, columns: list[TableColumn], rows: Iterable[tuple[Any, ...]], width: int, style: str = "bold", compact: bool = False
 ) -> Table:
     """A table that fits `width`: no column is squeezed below its header or its longest whole value; columns are
     left out, least needed first, until it fits, and the caption names them. `compact` cuts long text with an
-    ellipsis instead of wrapping it, so each row is one line."""
+    ellipsis instead of wrapping it, so each row is one line. Past `ROWS` rows (taken lazily from `rows`), the
+    rest are summed in one row."""
 
-    rows = [tuple(_text(cell) for cell in row) for row in rows]
+    rows, past = _budgeted(rows, columns)
 
     def cells(i: int) -> list[str]:
         return [r[i].plain for r in rows]
@@ -112,7 +120,7 @@ def fitted_table(
         c = columns[i]
         table.add_column(
             c.name,
-            justify=c.justify,  # type: ignore[arg-type]
+            justify=c.justify,
             no_wrap=not c.wrap,
             overflow="ellipsis" if compact or not c.wrap else "fold",
             min_width=least(i, whole_words) if c.wrap else None,
@@ -121,10 +129,51 @@ def fitted_table(
     for row in rows:
         table.add_row(*(_one_line(row[i]) if compact and columns[i].wrap else row[i] for i in shown))
     left_out = [c.name for i, c in enumerate(columns) if i not in shown]
+    captions = [f"{past} rows past the first {ROWS} are summed in the last row"] if past else []
     if left_out:
-        table.caption = f"left out at this width: {', '.join(left_out)}"
+        captions.append(f"left out at this width: {', '.join(left_out)}")
+    if captions:
+        table.caption = "; ".join(captions)
         table.caption_justify = "left"
     return table
+
+
+def _budgeted(rows: Iterable[tuple[Any, ...]], columns: list[TableColumn]) -> tuple[list[tuple[Text, ...]], int]:
+    """The first `ROWS` rows as `Text` cells, then one row summing the rest's `summed` columns; and how many
+    rows that last one sums. The rest are counted as they come, never kept."""
+    kept: list[tuple[Text, ...]] = []
+    sums = [0] * len(columns)
+    past = 0
+    for row in rows:
+        if len(kept) < ROWS:
+            kept.append(tuple(_text(cell) for cell in row))
+            continue
+        past += 1
+        for i, c in enumerate(columns):
+            if c.summed:
+                cell = row[i]
+                text = cell.plain if isinstance(cell, Text) else cell
+                sums[i] += int(text) if text.isdigit() else 0
+    if past:
+        label = Text(f"{past} more", style="dim")
+        kept.append(tuple(label if i == 0 else Text(str(sums[i]) if c.summed else "", style="dim") for i, c in enumerate(columns)))
+    return kept, past
+
+
+NAMES = 10
+"""Names a cell lists (a connection can name a new client id in every request); the rest are counted."""
+
+
+def names(values: Iterable[str]) -> str:
+    """The first `NAMES` of `values`, then how many more."""
+    listed: list[str] = []
+    more = 0
+    for value in values:
+        if len(listed) < NAMES:
+            listed.append(value)
+        else:
+            more += 1
+    return ", ".join(listed) + (f" +{more} more" if more else "")
 
 
 def _text(cell: str | Text) -> Text:
@@ -179,11 +228,11 @@ def duration(ns: int | None) -> str:
     return f"{ns / 1e9:.0f} s"
 
 
-def size(n: int) -> str:
+def size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
+        n /= 1000
     return str(n)
 
 
@@ -277,7 +326,22 @@ def header_row(columns: tuple[Column, ...]) -> Text:
     return Text(" ".join(_cell(c.title, c) for c in columns) + " status", style="bold")
 
 
-def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None = None) -> str:
+class Listed(Labelled, Protocol):
+    """What an exchange's line reads up to its status: an `Exchange`, or the browser's index row."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def connection(self) -> ConnectionInfo: ...
+    @property
+    def correlation_id(self) -> int | None: ...
+    @property
+    def client_id(self) -> str | None: ...
+    @property
+    def latency(self) -> int | None: ...
+
+
+def row_cells(exchange: Listed, columns: tuple[Column, ...], when: int | None = None) -> str:
     """An exchange's row up to its status; `when` the completion time, where the exchange has no messages."""
     latency = exchange.latency
     cells = {
@@ -289,16 +353,21 @@ def row_cells(exchange: Exchange, columns: tuple[Column, ...], when: int | None 
         "latency": duration(latency) if latency is not None else "",
     }
     # the time's precision follows its column: microseconds in 15 characters, milliseconds in 12
-    at = completed(exchange) if when is None else when
-    texts = [_cell(clock(at, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
+    if when is None:
+        assert isinstance(exchange, Exchange)  # an index row hands its completion time
+        when = completed(exchange)
+    texts = [_cell(clock(when, c.width - 9) if c.key == "time" else cells[c.key], c) for c in columns]
     return " ".join(texts) + " "
 
 
-def exchange_row(exchange: Exchange, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
+def exchange_row(exchange: Listed, columns: tuple[Column, ...], status: Text | None = None, when: int | None = None) -> Text:
     """A row of the exchange list. The browser's index rows have the exchange's header values but not its
     messages: they give the status cell and the completion time themselves."""
     row = Text(row_cells(exchange, columns, when))
-    row.append_text(status_text(exchange) if status is None else status)
+    if status is None:
+        assert isinstance(exchange, Exchange)  # an index row hands its status cell
+        status = status_text(exchange)
+    row.append_text(status)
     return row
 
 
@@ -306,6 +375,13 @@ BATCH = 256
 """Rows written to a file in one write."""
 STATUSES = 4096
 """Distinct status cells kept made (a bound: a hostile capture can make each exchange's different)."""
+
+
+class HasFlows(Protocol):
+    """What the flows table reads: a `Summary`, or the live screen's window on its latest flows."""
+
+    @property
+    def flows(self) -> Mapping[int, Flow]: ...
 
 
 class ReadView:
@@ -416,7 +492,7 @@ class ReadView:
         if summary.flows:
             console.print(self._flows(summary, console.width))
         if summary.errors:
-            console.print(self._errors(summary))
+            console.print(self._errors(summary, console.width))
         problems = self._problems(summary, counters, notes)
         if problems is not None:
             console.print(problems)
@@ -438,7 +514,7 @@ class ReadView:
             "packets", f"{counters.packets} ({size(counters.bytes)}), link: {', '.join(linktype_name(t) for t in linktypes) or '-'}"
         )
         tls = [flow.end for flow in summary.flows.values() if flow.end and flow.end.tls]
-        hidden = [end.connection.tls for end in tls if end.tls.exchanges_hidden]  # type: ignore[union-attr]
+        hidden = [end.connection.tls for end in tls if end.tls and end.tls.exchanges_hidden]
         keys = any(info and not info.secret and info.version for info in hidden)
         table.add_row(
             "connections",
@@ -463,66 +539,72 @@ class ReadView:
         return table
 
     @staticmethod
-    def _flows(summary: Summary, width: int, compact: bool = False) -> Table:
+    def _flows(summary: HasFlows, width: int, compact: bool = False) -> Table:
         """The flows table fitted to `width`; `compact` keeps each flow on one line (the live screen)."""
         columns = [
             TableColumn("#", "right", keep=0),
             TableColumn("client → broker", keep=0),
-            TableColumn("client ids", wrap=True, keep=3),
-            TableColumn("exch", "right", keep=0),
+            TableColumn("client ids", wrap=True, keep=1),
+            TableColumn("exch", "right", keep=0, summed=True),
             TableColumn("bytes →", "right", keep=6),
             TableColumn("bytes ←", "right", keep=6),
             TableColumn("APIs", wrap=True, keep=5, max_width=44),
-            TableColumn("errors", "right", keep=1),
-            TableColumn("unans.", "right", keep=4),
+            TableColumn("errors", "right", keep=2, summed=True),
+            TableColumn("unans.", "right", keep=4, summed=True),
             TableColumn("p50", "right", keep=7),
-            TableColumn("p99", "right", keep=2),
-            TableColumn("diag", "right", keep=7),
+            TableColumn("p99", "right", keep=3),
+            TableColumn("diag", "right", keep=7, summed=True),
         ]
-        rows = []
-        for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
-            if flow.hidden and not flow.exchanges:
-                continue  # every exchange of it was filtered out
-            latencies = sorted(flow.latencies)
-            end = flow.end
-            tls = end.connection.tls if end else flow.info.tls
-            rows.append(
-                (
+
+        def rows() -> Iterator[tuple[Any, ...]]:  # made as the table takes them: past its budget only summed
+            for flow in sorted(summary.flows.values(), key=lambda f: f.info.id):
+                if flow.hidden and not flow.exchanges:
+                    continue  # every exchange of it was filtered out
+                end = flow.end
+                tls = end.connection.tls if end else flow.info.tls
+                apis = [f"{api}×{n}" for api, n in flow.apis.most_common()] + ([tls_hidden(tls, end)] if tls and end else [])
+                yield (
                     str(flow.info.id),
                     f"{flow.info.client} → {flow.info.broker}"
                     + (" (mid-stream)" if end and end.mid_stream else "")
                     + (f" {tls.version or 'TLS'}" if tls else ""),
-                    ", ".join(flow.client_ids) or "-",
+                    names(flow.client_ids) or "-",
                     str(flow.exchanges),
                     size(end.bytes[0]) if end else "-",
                     size(end.bytes[1]) if end else "-",
-                    ", ".join([f"{api}×{n}" for api, n in flow.apis.most_common()] + ([tls_hidden(tls, end)] if tls and end else [])).strip(
-                        ", "
-                    ),
+                    ", ".join(apis).strip(", "),
                     Text(str(flow.errors), style="red" if flow.errors else ""),
                     Text(str(flow.unanswered), style="yellow" if flow.unanswered else ""),
-                    duration(percentile(latencies, 50)),
-                    duration(percentile(latencies, 99)),
+                    duration(flow.latencies.percentile(50)),
+                    duration(flow.latencies.percentile(99)),
                     Text(str(flow.diagnostics), style="magenta" if flow.diagnostics else ""),
                 )
-            )
-        return fitted_table("Flows", columns, rows, width, compact=compact)
+
+        return fitted_table("Flows", columns, rows(), width, compact=compact)
 
     @staticmethod
-    def _errors(summary: Summary) -> Table:
-        table = Table(title="Errors", title_justify="left", title_style="bold red", header_style="bold")
-        table.add_column("error")
-        table.add_column("count", justify="right")
-        table.add_column("where")
-        table.add_column("exchanges")
+    def _errors(summary: Summary, width: int) -> Table:
+        """Each error code: how often, in which APIs, about which topics, and the first exchanges; the name whole."""
+        columns = [
+            TableColumn("error"),
+            TableColumn("count", "right"),
+            TableColumn("where", wrap=True, keep=3),
+            TableColumn("topics", wrap=True, keep=2),
+            TableColumn("exchanges", wrap=True, keep=1),
+        ]
+        rows = []
         for code, tally in sorted(summary.errors.items(), key=lambda item: -item[1].count):
-            table.add_row(
-                Text(summary.error_label(code), style="red"),
-                str(tally.count),
-                Text(printable(", ".join(f"{api}×{n}" for api, n in tally.apis.most_common(3)))),
-                ", ".join(map(str, tally.exchanges)) + (" …" if tally.count > len(tally.exchanges) else ""),
+            topics = [topic for topic, _ in tally.topics.most_common(3)]
+            rows.append(
+                (
+                    Text(summary.error_label(code), style="red"),
+                    str(tally.count),
+                    Text(printable(", ".join(f"{api}×{n}" for api, n in tally.apis.most_common(3)))),
+                    Text(printable(", ".join(topics) + (" …" if len(tally.topics) > len(topics) else "")) or "-"),
+                    ", ".join(map(str, tally.exchanges)) + (" …" if tally.count > len(tally.exchanges) else ""),
+                )
             )
-        return table
+        return fitted_table("Errors", columns, rows, width, style="bold red")
 
     @staticmethod
     def _problems(summary: Summary, counters: Counters, notes: list[Diagnostic]) -> Table | None:

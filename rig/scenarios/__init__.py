@@ -23,6 +23,7 @@ class Ctx:
     bootstrap: str
     manifest: Manifest
     keylog: Optional[str] = None
+    registry: Optional[str] = None  # the schema registry stand-in's URL (rig/registry.py), for scenarios that ask for one
 
     def ssl_context(self):
         """A TLS client context writing this scenario's key log (rig/tls.py)."""
@@ -43,11 +44,28 @@ class Scenario:
     expect_apis: frozenset = field(default_factory=frozenset)  # api keys that must appear
     tls: Optional[TlsSpec] = None  # clients talk TLS to stunnel in front of the broker (rig/tls.py)
     relay: Optional[Callable[[int, int], float]] = None  # hold responses in rig/relay.py: (api key, nth) -> seconds
+    broker: str = "tansu"  # or "noida-db" (rig/noida.py), for what only noida-db does
+    wire_counts: Optional[Callable] = None  # Summary -> dict, counted from the capture into a `counted` manifest line
+    registry: bool = False  # run the schema registry stand-in (rig/registry.py) on loopback, and capture its port too
 
 
 REGISTRY: dict[str, Scenario] = {}
 
-MODULES = ("admin", "produce", "consume", "legacy", "clients", "tls", "doctor")
+MODULES = (
+    "admin",
+    "produce",
+    "consume",
+    "legacy",
+    "clients",
+    "tls",
+    "doctor",
+    "faults",
+    "habits",
+    "healthy",
+    "hostile",
+    "registry",
+    "values",
+)
 
 
 def scenario(name: str, title: str, **options) -> Callable:

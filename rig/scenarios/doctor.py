@@ -25,8 +25,13 @@ TIMEOUTS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_
 
 def expect(m: Manifest, finding: str, **evidence: object) -> None:
     """The capture must yield this finding, and its evidence must name each of `evidence` (client_id, group,
-    topic, partition, api: the API of every evidence exchange)."""
+    topic, partition, api: an API among the evidence exchanges')."""
     m.write("expect", finding=finding, **evidence)
+
+
+def expect_not(m: Manifest, finding: str, why: str, **evidence: object) -> None:
+    """The capture must not yield this finding about `evidence`: what the traffic shows is not that problem."""
+    m.write("expect-not", finding=finding, why=why, **evidence)
 
 
 def records(tag: str, n: int, partitions: int = 1, start: int = 0) -> list[dict]:
@@ -252,6 +257,27 @@ def empty_fetch_spin(ctx: Ctx) -> None:
     expect(m, "consumer.empty-fetch-spin", client_id="kdrig-spinner", api="Fetch")
 
 
+def idempotent_one_at_a_time(ctx: Ctx, topic: str, client_id: str, count: int) -> None:
+    """An idempotent kafka-python producer (acks=all, request timeout 1 s, 5 retries) sends *count* records one at a
+    time: behind a relay that holds a response past the timeout, it sends the batch again."""
+    m = ctx.manifest
+    kafka_python_create_topics(m, ctx.bootstrap, {topic: 1})
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=ctx.bootstrap,
+        client_id=client_id,
+        acks="all",
+        enable_idempotence=True,
+        request_timeout_ms=1000,
+        retries=5,
+        linger_ms=0,
+    )
+    for i in range(count):
+        kafka_python_produce(m, producer, topic, records(topic, 1, 1, i), acks="all", idempotent=True)
+    producer.close(5)
+
+
 def slow_produce(api_key: int, n: int) -> float:
     """The 5th Produce response held past the producer's request timeout, every 10th for 400 ms."""
     if api_key != 0:
@@ -268,22 +294,8 @@ def slow_produce(api_key: int, n: int) -> float:
     relay=slow_produce,
 )
 def slow_broker(ctx: Ctx) -> None:
-    m = ctx.manifest
-    topic = "slowly"
-    kafka_python_create_topics(m, ctx.bootstrap, {topic: 1})
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(
-        bootstrap_servers=ctx.bootstrap,
-        client_id="kdrig-slow-producer",
-        acks="all",
-        enable_idempotence=True,
-        request_timeout_ms=1000,
-        retries=5,
-        linger_ms=0,
-    )
-    for i in range(60):
-        kafka_python_produce(m, producer, topic, records("slowly", 1, 1, i), acks="all", idempotent=True)
-    producer.close(5)
-    expect(m, "latency.outliers", api="Produce")
-    expect(m, "producer.duplicate-send", client_id="kdrig-slow-producer", topic=topic, api="Produce")
+    idempotent_one_at_a_time(ctx, "slowly", "kdrig-slow-producer", 60)
+    expect(ctx.manifest, "latency.outliers", api="Produce")
+    expect(ctx.manifest, "producer.duplicate-send", client_id="kdrig-slow-producer", topic="slowly", api="Produce")
+    expect(ctx.manifest, "producer.sequence-refused", client_id="kdrig-slow-producer", topic="slowly", api="Produce")
+    expect(ctx.manifest, "protocol.client-gave-up", client_id="kdrig-slow-producer", api="Produce")

@@ -124,6 +124,7 @@ def confluent_produce(
             codec=codec,
             acks=acks,
             **extra,
+            **(rec.get("manifest") or {}),  # what a scenario says of this record alone (a value scenario: its decoded value)
         )
         if err is not None:
             line["error"] = f"{err.code()} {err.name()}"
@@ -190,13 +191,17 @@ def kafka_python_produce(
     codec: str = "none",
     acks: Any = 1,
     client: Optional[str] = None,
+    interval: float = 0.0,
     **extra: Any,
 ) -> list:
+    """Send *records* (*interval* seconds apart), flush, and write one manifest line each."""
     client = client or kafka_python_name()
     # kafka-python only sends (str, bytes) headers: a null header value cannot be expressed.
     records = [{**rec, "headers": [(k, v) for k, v in rec.get("headers") or [] if v is not None]} for rec in records]
     futures = []
     for rec in records:
+        if futures and interval:
+            time.sleep(interval)
         futures.append(
             producer.send(
                 topic,

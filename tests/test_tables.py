@@ -1,0 +1,127 @@
+"""`kdissect tables`: the Spark job's tables without a JVM (pipeline/local.py).
+
+The two engines are compared row by row in tests/test_pipeline.py (it needs Spark); here, without Spark: the
+findings table says what `kdissect doctor` says of every capture, with its evidence as the tables' identifiers;
+the records table's directions are `kdissect records`' own; the command's mistakes are one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pyarrow.dataset as ds
+import pytest
+
+from kdissect.capture import open_capture
+from kdissect.decode.streamed import exchange_records
+from kdissect.dissector import Options, make_dissector
+from kdissect.doctor.engine import Doctor
+from kdissect.events import Exchange
+from kdissect.pipeline import rows
+from kdissect.pipeline.config import values_of
+from kdissect.pipeline.local import LocalJob, captures_of
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap*")))
+SHIM = "import sys; from kdissect.cli import main; main(sys.argv[1:])"
+
+
+def kdissect(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", SHIM, *map(str, args)], capture_output=True, timeout=120, check=False, cwd=ROOT)
+
+
+def read_table(out: str, name: str) -> list[dict]:
+    return ds.dataset(os.path.join(out, name), format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+@pytest.fixture(scope="module")
+def every_capture(tmp_path_factory) -> str:
+    paths, _ = captures_of([os.path.join(ROOT, "captures")])
+    out = str(tmp_path_factory.mktemp("tables") / "out")
+    LocalJob(paths, out, {"ports": [9092]}).run()
+    return out
+
+
+@functools.cache
+def cli_events(path: str) -> list:
+    with open_capture(path) as capture:
+        dissector = make_dissector(Options())
+        capture.secrets_to(dissector.add_tls_keylog)  # as the CLI does: a pcapng's own TLS secrets
+        return list(dissector.run(capture.packets()))
+
+
+PER_TOPIC = "values."
+"""The values family keys its findings by topic, and a connection key's dissector knows only the topic ids its own
+connections named (Fetch v13+ names topics by id): the tables' findings of it differ from the CLI's where a topic is
+named on another connection (docs/pipeline.md says so)."""
+
+
+def test_the_findings_table_says_what_kdissect_doctor_says_of_every_capture(every_capture):
+    got: dict[str, Counter] = {}
+    for row in read_table(every_capture, "findings"):
+        if row["finding"].startswith(PER_TOPIC):
+            continue
+        key = (row["finding"], row["severity"], row["title"], row["evidence_count"], row["evidence_filter"])
+        got.setdefault(row["capture"], Counter())[key + (tuple(row["exchange_ids"]),)] += 1
+    judged = 0
+    for path in PROJECT:
+        events = cli_events(path)
+        doctor = Doctor(values=values_of({}))  # values read as the engines read them: no schema learnt from the capture
+        for event in events:
+            doctor.add(event)
+        stable = {e.id: rows.exchange_id(e) for e in events if isinstance(e, Exchange)}
+        want = Counter(
+            (f.id, f.severity, f.title, f.evidence.count, f.evidence.filter, tuple(stable[n] for n in f.evidence.exchanges))
+            for f in doctor.findings()
+            if not f.id.startswith(PER_TOPIC)
+        )
+        assert got.get(path, Counter()) == want, path
+        judged += bool(want)
+    assert judged > len(PROJECT) // 2  # most captures have something to say
+
+
+def test_record_directions_are_those_of_kdissect_records(every_capture):
+    records = read_table(every_capture, "records")
+    got = Counter((r["capture"], r["direction"], r["partition"], r["key"], r["value"]) for r in records if not r["control"])
+    want: Counter = Counter()
+    for path in PROJECT:
+        for event in cli_events(path):
+            if isinstance(event, Exchange):
+                for item in exchange_records(event):
+                    r = item.record
+                    want[(path, item.direction, item.partition, r.key, r.value)] += 1
+    assert {d for _, d, *_ in got} == {"produce", "fetch"}
+    assert got == want
+
+
+def test_the_command_writes_four_tables_and_says_what_it_read(tmp_path):
+    path = os.path.join(ROOT, "captures", "consumer-group-kafka-python.pcap")
+    done = kdissect("tables", path, "--out", tmp_path / "t", "--quiet")
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert "kdissect tables" in done.stdout.decode()
+    assert sorted(os.listdir(tmp_path / "t")) == ["diagnostics", "exchanges", "findings", "records"]
+    exchanges = read_table(str(tmp_path / "t"), "exchanges")
+    assert len(exchanges) == sum(isinstance(e, Exchange) for e in cli_events(path))
+    folders = {os.path.basename(os.path.dirname(f)) for f in glob.glob(str(tmp_path / "t" / "exchanges" / "*" / "*" / "*.parquet"))}
+    assert folders == {f"api={r['api']}" for r in exchanges}
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("kdissect: error: "), done.stderr
+    return lines[0]
+
+
+def test_mistakes_are_one_line_and_leave_no_tables(tmp_path):
+    path = os.path.join(ROOT, "captures", "consumer-group-kafka-python.pcap")
+    (tmp_path / "out" / "findings").mkdir(parents=True)
+    assert "findings exists already" in one_error_line(kdissect("tables", path, "--out", tmp_path / "out"))
+    assert "not a pcap or pcapng capture" in one_error_line(kdissect("tables", os.path.join(ROOT, "README.md"), "--out", tmp_path / "x"))
+    assert "cannot be filtered on id" in one_error_line(kdissect("tables", path, "--out", tmp_path / "y", "-Y", "id == 3"))
+    assert "writes to a local directory" in one_error_line(kdissect("tables", path, "--out", "s3a://bucket/t"))
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
