@@ -156,7 +156,7 @@ def _evidence(common: Common, findings: tuple) -> object:
     evidence exchanges and every exchange of an evidence connection chosen."""
     from kdissect.rewrite.cut import choose
 
-    ids = {i for f in findings for i in f.evidence.every_exchange}
+    ids = {i for f in findings for i in f.evidence.ids}
     connections = {c for f in findings for c in f.evidence.every_connection}
     with open_source(common.captures) as source:
         return choose(dissector_for(source, replace(common.options, keep=None)).run(source.packets()), ids, connections)

@@ -34,12 +34,11 @@ class Evidence:
     unit: Unit = "exchange"
     """What `count` counts of what the filter selects: exchanges, or the distinct connections they belong to."""
     ids: tuple[int, ...] = ()
-    """Every exchange id the evidence kept (up to `trail.ID_CAP`, `exchanges` being the first few): what the report's
-    timelines mark when a finding is chosen."""
-    every_exchange: tuple[int, ...] = ()
+    """The evidence exchanges the filter shows (`exchanges` being the first few): up to `trail.ID_CAP`, or every one
+    when the doctor keeps every piece of evidence (`doctor -w` cuts them into a capture); what the report's timelines
+    mark when a finding is chosen."""
     every_connection: tuple[int, ...] = ()
-    """Every evidence exchange the filter shows, and every connection that is evidence by itself, kept only when the
-    doctor is asked to (`doctor -w` cuts them into a capture); the lists above are for people."""
+    """Every connection that is evidence by itself, kept only when the doctor keeps every piece of evidence."""
 
 
 @dataclass(frozen=True, slots=True)

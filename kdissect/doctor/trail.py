@@ -108,7 +108,6 @@ class Trail:
         "first_ts",
         "last_ts",
         "_last_id",
-        "every_id",
         "every_connection",
     )
 
@@ -116,9 +115,10 @@ class Trail:
         self.scope = scope
         self.expr = expr
         self.ids: list[int] = []
-        self.every_id: list[int] = []
+        """The evidence exchanges the filter shows: the first `ID_CAP`, or every one when the scope asks for every
+        piece of evidence (`doctor -w`)."""
         self.every_connection: list[int] = []
-        """Filled only when the scope asks for every piece of evidence."""
+        """Connections that are evidence by themselves, filled only when the scope asks for every piece of evidence."""
         self.count = 0
         self.shown = 0
         self.connections: list[int] = []
@@ -140,10 +140,8 @@ class Trail:
         if not self.scope.shown:
             return
         self.shown += 1
-        if len(self.ids) < ID_CAP:
+        if len(self.ids) < ID_CAP or self.scope.every:
             self.ids.append(exchange.id)
-        if self.scope.every:
-            self.every_id.append(exchange.id)
         if len(self.connections) < ID_CAP:
             self._note(self.connections, exchange.connection.id, ID_CAP)
         client_id = exchange.client_id
@@ -156,8 +154,7 @@ class Trail:
         """Take another trail's evidence as this one's (the safety net takes the claims of a rule that told nothing)."""
         self.count += other.count
         self.shown += other.shown
-        self.ids += other.ids[: ID_CAP - len(self.ids)]
-        self.every_id += other.every_id
+        self.ids += other.ids if self.scope.every else other.ids[: ID_CAP - len(self.ids)]
         self.every_connection += other.every_connection
         for mine, theirs, most in (
             (self.connections, other.connections, ID_CAP),
@@ -213,7 +210,7 @@ class Trail:
         elif unit == "connection":
             chosen = f"connection in {{{numbers(self.connections)}}}"
         else:
-            chosen = f"id in {{{numbers(self.ids)}}}"
+            chosen = f"id in {{{numbers(self.ids[:ID_CAP])}}}"
         return Evidence(
             tuple(self.ids[:KEEP]),
             len(self.connections) if unit == "connection" else self.shown,
@@ -226,7 +223,6 @@ class Trail:
             f"({chosen}) and ({self.scope.text})" if self.scope.filtered else chosen,
             unit,
             tuple(self.ids),
-            tuple(self.every_id),
             tuple(self.every_connection),
         )
 
