@@ -8,8 +8,6 @@ from typing import Any, Callable
 from kdissect.schema.tree import Partial, Struct, UnknownTag
 from kdissect.wire import WireError, read_uvarint
 
-ERRORS = (struct.error, IndexError, WireError)
-"""What a primitive read raises when the bytes run out or lie."""
 
 MAX_EMPTY_ELEMENTS = 1 << 16
 """Elements allowed in an array whose elements can take no bytes at all; anything more is a lie."""
@@ -17,11 +15,16 @@ MAX_EMPTY_ELEMENTS = 1 << 16
 TagTable = dict[int, "tuple[str, Callable[[Any, int], tuple[Any, int]]]"]
 
 
-class ElementsCut(WireError):
+class ElementsCut(ValueError):
     """A message body's arrays of structs ask for more elements than `Limits.max_elements_message`: decoding stops
-    there, the body as far as it was read is kept."""
+    there, the body as far as it was read is kept. Not a WireError: that class is compiled by mypyc, which lets no
+    interpreted class derive from it."""
 
     code = "body.elements-cut"
+
+
+ERRORS = (struct.error, IndexError, WireError, ElementsCut)
+"""What a primitive read raises when the bytes run out or lie, or a bound stops the reading."""
 
 
 def elements_bound(limit: int) -> Callable[[str, int], None]:
