@@ -2,11 +2,11 @@
 
 Each connection opens with a handshake, then repeats a Produce request carrying one record batch per
 partition and its response, and a Fetch request and its response carrying the same batches back (and, with
---heartbeats N, N Heartbeat exchanges of a consumer group). Codecs rotate through the batches; frames are cut
-into MSS-sized segments; connections interleave. The bodies are written by kdissect's own schema-driven
-encoder, the batches by its record encoder.
+--heartbeats N, N Heartbeat exchanges of a consumer group; with --joins K, a JoinGroup every K rounds).
+Codecs rotate through the batches; frames are cut into MSS-sized segments; connections interleave. The bodies
+are written by kdissect's own schema-driven encoder, the batches by its record encoder.
 
-    python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11] [--heartbeats 2]
+    python benchmarks/synth.py OUT.pcap --mb 100 [--codecs none,gzip,snappy,lz4,zstd] [--produce 7 --fetch 11] [--heartbeats 2] [--joins 50]
     python benchmarks/synth.py OUT.pcap --mb 25 --partitions 1 --records 1 --value-size 64 --no-acks  # small messages
 """
 
@@ -31,8 +31,8 @@ from kdissect.testing.craft import CLIENT, SERVER, Clock, Conversation, request,
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 """Where the benchmarks keep what they generate (git-ignored)."""
-PRODUCE, FETCH, HEARTBEAT = 0, 1, 12
-HEARTBEAT_VERSION = 4
+PRODUCE, FETCH, JOIN_GROUP, HEARTBEAT = 0, 1, 11, 12
+HEARTBEAT_VERSION, JOIN_GROUP_VERSION = 4, 5
 
 
 def batches(rng: random.Random, codecs: Iterator[str], count: int, records: int, value_size: int, offset: int) -> list[bytes]:
@@ -117,6 +117,16 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
         yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
         correlation += 1
         offset += args.records * len(parts)
+        if args.joins and offset // (args.records * len(parts)) % args.joins == 0:
+            member = f"bench-{index}"
+            join = {"GroupId": "bench-group", "SessionTimeoutMs": 10000, "RebalanceTimeoutMs": 30000, "MemberId": member}
+            join["ProtocolType"], join["Protocols"] = "consumer", [{"Name": "range", "Metadata": b""}]
+            body = encode_body(JOIN_GROUP, JOIN_GROUP_VERSION, "request", join)
+            yield conv.send(CLIENT, request(JOIN_GROUP, JOIN_GROUP_VERSION, correlation, body, client_id="bench"), args.mss)
+            joined = {"GenerationId": offset, "ProtocolName": "range", "Leader": member, "MemberId": member}
+            body = encode_body(JOIN_GROUP, JOIN_GROUP_VERSION, "response", joined)
+            yield conv.send(SERVER, response(correlation, body, 0), args.mss) + acks
+            correlation += 1
         for _ in range(args.heartbeats):
             beat = {"GroupId": "bench-group", "GenerationId": 1, "MemberId": f"bench-{index}"}
             yield conv.send(
@@ -145,7 +155,7 @@ def write(path: str, args: argparse.Namespace) -> tuple[int, int]:
                     writer.write(packet)
                     packets += 1
                 exchanges += 1
-    rounds = exchanges // (4 + 2 * args.heartbeats)
+    rounds = int(exchanges // (4 + 2 * args.heartbeats + (2 / args.joins if args.joins else 0)))
     return packets, rounds * 2 * args.partitions * args.records
 
 
@@ -171,6 +181,7 @@ def main() -> None:
     parser.add_argument("--produce", type=int, default=7, help="Produce version (tshark 4.0 reads up to 8)")
     parser.add_argument("--fetch", type=int, default=11, help="Fetch version (tshark 4.0 reads up to 11)")
     parser.add_argument("--heartbeats", type=int, default=0, help="Heartbeat exchanges after each Produce and Fetch (default 0)")
+    parser.add_argument("--joins", type=int, default=0, help="a JoinGroup exchange every this many rounds of a connection (default none)")
     parser.add_argument("--mss", type=int, default=1448)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-acks", dest="acks", action="store_false", help="no bare ACK after a response (delayed ACKs)")

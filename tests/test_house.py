@@ -52,7 +52,9 @@ ALLOWED: dict[str, set[str]] = {
     "report": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
     "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report", "rewrite"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
+    # floor 8½: a capture's index kept in the cache (the tables' cache keys it), its exchanges read back as browse reads one
+    "index": CORE_STAGES | {"dissector", "filter", "pipeline", "browse"},
+    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "index", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
     "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports

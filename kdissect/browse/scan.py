@@ -29,11 +29,11 @@ def events(path: Path, options: Options, packets: list[int] | None = None, decod
     with open_capture(path) as source:
         feed = source.packets()
         if packets is not None:
-            feed = _checkpointed(feed, packets)
+            feed = checkpointed(feed, packets)
         yield from file_dissector(source, options, decoder).run(feed)
 
 
-def _checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:
+def checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:
     for packet in feed:
         if packet.index % CHECKPOINT == 1:
             offsets.append(packet.offset)
@@ -56,8 +56,8 @@ def exchange_at(path: Path, options: Options, offsets: list[int], row: Any, deco
 
 def _read(path: Path, options: Options, offsets: list[int], row: Any, decoder: Any, first: int) -> Exchange | None:
     info, correlation_id, last = row.connection, row.correlation_id, row.last_packet
-    with _opened_at(path, offsets, first) as source:
-        feed = (p for p in _between(source.packets(), first, last))
+    with opened_at(path, offsets, first) as source:
+        feed = (p for p in between(source.packets(), first, last))
         for event in file_dissector(source, replace(options, keep=None), decoder).run(feed):
             if (
                 isinstance(event, Exchange)
@@ -69,7 +69,7 @@ def _read(path: Path, options: Options, offsets: list[int], row: Any, decoder: A
     return None
 
 
-def _between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
+def between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
     for packet in packets:
         if packet.index > last:
             return
@@ -77,7 +77,7 @@ def _between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
             yield packet
 
 
-def _opened_at(path: Path, offsets: list[int], first: int) -> CaptureFile:
+def opened_at(path: Path, offsets: list[int], first: int) -> CaptureFile:
     """The capture, positioned at the checkpoint before packet `first` when it is a plain pcap file."""
     source = open_capture(path)
     checkpoint = (first - 1) // CHECKPOINT

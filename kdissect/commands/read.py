@@ -9,7 +9,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Optional
 import typer
 
 from kdissect.commands.options import READS, Common, UserError, takes
-from kdissect.commands.reading import Reading
+from kdissect.commands.reading import Reading, damaged
 
 if TYPE_CHECKING:
     from kdissect.doctor.engine import Doctor
@@ -43,6 +43,14 @@ def read(
             rich_help_panel="Metrics",
         ),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither answer from the capture's index nor keep one: read the file whole ($KDISSECT_CACHE; docs/index.md).",
+            rich_help_panel="Limits",
+        ),
+    ] = False,
     metrics_interval: Annotated[
         float,
         typer.Option(
@@ -70,12 +78,20 @@ def read(
             raise UserError("--metrics-interval takes seconds above 0")
         jobs = 1  # the tap measures decoded bodies, which several processes decode apart
     settings = {"detail": common.detail, "all_events": all_events}
+    if not no_cache and not text and not all_events and metrics is None and common.write is None:
+        from kdissect.commands import indexed
+
+        answered = indexed.answer(common, common.options, indexed.by_filter(common))
+        if answered is not None:
+            indexed.write(common, answered[0], "read", None, **settings)
+            damaged(answered[1])
+            return
 
     def worker_sink(stream: IO[str]) -> EventSink:
         """A worker's: its rows written as each is made, without the header (the first process writes it)."""
         return EventSink(common.wanted, common.make_output("read", stream, header=False, **settings), totals=text)
 
-    with Reading(common, jobs=jobs, every_body=text) as run:
+    with Reading(common, jobs=jobs, every_body=text, indexing=not no_cache) as run:
         sink = EventSink(common.wanted, run.writes("read", **settings), totals=text)  # --json and fields print no totals
         doctor = _doctor(common) if text else None
         tap = None

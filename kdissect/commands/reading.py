@@ -30,13 +30,13 @@ def open_source(names: tuple[str, ...]) -> Any:
         raise UserError(str(exc)) from None
 
 
-def dissector_for(source: Any, options: Any) -> Any:
+def dissector_for(source: Any, options: Any, decoder: Any = None) -> Any:
     """The core for a capture's packets (`dissector.file_dissector`), with the taps joined and timed when several
-    captures are read as one (kdissect/taps/)."""
-    from kdissect.dissector import file_dissector
+    captures are read as one (kdissect/taps/); `decoder`, when given, is the one it decodes with."""
+    from kdissect.dissector import MAKE, file_dissector
     from kdissect.taps.dissector import tapped
 
-    return tapped(file_dissector(source, options), source, options.limits)
+    return tapped(file_dissector(source, options, MAKE if decoder is None else decoder), source, options.limits)
 
 
 class Reading:
@@ -51,9 +51,16 @@ class Reading:
     """
 
     def __init__(
-        self, common: Common, options: Any = None, jobs: int = 1, every_body: bool = False, captures: list[str] | None = None
+        self,
+        common: Common,
+        options: Any = None,
+        jobs: int = 1,
+        every_body: bool = False,
+        captures: list[str] | None = None,
+        indexing: bool = False,
     ) -> None:
-        """`captures`: the captures to read as one, merged by time (`report` names its own); else `common.captures`."""
+        """`captures`: the captures to read as one, merged by time (`report` names its own); else `common.captures`.
+        `indexing`: keep the capture's index in the cache when the run reads the whole file (kdissect/index/)."""
         self.common = common
         self.captures = tuple(captures) if captures else common.captures
         self.options = options or common.options
@@ -71,6 +78,9 @@ class Reading:
         self.shown = 0
         self.damage: Counter[str] = Counter()
         """Diagnostics of severity error, by code: what makes the exit status 1."""
+        self.indexing = indexing
+        self.keeper: Any = None
+        """The `index.keeping.Keeper` making the capture's index, when this run makes one."""
         self.selection: Any = None
         """The exchanges -w cuts into a capture (`rewrite.cut.Selection`), as the command chooses them."""
         if common.write is not None:
@@ -97,8 +107,27 @@ class Reading:
                 self._stack.callback(self.workers.stop)
                 if not self.every_body:
                     options = replace(options, keep=jobs.owned(0, self.jobs, options.keep))
-        self.dissector = dissector_for(self.source, options)
+        self.dissector = dissector_for(self.source, options, self._keeper())
         return self
+
+    def _keeper(self) -> Any:
+        """The decoder of an index-making run (None for the core's own): a plain pcap file, read whole, is indexed
+        unless its index is already kept."""
+        if not self.indexing or self.source.format != "pcap" or self.source.compression is not None:
+            return None
+        from kdissect.index import entry
+
+        capture = entry.usable(self.captures, self.options)
+        if capture is None or entry.load(capture, self.options) is not None:
+            return None
+        from kdissect.dissector import make_decoder
+        from kdissect.index.keeping import Keeper
+
+        decoder = make_decoder(self.options)
+        if decoder is None:
+            return None
+        self.keeper = Keeper(capture, self.options, decoder)
+        return decoder
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> bool | None:
         return self._stack.__exit__(kind, exc, tb)
@@ -137,6 +166,7 @@ class Reading:
         from kdissect.views.sink import Settled
 
         dissected = self._dissected()
+        keeper = self.keeper
         if self.workers is not None:
             assert worker_sink is not None, "a command read by several processes gives their sink"
             self.workers.start(self.common.capture, self.options, self.common.wanted, worker_sink, self.stream.flush)
@@ -145,21 +175,24 @@ class Reading:
             for event in events:
                 kind = type(event)
                 if kind is Exchange:
-                    for d in event.diagnostics:
-                        if d.lost:
-                            self.damage[d.code] += 1
+                    self.damage.update(d.code for d in event.diagnostics if d.lost)
                 elif kind is Settled:
                     self.damage.update(event.damage)
                 elif kind is Notice and event.diagnostic.lost:
                     self.damage[event.diagnostic.code] += 1
+                if keeper is not None:
+                    keeper.take(event)
                 yield event
                 if self.stopped_by or self.stopper.stopping:
                     return
 
     def _dissected(self) -> Generator[Any, None, None]:
         stopper, feed, counters = self.stopper, self.dissector.feed, self.dissector.counters
+        packets = self.source.packets()
+        if self.keeper is not None:
+            packets = self.keeper.packets(packets)
         with self._progress() as advance:
-            for packet in self.source.packets():
+            for packet in packets:
                 yield from feed(packet)
                 if stopper.stopping:
                     return
@@ -212,9 +245,12 @@ class Reading:
         for d in self.source.diagnostics():
             if d.lost:
                 self.damage[d.code] += 1
-        if self.damage:
-            found = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in self.damage.most_common())
-            raise ExitStatus(1, f"warning: the capture is damaged ({found}): what was lost is missing from the output")
+        if self.keeper is not None and self.stopped_by is None:
+            from kdissect.commands.value_sources import met_registry
+
+            registry = met_registry(self.common.values, self.options.side_streams)
+            self.keeper.save(self.dissector.counters.packets, self.damage, registry)
+        damaged(self.damage)
 
     @contextmanager
     def _progress(self) -> Iterator[Callable[[], None]]:
@@ -242,3 +278,10 @@ class Reading:
 
             return Console(stderr=True)
         return None
+
+
+def damaged(damage: Counter[str] | dict[str, int]) -> None:
+    """The exit status 1 of a capture that lost bytes, with what it lost (diagnostics of severity error, by code)."""
+    if damage:
+        found = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in Counter(damage).most_common())
+        raise ExitStatus(1, f"warning: the capture is damaged ({found}): what was lost is missing from the output")

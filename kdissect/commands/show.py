@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from kdissect.commands.options import READS, Common, UserError, split_list, takes
-from kdissect.commands.reading import Reading
+from kdissect.commands.reading import Reading, damaged
 
 
 @takes(
@@ -42,6 +42,9 @@ def show(
     hexdump: Annotated[
         bool, typer.Option("--hex", "-x", help="Show each field's offset and bytes, and each frame's hex dump (tshark -x).")
     ] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither answer from the capture's index nor use one: read the file whole (docs/index.md).")
+    ] = False,
 ) -> None:
     """Show exchanges in full: every field of request and response, record batches and records included."""
     from kdissect.events import Exchange
@@ -59,18 +62,30 @@ def show(
     if not (chosen or wanted.active):
         raise UserError("say which exchanges to show: --exchange N, --correlation-id C, --frame P, --id X, or a filter such as --api")
     last = max(ids) if ids and not (correlations or packet_numbers or stable) else None
+
+    def picked(event: Exchange) -> bool:
+        return not chosen or (
+            event.id in ids
+            or event.correlation_id in correlations
+            or _spans_packet(event, packet_numbers)
+            or bool(stable and exchange_id(event) in stable)
+        )
+
+    options = replace(common.options, spans=hexdump)
+    if not no_cache and common.write is None and not stable:
+        from kdissect.commands import indexed
+
+        answered = indexed.answer(common, options, lambda index: _positions(index, common.wanted.keep, ids, correlations, packet_numbers))
+        if answered is not None:
+            if not indexed.write(common, answered[0], "show", picked, detail=True, hexdump=hexdump):
+                raise UserError("no exchange in the capture matches")
+            damaged(answered[1])
+            return
     found = 0
-    with Reading(common, replace(common.options, spans=hexdump)) as run:
+    with Reading(common, options) as run:
         output = run.writes("show", detail=True, hexdump=hexdump)
         for event in run.events():
-            if not isinstance(event, Exchange) or not wanted.matches(event):
-                continue
-            if chosen and not (
-                event.id in ids
-                or event.correlation_id in correlations
-                or _spans_packet(event, packet_numbers)
-                or (stable and exchange_id(event) in stable)
-            ):
+            if not isinstance(event, Exchange) or not wanted.matches(event) or not picked(event):
                 continue
             output.exchange(event)
             found += 1
@@ -81,6 +96,20 @@ def show(
     if not found and not run.interrupted:
         raise UserError("no exchange in the capture matches")
     run.finish()
+
+
+def _positions(index: Any, keep: Any, ids: set[int], correlations: set[int], packets: set[int]) -> list[int]:
+    """The index's positions of the exchanges show may print: those chosen by number, correlation id or packet (a
+    packet between an exchange's first and last, which `_spans_packet` then narrows), that the filter does not reject."""
+    from kdissect.index.answer import candidates
+
+    c = index.columns
+    chosen = {i - 1 for i in ids if 0 < i <= len(c)}
+    if correlations or packets:
+        chosen.update(i for i in range(len(c)) if c.correlation[i] in correlations or any(c.first[i] <= p <= c.last[i] for p in packets))
+    if not (ids or correlations or packets):
+        chosen = set(range(len(c)))
+    return sorted(chosen.intersection(candidates(index, keep)) if keep is not None else chosen)
 
 
 def _numbers(values: list[str] | None, option: str) -> set[int]:

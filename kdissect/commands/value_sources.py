@@ -131,3 +131,11 @@ def learn_from_file(path: str, options: Any, book: Any) -> Callable[[], None]:
                                 book.add(schema)
 
     return learn
+
+
+def met_registry(reader: Any, side_streams: Any) -> bool:
+    """Whether a run met the capture's own registry (its HTTP, its _schemas records): its values then read as the
+    order of that run's learning made them, which only a read of the whole file gives again."""
+    http = getattr(side_streams, "_made", None)
+    made = getattr(reader, "_made", None)
+    return (http is not None and http.registries > 0) or (made is not None and made.schemas_seen)

@@ -1,0 +1,142 @@
+"""A capture asked twice is read once (kdissect/index/): the first `read` keeps the capture's index in the cache,
+and `read -Y` answers from it, reading back only the frames of the exchanges the filter may keep.
+
+What the index answers must be what a full read prints, byte for byte: on every capture here and in
+../shared/captures-public, for filters the index decides and filters it cannot, with the read-back forced even
+where the candidates span most of the file (`answer.SHARE`). A pcapng file is not indexed (its packets have no
+checkpoints yet) and reads as before. A changed file is never answered from its stale
+index, and --no-cache neither answers nor keeps one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kdissect.capture import open_capture
+from kdissect.cli import main
+from kdissect.dissector import Options
+from kdissect.filter import compile_filter
+from kdissect.index import answer, entry
+from kdissect.schema import BUILTIN
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLIC = ROOT.parent / "shared" / "captures-public"
+CAPTURES = sorted(ROOT.glob("captures/*.pcap")) + sorted(PUBLIC.glob("*.pcap"))
+FILTERS = (
+    "api == JoinGroup or api == SyncGroup",  # the session a SyncGroup's assignment is read with
+    "api == Produce",
+    "latency_ms > 100",
+    "connection == 2 and api != Fetch",
+    "status == malformed",
+    'client_id contains "-" and version >= 3',
+    "error",  # the index does not hold errors: every exchange is a candidate
+)
+
+
+def run(*args: str | Path) -> int:
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exit:
+        return int(exit.code or 0)
+    return 0
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("KDISSECT_CACHE", str(folder))
+    return folder
+
+
+def answered(capture: Path, expression: str) -> list | None:
+    index = entry.load(str(capture), Options())
+    assert index is not None
+    return answer.exchanges(str(capture), Options(), index, answer.candidates(index, compile_filter([("-Y", expression)], BUILTIN).keep))
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_the_index_answers_as_a_full_read(capture: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(answer, "SHARE", 0)  # read back however many candidates there are
+    full = tmp_path / "full"
+    status = run("read", capture, "--json", "--jobs", "1", "-o", full)
+    with open_capture(capture) as source:
+        plain = source.format == "pcap" and source.compression is None
+    assert bool(list(cache.glob("index/*.kdx"))) == plain, "the first read of a plain pcap file keeps its index"
+    for expression in FILTERS:
+        shown, told = tmp_path / "index.json", tmp_path / "full.json"
+        assert run("read", capture, "-Y", expression, "--json", "-o", shown) == status
+        assert run("read", capture, "-Y", expression, "--json", "--no-cache", "-o", told) == status
+        assert shown.read_bytes() == told.read_bytes(), expression
+
+
+def test_a_filter_on_headers_is_answered_from_a_few_frames(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a capture of a consumer group, `api == JoinGroup` reads back the packets from each JoinGroup's request to
+    its response on its connection; `error` (which the index does not hold) and a capture without an index are
+    read the usual way."""
+    capture = ROOT / "captures" / "consumer-group-confluent.pcap"
+    assert run("read", capture, "--json", "-o", tmp_path / "all.json") == 0
+    index = entry.load(str(capture), Options())
+    assert index is not None and len(index.columns) == 96 and index.packets == 357
+    monkeypatch.setattr(answer, "SHARE", 0)  # small as it is, the capture is all JoinGroups' waits
+    fed = []
+    between = answer.between
+    monkeypatch.setattr(answer, "between", lambda packets, first, last: (fed.append(p) or p for p in between(packets, first, last)))
+    joins = answered(capture, "api == JoinGroup")
+    assert joins is not None and [e.id for e in joins] == [25, 26, 43, 51, 52, 80]
+    assert [e.queued is not None for e in joins] == [True] * 6
+    assert 0 < len(fed) < index.packets
+    assert compile_filter([("-Y", "error")], BUILTIN).keep is None  # headers never decide it: read reads the file
+    assert answered(capture, "error or api == JoinGroup") is not None
+    monkeypatch.setattr(answer, "SHARE", 3)
+    assert answered(capture, "api != JoinGroup") is None  # most of the file: read the usual way
+    shutil.rmtree(cache)
+    assert entry.load(str(capture), Options()) is None
+
+
+def test_a_changed_file_is_never_answered_from_its_stale_index(cache: Path, tmp_path: Path) -> None:
+    capture = tmp_path / "capture.pcap"
+    shutil.copy(ROOT / "captures" / "consumer-group-confluent.pcap", capture)
+    assert run("read", capture, "--json", "-o", tmp_path / "first.json") == 0
+    assert entry.load(str(capture), Options()) is not None
+    shutil.copy(ROOT / "captures" / "admin-confluent.pcap", capture)  # another capture in its place
+    os.utime(capture, ns=(1, 1))
+    assert entry.load(str(capture), Options()) is None
+    shown, told = tmp_path / "shown.json", tmp_path / "told.json"
+    assert run("read", capture, "-Y", "api == Metadata", "--json", "-o", shown) == 0
+    assert run("read", capture, "-Y", "api == Metadata", "--json", "--no-cache", "-o", told) == 0
+    assert shown.read_bytes() == told.read_bytes() and b"Metadata" in told.read_bytes()
+    with capture.open("ab") as f:  # appended to, same modification time: the digest of its end tells
+        f.write(b"\0" * 16)
+    os.utime(capture, ns=(1, 1))
+    assert entry.load(str(capture), Options()) is None
+
+
+def test_no_cache_neither_answers_nor_keeps(cache: Path, tmp_path: Path) -> None:
+    capture = ROOT / "captures" / "consumer-group-confluent.pcap"
+    assert run("read", capture, "--json", "--no-cache", "-o", tmp_path / "a.json") == 0
+    assert not list(cache.glob("index/*.kdx"))
+    os.environ["KDISSECT_CACHE"] = ""
+    assert run("read", capture, "--json", "-o", tmp_path / "a.json") == 0
+    assert entry.load(str(capture), Options()) is None
+
+
+@pytest.mark.parametrize("name", ["consumer-group-confluent.pcap", "admin-kafka-python.pcap", "values-protobuf-confluent.pcap"])
+def test_show_answers_from_the_index_as_from_the_file(name: str, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`show` by number, correlation id, packet and filter, with and without bytes, reads back what it prints."""
+    monkeypatch.setattr(answer, "SHARE", 0)
+    capture = ROOT / "captures" / name
+    assert run("read", capture, "--json", "-o", tmp_path / "all.json") == 0
+    index = entry.load(str(capture), Options())
+    assert index is not None
+    n = len(index.columns)
+    read_back = []
+    exchanges = answer.exchanges
+    monkeypatch.setattr(answer, "exchanges", lambda *args: read_back.append(exchanges(*args)) or read_back[-1])
+    for choice in (["--exchange", f"1,{n // 2},{n}"], ["--correlation-id", "3", "-x"], ["--frame", "40"], ["-Y", "api == Metadata"]):
+        shown, told = tmp_path / "index.txt", tmp_path / "full.txt"
+        assert run("show", capture, *choice, "-o", shown) == run("show", capture, *choice, "--no-cache", "-o", told)
+        assert shown.read_bytes() == told.read_bytes(), choice
+    assert len(read_back) == 4 and (index.registry or all(found is not None for found in read_back))
