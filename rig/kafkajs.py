@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
@@ -43,33 +44,51 @@ def from_base64(value: Optional[str]) -> Optional[bytes]:
 
 
 def plan_records(records: list[dict]) -> list[dict]:
-    """The rig's record dicts (kit.py) as the driver reads them."""
+    """The rig's record dicts (kit.py) as the driver reads them. A record with `encode` (``{"schema": NAME, "value":
+    ..., "cut": bool}``) gets its value from the registry library's encode(), and its `decoded` (what the manifest says
+    the value means) that schema's id."""
     return [
         {
             "key": as_base64(rec["key"]),
-            "value": as_base64(rec["value"]),
+            "value": as_base64(rec.get("value")),
             "headers": [[k, as_base64(v)] for k, v in rec.get("headers") or []],
             "partition": rec.get("partition"),
             "timestamp": rec.get("timestamp"),
+            **{field: rec[field] for field in ("encode", "decoded") if field in rec},
         }
         for rec in records
     ]
 
 
-def run_kafkajs(m: Manifest, bootstrap: str, acts: list[dict], library: str = "kafkajs", timeout: float = 120) -> None:
-    """Run *acts* (rig/node/kafkajs.js says which) with one Node process; write its lines to the manifest."""
+def run_kafkajs(
+    m: Manifest, bootstrap: str, acts: list[dict], library: str = "kafkajs", timeout: float = 120, registry: Optional[str] = None
+) -> None:
+    """Run *acts* (rig/node/kafkajs.js says which) with one Node process; write its lines to the manifest. `registry`
+    is the schema registry's URL the `register` act, `encode` records and `decode` consumers use
+    (@kafkajs/confluent-schema-registry)."""
     client = kafkajs_name(library)
-    plan = json.dumps({"bootstrap": bootstrap, "acts": acts})
+    plan = json.dumps({"bootstrap": bootstrap, "acts": acts, **({"registry": registry} if registry else {})})
     env = {**os.environ, "KAFKAJS_NO_PARTITIONER_WARNING": "1"}  # the rig's records name their partitions
-    done = subprocess.run(["node", str(DRIVER), library], input=plan, stdout=subprocess.PIPE, text=True, timeout=timeout, cwd=NODE, env=env)
-    for text in done.stdout.splitlines():
-        write_line(m, client, json.loads(text))
-    if done.returncode != 0:
-        raise RuntimeError(f"the KafkaJS driver exited with status {done.returncode}")
+    driver = subprocess.Popen(["node", str(DRIVER), library], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=NODE, env=env)
+    timer = threading.Timer(timeout, driver.kill)  # as subprocess.run's timeout, but the lines are written as they come
+    timer.start()
+    try:
+        assert driver.stdin is not None and driver.stdout is not None
+        driver.stdin.write(plan)
+        driver.stdin.close()
+        for text in driver.stdout:  # as they come: in line with what other threads write (the registry's schema lines)
+            write_line(m, client, json.loads(text))
+        status = driver.wait()
+    finally:
+        timer.cancel()
+    if status != 0:
+        raise RuntimeError(f"the KafkaJS driver exited with status {status}")
 
 
 def write_line(m: Manifest, client: str, line: dict[str, Any]) -> None:
+    """One driver line as a manifest line, named after `client` unless it names its own (the registry library's)."""
     kind = line.pop("kind")
+    client = line.pop("client", client)
     if kind == "op":
         m.op(client, line.pop("op"), **line)
         return

@@ -9,7 +9,10 @@ documented calls the clients of these captures make (Confluent's Schema Registry
 * ``POST /subjects/{subject}`` looks a schema up under a subject;
 * ``GET /schemas/ids/{id}`` and ``GET /schemas/guids/{guid}`` (the deserializers), ``GET /schemas/ids/{id}/subjects``,
   ``GET /subjects``, ``GET /subjects/{subject}/versions``, ``GET /subjects/{subject}/versions/{version|latest}``;
-* ``GET /config`` and ``/config/{subject}`` answer BACKWARD.
+* ``GET /config`` answers the global compatibility level (BACKWARD until ``PUT /config`` sets another);
+  ``GET /config/{subject}`` the subject's own level, set by ``PUT /config/{subject}``, and without one error 40408
+  (the global level with ``?defaultToGlobal=true``), as Confluent's registry does: @kafkajs/confluent-schema-registry
+  asks for it before registering, and sets it (``PUT``) after a subject's first registration.
 
 Like Confluent's, it keeps its schemas in the ``_schemas`` topic: each registration is also produced there (key
 ``{"keytype": "SCHEMA", "subject", "version", "magic": 1}``, value the registered schema), so a capture of the broker
@@ -37,8 +40,12 @@ IMPLEMENTS = (
     "GET /subjects/{subject}/versions",
     "GET /subjects/{subject}/versions/{version}",
     "GET /config",
+    "GET /config/{subject}",
+    "PUT /config",
+    "PUT /config/{subject}",
 )
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+LEVELS = frozenset(("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"))
 
 
 class Store:
@@ -48,6 +55,9 @@ class Store:
         self.lock = threading.Lock()
         self.by_id: dict[int, dict] = {}
         self.subjects: dict[str, list[int]] = {}
+        self.compatibility = "BACKWARD"
+        """The global compatibility level (Confluent's default); `configs` holds the levels subjects set."""
+        self.configs: dict[str, str] = {}
         self.on_register = on_register
 
     @staticmethod
@@ -153,10 +163,36 @@ class Handler(BaseHTTPRequestHandler):
                     self._answer(200, store.version_of(parts[1], ids[index - 1]))
                 else:
                     self._missing(40402, "Version not found")
-        elif parts[0] == "config":
-            self._answer(200, {"compatibilityLevel": "BACKWARD"})
+        elif parts == ["config"]:
+            self._answer(200, {"compatibilityLevel": store.compatibility})
+        elif parts[0] == "config" and len(parts) == 2:
+            level = store.configs.get(parts[1])
+            if level is None and "defaulttoglobal=true" in urlsplit(self.path).query.lower():
+                level = store.compatibility
+            if level is None:
+                self._missing(40408, f"Subject '{parts[1]}' does not have subject-level compatibility configured")
+            else:
+                self._answer(200, {"compatibilityLevel": level})
         else:
             self._missing(404, "Not found")
+
+    def do_PUT(self) -> None:
+        """``PUT /config`` and ``PUT /config/{subject}``: a compatibility level, answered as Confluent's registry does
+        (``{"compatibility": LEVEL}``); it is kept, not enforced."""
+        parts = [unquote(p) for p in urlsplit(self.path).path.strip("/").split("/")]
+        store = self.server.store
+        level = str(self._body().get("compatibility", "")).upper()
+        if parts[0] != "config" or len(parts) > 2:
+            self._missing(404, "Not found")
+        elif level not in LEVELS:
+            self._answer(422, {"error_code": 42203, "message": "Invalid compatibility level"})
+        else:
+            with store.lock:
+                if len(parts) == 2:
+                    store.configs[parts[1]] = level
+                else:
+                    store.compatibility = level
+            self._answer(200, {"compatibility": level})
 
 
 class Server(ThreadingHTTPServer):

@@ -1,7 +1,8 @@
 """Record values read for what they say (docs/values.md), on the rig's captures of confluent-kafka's Avro, Protobuf and
-JSON Schema serializers: every record decodes to the value its manifest says the serializer was given, with schemas
-from each source (the capture itself, a folder, a registry); wrong and missing schemas are named diagnostics; record
-filters select exactly the records the manifest says; the doctor names the producer of the unframed records; and
+JSON Schema serializers and of KafkaJS with @kafkajs/confluent-schema-registry (Avro): every record decodes to the
+value its manifest says the serializer was given, with schemas from each source (the capture itself, a folder, a
+registry); wrong and missing schemas are named diagnostics; record filters select exactly the records the manifest
+says; the doctor names the producer of the unframed records; and
 captured text reaches a terminal escaped."""
 
 from __future__ import annotations
@@ -38,11 +39,15 @@ from rig.scenarios.values import ITEM_SCHEMA, ITEM_SCHEMA_V2, ORDER_V1, ORDER_V2
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 FORMATS = ("avro", "protobuf", "json")
+CAPTURED = (*FORMATS, "avro-kafkajs")
+"""The value captures: confluent-kafka's, one a format, and KafkaJS's (values-avro-kafkajs), named by what follows
+"values-"; the first word is the format."""
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "KDISSECT_CACHE": ""}
 
 
-def capture(fmt: str) -> Path:
-    return CAPTURES / f"values-{fmt}-confluent.pcap"
+def capture(name: str) -> Path:
+    """values-NAME.pcap, a bare format standing for confluent-kafka's (values-avro-confluent.pcap)."""
+    return CAPTURES / (f"values-{name}.pcap" if "-" in name else f"values-{name}-confluent.pcap")
 
 
 def manifest(fmt: str) -> list[dict]:
@@ -101,12 +106,12 @@ def assert_as_manifest(fmt: str, got: list[dict], source: str | None = None) -> 
 # -- schemas learnt from the capture: the registry's HTTP answers and the _schemas topic -----------------------------
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", CAPTURED)
 def test_every_record_decodes_to_its_manifest_value_learnt_from_the_capture(fmt: str) -> None:
     assert_as_manifest(fmt, records(capture(fmt)))
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", CAPTURED)
 def test_the_registrys_http_answers_alone_teach_every_schema(fmt: str) -> None:
     """The core hands the registry's connections to the HTTP reader: every schema the clients registered or fetched."""
     from kdissect.values.http_sink import HttpLearning
@@ -148,7 +153,7 @@ def bare(fmt: str, tmp_path: Path) -> Path:
     return without(capture(fmt), tmp_path / f"bare-{fmt}.pcap", ports)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", CAPTURED)
 def test_without_a_schema_values_are_named_framed_and_unknown(fmt: str, tmp_path: Path) -> None:
     got = records(bare(fmt, tmp_path))
     framed = [r["value_decoded"] for r in got if r.get("value_decoded") and r["value_decoded"]["framing"] != "none"]
@@ -171,7 +176,7 @@ def folder(fmt: str, tmp_path: Path, swap: bool = False) -> Path:
         "avro": (".avsc", json.dumps(ORDER_V1), json.dumps(ORDER_V2)),
         "protobuf": (".proto", PROTO_V1, PROTO_V2),
         "json": (".json", json.dumps(ITEM_SCHEMA), json.dumps(ITEM_SCHEMA_V2)),
-    }[fmt]
+    }[fmt.split("-")[0]]
     suffix, first, second = sources
     if swap:
         first, second = second, first
@@ -183,7 +188,7 @@ def folder(fmt: str, tmp_path: Path, swap: bool = False) -> Path:
     return where
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", CAPTURED)
 def test_every_record_decodes_with_the_schemas_of_a_folder(fmt: str, tmp_path: Path) -> None:
     """.proto source here goes through protoc (the capture's registry holds descriptors)."""
     assert_as_manifest(fmt, records(bare(fmt, tmp_path), "--schemas", folder(fmt, tmp_path)))
@@ -235,7 +240,7 @@ def test_values_that_break_their_schema_say_where(tmp_path: Path) -> None:
 # -- schemas from a registry -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", CAPTURED)
 def test_every_record_decodes_with_a_registry(fmt: str, tmp_path: Path) -> None:
     """The rig's stand-in, given the schemas as the serializers registered them; its answers are kept on disk, so a
     second run needs no registry."""
@@ -279,6 +284,8 @@ def manifest_keys(fmt: str, test) -> list[str]:
         ("avro", "record.value.amount > 20", lambda d: d["framing"] != "none" and d["value"] and d["value"]["amount"] > 20),
         ("avro", "record.format == json and record.topic == orders", lambda d: d["format"] == "json"),
         ("avro", "record.schema_id == 2", lambda d: d["schema_id"] == 2),
+        ("avro-kafkajs", "record.schema_id == 2", lambda d: d["schema_id"] == 2),
+        ("avro-kafkajs", "record.format == json and record.topic == orders", lambda d: d["format"] == "json"),
         (
             "protobuf",
             "record.value.billing.city == Lyon",
@@ -311,7 +318,7 @@ def test_an_exchange_matches_when_one_of_its_records_does() -> None:
 # -- the doctor and stats ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", CAPTURED)
 def test_doctor_finds_the_unframed_records_and_their_producer(fmt: str) -> None:
     done = kdissect("doctor", capture(fmt), "--json")
     findings = {f["id"]: f for f in map(json.loads, done.stdout.splitlines()) if f["type"] == "finding"}  # then the verdict

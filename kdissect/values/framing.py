@@ -111,22 +111,32 @@ def _confluent_header(name: str, data: bytes) -> Framing | None:
     return None
 
 
-def from_prefix(data: bytes) -> Framing | None:
-    """The framing the first bytes spell, if any (a candidate: see the module's docstring)."""
+def prefix_size(data: bytes) -> int:
+    """How many first bytes spell a framing (5 Confluent, 9 Apicurio, 18 Glue), 0 when none does: what `from_prefix`
+    reads, told without making anything (the reader's first look at a value)."""
     if len(data) < 5:
-        return None
+        return 0
     first = data[0]
     if first == 0:
-        if data[1:5] == b"\0\0\0\0" and len(data) >= 9 and data[5:9] != b"\0\0\0\0":
-            global_id = int.from_bytes(data[1:9], "big", signed=True)
-            return Framing(APICURIO, SchemaRef(GLOBAL_ID, global_id), 9)
-        schema_id = int.from_bytes(data[1:5], "big")
-        if schema_id == 0:
-            return None
-        return Framing(CONFLUENT, SchemaRef(ID, schema_id), 5)
+        if data[1:5] == b"\0\0\0\0":
+            return 9 if len(data) >= 9 and data[5:9] != b"\0\0\0\0" else 0  # id 0 is no registry's
+        return 5
     if first == 3 and len(data) >= 18 and data[1] in GLUE_COMPRESSIONS:
-        version = _uuid(data[2:18])
-        return Framing(GLUE, SchemaRef(GLUE_VERSION, version), 18, compression=GLUE_COMPRESSIONS[data[1]])
+        return 18
+    return 0
+
+
+def from_prefix(data: bytes, size: int | None = None) -> Framing | None:
+    """The framing the first bytes spell, if any (a candidate: see the module's docstring); `size` is their
+    `prefix_size` when the caller has it already."""
+    if size is None:
+        size = prefix_size(data)
+    if size == 5:
+        return Framing(CONFLUENT, SchemaRef(ID, int.from_bytes(data[1:5], "big")), 5)
+    if size == 9:
+        return Framing(APICURIO, SchemaRef(GLOBAL_ID, int.from_bytes(data[1:9], "big", signed=True)), 9)
+    if size == 18:
+        return Framing(GLUE, SchemaRef(GLUE_VERSION, _uuid(data[2:18])), 18, compression=GLUE_COMPRESSIONS[data[1]])
     return None
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.values.decoders import Decode, Failure, LibraryMissing, Result, SchemaInvalid
-from kdissect.values.framing import APICURIO, CONFLUENT, GLUE, Framing, SchemaRef, from_headers, from_prefix
+from kdissect.values.framing import APICURIO, CONFLUENT, GLUE, HEADERS, Framing, SchemaRef, from_headers, from_prefix, prefix_size
 from kdissect.values.json_values import compile_json_schema, parse_json
 from kdissect.values.schemas import AVRO, JSON, PROTOBUF, Book, Schema
 
@@ -41,6 +41,8 @@ _JSON_END = frozenset(b"}] \t\r\n")
 """The last byte of JSON text that is an object or an array, or the whitespace after it."""
 _CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
 """First bytes of a key or value that may be more than text or bytes: framing's magic bytes, JSON."""
+_SCHEMA_HEADERS = frozenset(name for names in HEADERS.values() for name in names)
+"""The headers that name a key's or a value's schema (values/framing.py): a record without one reads as without headers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,15 +122,21 @@ class ValueReader:
         `field` is the records field (a `records.RecordSet`) the record came in: its other records may agree that a
         prefix is framing. With `explain`, a value that only looks framed is a plain `Decoded` with a note saying so
         (`show` tells it; the other views have nothing more to say of it than its bytes)."""
-        if not data or (data[0] not in _CANDIDATES and not headers):
+        if not data:
             return None
+        first = data[0]
+        if not headers and first not in _MAGIC and (first not in _CANDIDATES or data[-1] not in _JSON_END):
+            return None  # plainly text or bytes (`_maybe_more`, written out: this is the path of most values)
         if topic is not None and topic.startswith("__") and _kafkas_own(topic):
             return None  # Kafka's own records, read by their own schemas (records/internal.py): no registry frames them
         framing = from_headers(role, headers) if headers else None
-        if framing is None and data[0] in _MAGIC:
-            framing = from_prefix(data)
+        if framing is None and first in _MAGIC:
+            size = prefix_size(data)
+            if size and not (explain or self.book.generation or self.registry_seen() or self._agreed(role, data[:size], field)):
+                return None  # the book has learnt nothing, no registry seen, alone in its batch: `_framed`'s verdict, sooner
+            framing = from_prefix(data, size) if size else None
         if framing is None:
-            if data[-1] in _JSON_END and (data[0] in _JSON_START or data.lstrip()[:1] in (b"{", b"[")):
+            if data[-1] in _JSON_END and (first in _JSON_START or data.lstrip()[:1] in (b"{", b"[")):
                 return self._json(role, data, topic)
             return None
         return self._framed(role, data, framing, topic, field, explain)
@@ -156,7 +164,16 @@ class ValueReader:
             learnt = from_schemas_record(key, value, "capture: _schemas record")
             if learnt is not None:
                 self.book.add(learnt)
-        return self.read("key", key, headers, topic, field, explain), self.read("value", value, headers, topic, field, explain)
+        for name, _ in headers:
+            if name in _SCHEMA_HEADERS:
+                read = self.read
+                return read("key", key, headers, topic, field, explain), read("value", value, headers, topic, field, explain)
+        # No header names a schema (from_headers would find none): a key or value that is plainly text or bytes is
+        # told here, as `read` would tell it, without calling it.
+        return (
+            self.read("key", key, (), topic, field, explain) if key and _maybe_more(key) else None,
+            self.read("value", value, (), topic, field, explain) if value and _maybe_more(value) else None,
+        )
 
     def _agreed(self, role: str, prefix: bytes, field: Any) -> bool:
         """Whether another key (or value) of the same records field starts with the same framing: a producer's batch."""
@@ -348,6 +365,12 @@ def _is_text(data: bytes, start: int) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _maybe_more(data: bytes) -> bool:
+    """Whether a key or value without schema headers may be more than text or bytes: it starts with a framing's magic
+    byte, or starts and ends as JSON may (anything else is plainly text or bytes, told without looking further)."""
+    return data[0] in _MAGIC or (data[0] in _CANDIDATES and data[-1] in _JSON_END)
 
 
 def _kafkas_own(topic: str) -> bool:

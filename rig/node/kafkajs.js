@@ -3,15 +3,22 @@
 // both ways, so the manifest's own encoding stays in one place (rig/manifest.py). KafkaJS's log goes to standard error.
 //
 // `node kafkajs.js LIBRARY`: LIBRARY is a folder of node_modules, kafkajs (2.2.4) or kafkajs-1.12 (package.json).
-// plan: {"bootstrap": "HOST:PORT", "acts": [ACT, ...]}, acts run in order:
+// plan: {"bootstrap": "HOST:PORT", "registry": URL|absent, "acts": [ACT, ...]}, acts run in order:
 //   {"act": "create-topics", "client_id", "topics": {NAME: PARTITIONS}}
+//   {"act": "register", "schema": TEXT, "type": "AVRO"|"JSON"|"PROTOBUF", "subject", "as": NAME}
+//       @kafkajs/confluent-schema-registry registers the schema with the plan's registry; NAME stands for its id
 //   {"act": "produce", "client_id", "topic", "records": [RECORD], "acks", "idempotent", "batch", "interval_ms"}
 //       batch: one send() for every record; otherwise one send() per record, interval_ms apart
 //   {"act": "consume", "client_id", "group", "topic", "members": [NAME], "expected", "seconds", "max_wait_ms",
-//    "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_ms", "restart_on_crash_ms"}
+//    "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_ms", "restart_on_crash_ms", "decode"}
 //       members of one group until `expected` records or `seconds`; restart_on_crash_ms: the application starts a
-//       crashed member again after that long, as a service does when the library gives up (KafkaJS 1.12 does not)
-// RECORD: {"key": B64|null, "value": B64|null, "headers": [[KEY, B64]], "partition": N|null, "timestamp": MS|null}
+//       crashed member again after that long, as a service does when the library gives up (KafkaJS 1.12 does not);
+//       decode: each value goes through the registry library's decode(), its result in the line as `deserialized`,
+//       or its error as `deserializer_error`
+// RECORD: {"key": B64|null, "value": B64|null, "headers": [[KEY, B64]], "partition": N|null, "timestamp": MS|null,
+//          "encode": {"schema": NAME, "value": ANY, "cut": BOOL}|absent, "decoded": ANY|absent}
+//       encode: the value is the registry library's encode() of `value` with the schema registered as NAME (cut: its
+//       first half only), and the produced line's `decoded` (passed through as given) gets that schema's id
 'use strict'
 
 const library = process.argv[2] || 'kafkajs'
@@ -31,6 +38,43 @@ const LEVELS = Object.fromEntries(Object.entries(logLevel).map(([name, level]) =
 const toStderr = () => ({ namespace, level, log }) => {
   const { message, timestamp, logger, stack, ...extra } = log
   process.stderr.write(`${library} ${LEVELS[level]} [${namespace || ''}] ${message} ${JSON.stringify(extra)}\n`)
+}
+
+const registries = new Map()
+const registered = new Map()
+const SERDES = '@kafkajs/confluent-schema-registry'
+
+/** The registry library's client of the plan's registry for `side` (producer or consumer), made once: the
+ * consumer's is its own, with an empty cache, so its schema lookups (GET /schemas/ids/N) are on the wire. */
+function schemaRegistry(plan, side) {
+  if (!registries.has(side)) {
+    const { SchemaRegistry } = require(`./node_modules/${SERDES}`)
+    registries.set(side, new SchemaRegistry({ host: plan.registry, clientId: `kdrig-kafkajs-${side}` }))
+  }
+  return registries.get(side)
+}
+
+const serdesName = () => `${SERDES} ${require(`./node_modules/${SERDES}/package.json`).version} (node ${process.version})`
+
+async function register(plan, act) {
+  const { SchemaType } = require(`./node_modules/${SERDES}`)
+  const schema = { type: SchemaType[act.type || 'AVRO'], schema: act.schema }
+  const fields = { client: serdesName(), subject: act.subject, as: act.as }
+  try {
+    const { id } = await schemaRegistry(plan, 'producer').register(schema, { subject: act.subject })
+    registered.set(act.as, id)
+    emit({ kind: 'op', op: 'register', ...fields, id, result: 'ok' })
+  } catch (e) {
+    emit({ kind: 'op', op: 'register', ...fields, id: null, result: errText(e) })
+  }
+}
+
+/** A record's value made by the registry library's encode() (plan RECORD's `encode`), and the id it framed it with. */
+async function encoded(plan, record) {
+  const { schema, value, cut } = record.encode
+  const id = registered.get(schema)
+  const data = await schemaRegistry(plan, 'producer').encode(id, value)
+  return { ...record, value: b64(cut ? data.subarray(0, Math.floor(data.length / 2)) : data), decoded: { ...record.decoded, schema_id: id } }
 }
 
 function client(plan, clientId) {
@@ -74,6 +118,7 @@ function message(record) {
 }
 
 function produced(act, record, meta, error) {
+  const extra = record.decoded === undefined ? {} : { decoded: record.decoded }
   emit({
     kind: 'produced',
     client_id: act.client_id,
@@ -86,6 +131,7 @@ function produced(act, record, meta, error) {
     headers: record.headers || [],
     acks: act.acks,
     idempotent: Boolean(act.idempotent),
+    ...extra,
     ...(error ? { error } : {}),
   })
 }
@@ -107,7 +153,9 @@ async function produce(plan, act) {
   const producer = client(plan, act.client_id).producer({ idempotent: Boolean(act.idempotent), maxInFlightRequests: act.idempotent ? 1 : undefined })
   await attempt('connect', () => producer.connect(), { client_id: act.client_id, idempotent: Boolean(act.idempotent) })
   const acks = act.acks === 'all' ? -1 : act.acks
-  const sends = act.batch ? [act.records] : act.records.map(record => [record])
+  const ready = []
+  for (const record of act.records) ready.push(record.encode ? await encoded(plan, record) : record)
+  const sends = act.batch ? [ready] : ready.map(record => [record])
   for (const records of sends) {
     try {
       const results = await producer.send({ topic: act.topic, acks, messages: records.map(message) })
@@ -120,7 +168,7 @@ async function produce(plan, act) {
   await attempt('disconnect', () => producer.disconnect(), { client_id: act.client_id })
 }
 
-function consumed(act, member, topic, partition, m) {
+async function consumed(plan, act, member, topic, partition, m) {
   const headers = []
   for (const [key, value] of Object.entries(m.headers || {})) {
     for (const one of Array.isArray(value) ? value : [value]) headers.push([key, b64(one)])
@@ -136,7 +184,17 @@ function consumed(act, member, topic, partition, m) {
     key: b64(m.key),
     value: b64(m.value),
     headers,
+    ...(act.decode ? await deserialized(plan, m.value) : {}),
   })
+}
+
+/** What the registry library's decode() makes of a value, or its words when it fails (the ground truth). */
+async function deserialized(plan, value) {
+  try {
+    return { deserialized: await schemaRegistry(plan, 'consumer').decode(value) }
+  } catch (e) {
+    return { deserializer_error: `${e.name}: ${e.message}` }
+  }
 }
 
 async function consume(plan, act) {
@@ -177,7 +235,7 @@ async function consume(plan, act) {
       await consumer.run({
         eachMessage: async ({ topic, partition, message: m }) => {
           count += 1
-          consumed(act, member, topic, partition, m)
+          await consumed(plan, act, member, topic, partition, m)
         },
       })
     }, { group: act.group, member })
@@ -189,7 +247,7 @@ async function consume(plan, act) {
   for (const [member, consumer] of running) await attempt('close', () => consumer.disconnect(), { group: act.group, member })
 }
 
-const ACTS = { 'create-topics': createTopics, produce, consume }
+const ACTS = { 'create-topics': createTopics, register, produce, consume }
 
 async function main() {
   const chunks = []

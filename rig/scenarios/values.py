@@ -4,6 +4,7 @@ deserializers against the registry stand-in (rig/registry.py), whose port is cap
 Each scenario also has a producer without the serializer writing to the same topic (the records a registry
 deserializer fails on: "Invalid magic byte"), a schema evolved mid-run (a second id), and a consumer deserializing
 every record with its own registry client, so its schema lookups (``GET /schemas/ids/N``) are in the capture.
+``values-avro-kafkajs`` does the same with KafkaJS and @kafkajs/confluent-schema-registry (rig/node).
 Every ``produced`` and ``consumed`` line carries ``decoded``: what the value (and key) mean, as the serializer was
 given them, with the schema id and framing; a consumer's line carries the deserializer's error where it failed.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rig.clients import FIXED_TS, confluent_name
+from rig.kafkajs import plan_records, run_kafkajs
 from rig.scenarios import Ctx, scenario
 from rig.scenarios.kit import confluent_consumed, confluent_create_topics, confluent_produce
 
@@ -62,6 +64,29 @@ ITEM_SCHEMA = {
     "required": ["sku", "qty"],
 }
 ITEM_SCHEMA_V2 = {**ITEM_SCHEMA, "properties": {**ITEM_SCHEMA["properties"], "warehouse": {"type": "string"}}}
+
+
+def _orders() -> list[dict]:
+    """The Avro scenarios' first orders (schema ORDER_V1)."""
+    orders = [
+        {"id": f"order-{n}", "amount": 10.5 * n, "customer": {"name": f"customer {n}"}, "items": [f"sku-{n}", "sku-x"], "note": None}
+        for n in (1, 2, 3)
+    ]
+    orders[1]["note"] = "leave at the door"
+    return orders
+
+
+def _plain_orders() -> list[dict]:
+    """What the Avro scenarios' producer without the serializer writes, as JSON text."""
+    return [{"id": "order-4", "amount": 4.0}, {"id": "order-5", "amount": 5.0}]
+
+
+def _evolved_orders() -> list[dict]:
+    """The Avro scenarios' orders after the schema evolved (ORDER_V2)."""
+    return [
+        {"id": f"order-{n}", "amount": 1.25 * n, "customer": {"name": f"customer {n}"}, "items": [], "note": None, "currency": "USD"}
+        for n in (42, 43)
+    ]
 
 
 def _registry(ctx: Ctx):
@@ -169,15 +194,11 @@ def values_avro(ctx: Ctx) -> None:
     confluent_create_topics(m, ctx.bootstrap, {"orders": 1, "_schemas": 1})
     client = _registry(ctx)
     v1 = AvroSerializer(client, json.dumps(ORDER_V1))
-    orders = [
-        {"id": f"order-{n}", "amount": 10.5 * n, "customer": {"name": f"customer {n}"}, "items": [f"sku-{n}", "sku-x"], "note": None}
-        for n in (1, 2, 3)
-    ]
-    orders[1]["note"] = "leave at the door"
+    orders = _orders()
     records = _framed(v1, "orders", "avro", [(o["id"], o) for o in orders])
     _send(ctx, "orders", "kdrig-avro-producer", records, FIXED_TS)
     # A producer without the serializer: JSON text where consumers expect Avro (the "magic byte" poison pill).
-    plain = [{"id": "order-4", "amount": 4.0}, {"id": "order-5", "amount": 5.0}]
+    plain = _plain_orders()
     _send(
         ctx,
         "orders",
@@ -196,13 +217,74 @@ def values_avro(ctx: Ctx) -> None:
     )
     # The schema evolves: a second id, a field with a default.
     v2 = AvroSerializer(client, json.dumps(ORDER_V2))
-    evolved = [
-        {"id": f"order-{n}", "amount": 1.25 * n, "customer": {"name": f"customer {n}"}, "items": [], "note": None, "currency": "USD"}
-        for n in (42, 43)
-    ]
+    evolved = _evolved_orders()
     _send(ctx, "orders", "kdrig-avro-producer", _framed(v2, "orders", "avro", [(o["id"], o) for o in evolved]), FIXED_TS + 200)
     reader = AvroDeserializer(_registry(ctx))
     _consume(ctx, "orders", 8, _deserializer(reader, "orders"), "kdrig-avro-consumer")
+
+
+@scenario(
+    "values-avro-kafkajs",
+    "Avro values through the registry stand-in by KafkaJS 2.2.4 and @kafkajs/confluent-schema-registry (register, "
+    "encode; schema evolved mid-run), a KafkaJS producer without the serializer on the same topic, a corrupt framed "
+    "value, a KafkaJS consumer group decoding with the library; the registry's port captured",
+    expect_apis={0, 1, 3},
+    registry=True,
+)
+def values_avro_kafkajs(ctx: Ctx) -> None:
+    """values-avro-confluent's records, made and read by KafkaJS: the library registers each schema (asking the
+    subject's compatibility first, and setting it after the first registration), encodes with the id it got, and
+    its decode() reads every record back, fetching the schemas by id."""
+    orders = _orders()
+    plain = _plain_orders()
+    evolved = _evolved_orders()
+
+    def framed(schema: str, items: list[dict], start_ts: int, cut: bool = False) -> list[dict]:
+        return [
+            {
+                "key": ("order-6" if cut else o["id"]).encode(),
+                "partition": 0,
+                "timestamp": start_ts + i,
+                "encode": {"schema": schema, "value": o, "cut": cut},
+                "decoded": _decoded("avro", "confluent", None, None, error="truncated") if cut else _decoded("avro", "confluent", None, o),
+            }
+            for i, o in enumerate(items)
+        ]
+
+    def produce(client_id: str, records: list[dict]) -> dict:
+        return dict(act="produce", client_id=client_id, topic="orders", acks="all", batch=True, records=plan_records(records))
+
+    acts = [
+        dict(act="create-topics", client_id="kdrig-kjs-setup", topics={"orders": 1, "_schemas": 1}),
+        dict(act="register", type="AVRO", schema=json.dumps(ORDER_V1), subject="orders-value", **{"as": "v1"}),
+        produce("kdrig-avro-producer", framed("v1", orders, FIXED_TS)),
+        # A producer without the serializer: JSON text where consumers expect Avro (the "magic byte" poison pill).
+        produce(
+            "kdrig-legacy-writer",
+            [
+                {"key": o["id"].encode(), "value": json.dumps(o).encode(), "partition": 0, "timestamp": FIXED_TS + 100 + i}
+                | {"decoded": _decoded("json", "none", None, o)}
+                for i, o in enumerate(plain)
+            ],
+        ),
+        # A framed value cut short: the right magic and id, half of order-1's Avro record.
+        produce("kdrig-legacy-writer", framed("v1", orders[:1], FIXED_TS + 150, cut=True)),
+        # The schema evolves: a second id, a field with a default.
+        dict(act="register", type="AVRO", schema=json.dumps(ORDER_V2), subject="orders-value", **{"as": "v2"}),
+        produce("kdrig-avro-producer", framed("v2", evolved, FIXED_TS + 200)),
+        dict(
+            act="consume",
+            client_id="kdrig-avro-consumer",
+            group="kdrig-avro-kjs-group",
+            topic="orders",
+            members=["a"],
+            expected=8,
+            seconds=40,
+            max_wait_ms=500,
+            decode=True,
+        ),
+    ]
+    run_kafkajs(ctx.manifest, ctx.bootstrap, acts, registry=ctx.registry)
 
 
 @scenario(
