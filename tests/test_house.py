@@ -54,7 +54,8 @@ ALLOWED: dict[str, set[str]] = {
     "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report", "rewrite"},
     # floor 8½: a capture's index kept in the cache (the tables' cache keys it), its exchanges read back as browse reads one
     "index": CORE_STAGES | {"dissector", "filter", "pipeline", "browse"},
-    "commands": CORE_STAGES | {"dissector", "views", "pipeline", "browse", "index", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
+    "commands": CORE_STAGES
+    | {"dissector", "views", "pipeline", "browse", "index", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
     "cli": {"commands", "printable"},
     "__main__": {"cli"},
     # beside the product: tools for tests, fuzzing and benchmarks, which nothing above imports
