@@ -77,8 +77,9 @@ def between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
             yield packet
 
 
-def opened_at(path: Path, offsets: list[int], first: int) -> CaptureFile:
-    """The capture, positioned at the checkpoint before packet `first` when it is a plain pcap file."""
+def opened_at(path: Path, offsets: list[int], first: int, last: int | None = None) -> CaptureFile:
+    """The capture, positioned at the checkpoint before packet `first` when it is a plain pcap file; with `last`,
+    read no further than the checkpoint after it (a chunk of the file, not a megabyte, for a few packets)."""
     source = open_capture(path)
     checkpoint = (first - 1) // CHECKPOINT
     if source.format != "pcap" or source.compression is not None or checkpoint >= len(offsets) or checkpoint == 0:
@@ -86,4 +87,6 @@ def opened_at(path: Path, offsets: list[int], first: int) -> CaptureFile:
     source.close()
     raw = open(path, "rb")
     prefix = raw.read(PCAP_HEADER)
-    return CaptureFile(raw, str(path), first=offsets[checkpoint], prefix=prefix, index_base=checkpoint * CHECKPOINT)
+    after = len(offsets) if last is None else (last - 1) // CHECKPOINT + 1
+    stop = offsets[after] if after < len(offsets) else None
+    return CaptureFile(raw, str(path), first=offsets[checkpoint], prefix=prefix, index_base=checkpoint * CHECKPOINT, stop=stop)

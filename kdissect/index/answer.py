@@ -114,21 +114,39 @@ def exchanges(capture: str, options: Any, index: CaptureIndex, chosen: list[int]
     if sum(last - first + CHECKPOINT for _, first, last, _ in runs) * SHARE > index.packets:
         return None
     found: dict[int, Exchange] = {}
+    decoder = make_decoder(options)  # one for every pass: its compiled decoders made once
+    if decoder is not None:
+        decoder.topic_names = dict(index.topic_names)
     for connection, first, last, positions in runs:
-        wanted = {(c.correlation[i], c.ts[i]): i for i in positions}
-        for start in dict.fromkeys((first, index.starts[connection])):
-            for exchange in _read_back(capture, options, index, index.connections[connection], start, last):
-                key = (NONE if exchange.correlation_id is None else exchange.correlation_id, exchange.ts)
-                i = wanted.get(key, -1)
-                if i >= 0:
-                    found[i] = _as_indexed(exchange, index, i)
-            if all(i in found for i in wanted.values()):
-                break
-        else:
+        if not any(
+            _found(capture, options, index, decoder, connection, start, last, positions, found)
+            for start in (first, index.starts[connection])
+        ):
             return None  # even from the connection's first frame, the core did not find what the full read did
     if any(_read(STATUSES[c.status[i]]) != _read(found[i].status) for i in found):
         return None
     return [found[i] for i in sorted(found)]
+
+
+def _found(
+    capture: str,
+    options: Any,
+    index: CaptureIndex,
+    decoder: Any,
+    connection: int,
+    start: int,
+    last: int,
+    positions: list[int],
+    found: dict[int, Exchange],
+) -> bool:
+    """Read back a connection's packets from `start` to `last` into `found`; whether every one of `positions` is there."""
+    c = index.columns
+    wanted = {(c.correlation[i], c.ts[i]): i for i in positions}
+    for exchange in _read_back(capture, options, index, decoder, index.connections[connection], start, last):
+        i = wanted.get((NONE if exchange.correlation_id is None else exchange.correlation_id, exchange.ts), -1)
+        if i >= 0:
+            found[i] = _as_indexed(exchange, index, i)
+    return all(i in found for i in positions)
 
 
 def _read(status: str) -> str:
@@ -160,12 +178,13 @@ def _runs(index: CaptureIndex, chosen: list[int]) -> list[tuple[int, int, int, l
     return runs
 
 
-def _read_back(capture: str, options: Any, index: CaptureIndex, info: ConnectionInfo, first: int, last: int) -> Iterator[Exchange]:
+def _read_back(
+    capture: str, options: Any, index: CaptureIndex, decoder: Any, info: ConnectionInfo, first: int, last: int
+) -> Iterator[Exchange]:
     """The exchanges of `info` whose frames lie between packets `first` and `last`, every body decoded (the filter's
-    verdict would judge them by the pass's own connection numbers), with what the full read learnt before them."""
-    decoder = make_decoder(options)
+    verdict would judge them by the pass's own connection numbers) by `decoder`, which knows the topic names the full
+    read learnt, given the connection's session as the full read left it."""
     if decoder is not None:
-        decoder.topic_names = dict(index.topic_names)
         mechanism, types, names = index.sessions[info.id - 1] if info.id <= len(index.sessions) else (None, {}, {})
 
         def session() -> Session:
@@ -173,9 +192,9 @@ def _read_back(capture: str, options: Any, index: CaptureIndex, info: Connection
             known.sasl_mechanism, known.protocol_types, known.protocol_names = mechanism, dict(types), dict(names)
             return known
 
-        decoder.new_session = session  # type: ignore[method-assign]  # the pass's one connection
+        decoder.new_session = session
     ends = (info.client, info.broker)
-    with opened_at(Path(capture), index.offsets, first) as source:
+    with opened_at(Path(capture), index.offsets, first, last) as source:
         packets = _of(info, between(source.packets(), first, last), options.limits.max_fragment_bytes)
         for event in file_dissector(source, replace(options, keep=None), decoder).run(packets):
             if type(event) is Exchange and (event.connection.client, event.connection.broker) == ends:
