@@ -244,13 +244,14 @@ _READ = ("key_format", "key_schema_id", "key_decoded", "value_format", "value_sc
 """The records table's columns of what a key and value say (`_read`)."""
 
 
-def _read(
-    values: Any, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: Any
-) -> tuple[str | None, str | None, str | None, str | None, str | None, str | None]:
-    """The records table's columns of what a key and value say, in `_READ`'s order: format (avro, protobuf, json,
-    unknown, text, bytes; null for a null), the schema id as text (an id, a GUID, a global id), the decoded value as
-    the JSON layout writes it; for the key, then for the value."""
-    decoded = values.record(topic, key, value, headers, field) if values is not None else (None, None)
+_UNREAD = (None, None)
+"""What a reader says of a record's key and value when it has nothing to say (or reads none)."""
+
+
+def _read(key: bytes | None, value: bytes | None, decoded: tuple[Any, Any]) -> tuple[str | None, ...]:
+    """The records table's columns of what a key and value say (`values.record`'s `decoded`), in `_READ`'s order:
+    format (avro, protobuf, json, unknown, text, bytes; null for a null), the schema id as text (an id, a GUID, a
+    global id), the decoded value as the JSON layout writes it; for the key, then for the value."""
     out: list[str | None] = []
     for data, d in zip((key, value), decoded):
         if d is None or d.plain:
@@ -258,7 +259,7 @@ def _read(
         else:
             decoded_text = encode_value(decoded_json(d)["value"]).decode() if d.ok else None
             out += (d.format, None if d.schema_id is None else str(d.schema_id), decoded_text)
-    return out[0], out[1], out[2], out[3], out[4], out[5]
+    return tuple(out)
 
 
 def record_rows(exchange: Exchange, capture: str, xid: int, cid: int, values: Any = None) -> Iterator[dict[str, Any]]:
@@ -305,19 +306,32 @@ def _batch_columns(c: dict[str, list[Any]], common: tuple, batch: RecordBatch, o
     stamps = [r.timestamp for r in records]
     c["timestamp"] += stamps
     c["time"] += [t * 1000 if t >= 0 else None for t in stamps]
-    c["key"] += [r.key for r in records]
-    c["value"] += [r.value for r in records]
-    c["headers"] += [[{"key": _header_key(k), "value": v} for k, v in r.headers] if r.headers else [] for r in records]
+    keys, values_ = [r.key for r in records], [r.value for r in records]
+    c["key"] += keys
+    c["value"] += values_
+    headers = [r.headers for r in records]  # (key, value) pairs: Arrow makes them the header structs as they are
+    if any(type(k) is not str for pairs in headers for k, _ in pairs):
+        headers = [tuple((_header_key(k), v) for k, v in pairs) for pairs in headers]
+    c["headers"] += headers
     for name in ("timestamp_type", "magic", "codec", "producer_id", "producer_epoch", "transactional", "control"):
         c[name] += [getattr(batch, name)] * n
     base = batch.base_sequence
     c["sequence"] += [base + r.offset_delta for r in records] if base >= 0 else [-1] * n
     c["control_type"] += [None if r.control is None else r.control.name for r in records]
     c["reading"] += [None if r.reading is None else _reading(r.reading) for r in records]
-    topic = common[_COMMON.index("topic")]
-    read = [_read(values if r.control is None else None, topic, r.key, r.value, r.headers, field) for r in records]
-    for name, column in zip(_READ, zip(*read)):
-        c[name] += column
+    if values is None:
+        decoded = [_UNREAD] * n
+    else:
+        topic, read = common[_COMMON.index("topic")], values.record
+        decoded = [read(topic, r.key, r.value, r.headers, field) if r.control is None else _UNREAD for r in records]
+    if decoded.count(_UNREAD) == n:  # plain keys and values, as most are: only their formats to say
+        c["key_format"] += [None if k is None else plain_format(k) for k in keys]
+        c["value_format"] += [None if v is None else plain_format(v) for v in values_]
+        for name in ("key_schema_id", "key_decoded", "value_schema_id", "value_decoded"):
+            c[name] += [None] * n
+    else:
+        for name, column in zip(_READ, zip(*map(_read, keys, values_, decoded))):
+            c[name] += column
     return n
 
 
@@ -344,7 +358,8 @@ def _legacy_columns(out: Columns, common: tuple, message: LegacyMessage, ordinal
                 "reading": _reading(m.reading),
             }
         )
-        row.update(zip(_READ, _read(values, row["topic"], m.key, m.value, (), field)))
+        decoded = values.record(row["topic"], m.key, m.value, (), field) if values is not None else _UNREAD
+        row.update(zip(_READ, _read(m.key, m.value, decoded)))
         out.put(row)
         n += 1
     return n
