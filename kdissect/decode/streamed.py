@@ -7,13 +7,14 @@ as a consumer never sees them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kdissect.decode.body import Body
 from kdissect.events import Exchange
 from kdissect.records.values import LegacyMessage, Record
+from kdissect.values.reader import SCHEMAS_TOPIC
 
 DIRECTIONS = ("produce", "fetch")
 
@@ -32,28 +33,42 @@ class StreamedRecord:
 
 
 def exchange_records(
-    exchange: Exchange, directions: frozenset[str] = frozenset(DIRECTIONS), values: Any = None
+    exchange: Exchange,
+    directions: frozenset[str] = frozenset(DIRECTIONS),
+    values: Any = None,
+    skip: Callable[[str | None, int | None, int, bytes | None], bool] | None = None,
 ) -> Iterator[StreamedRecord]:
     """The data records an exchange carries: a Produce request's, a Fetch (or ShareFetch) response's, each with what its
     key and value say when `values` (a `values.reader.ValueReader`) reads them.
 
     A produced record's offset is the one the broker assigned (its response's BaseOffset plus the record's place
     in the request), as a producer's delivery report tells it; -1 when the capture holds no such answer (acks=0,
-    an error, a lost response)."""
+    an error, a lost response).
+
+    `skip(topic, partition, offset, value)`, asked of each record as it comes (after the caller saw those before
+    it), passes over the records it names before their values are read: the doctor's, already counted. A record of
+    the `_schemas` topic is read and yielded whatever it says, as reading it teaches `values` its schema."""
     read = values.record if values is not None else None  # once: a run's reader is made at its first use
     for direction, message in (("produce", exchange.request), ("fetch", exchange.response)):
         if direction not in directions or message is None or not isinstance(message.body, Body):
             continue
         assigned = _assigned_offsets(exchange) if direction == "produce" else {}
         for placed in message.body.records:
+            topic, partition = placed.topic, placed.partition
+            skipping = skip if topic != SCHEMAS_TOPIC else None
             base = assigned.get(placed.path, -1) if direction == "produce" else None
             first = None
             for record in placed.records.data_records():
+                offset = record.offset
                 if base is not None:
-                    first = record.offset if first is None else first
-                    record = replace(record, offset=base + record.offset - first if base >= 0 else -1)
-                decoded = read(placed.topic, record.key, record.value, record.headers, placed.records) if read else (None, None)
-                yield StreamedRecord(exchange, direction, placed.topic, placed.partition, record, decoded)
+                    first = offset if first is None else first
+                    offset = base + offset - first if base >= 0 else -1
+                if skipping is not None and skipping(topic, partition, offset, record.value):
+                    continue
+                if base is not None:
+                    record = replace(record, offset=offset)
+                decoded = read(topic, record.key, record.value, record.headers, placed.records) if read else (None, None)
+                yield StreamedRecord(exchange, direction, topic, partition, record, decoded)
 
 
 def _assigned_offsets(exchange: Exchange) -> dict[str, int]:

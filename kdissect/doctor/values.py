@@ -127,7 +127,7 @@ class Values(Family):
         self.counts = {"unknown": 0, "malformed": 0}
 
     def exchange(self, exchange: Exchange) -> None:
-        for item in exchange_records(exchange, values=self.reader):
+        for item in exchange_records(exchange, values=self.reader, skip=self._counted):
             record = item.record
             if record.value is None:
                 continue
@@ -137,6 +137,10 @@ class Values(Family):
                     continue
                 self.seen_kept.admits(where)
             self._value(exchange, item)
+
+    def _counted(self, topic: str | None, partition: int | None, offset: int, value: bytes | None) -> bool:
+        """A record `exchange` passes over: a null value, or one counted already (its value is then not read)."""
+        return value is None or offset >= 0 and (topic, partition, offset) in self.seen
 
     def _value(self, exchange: Exchange, item: StreamedRecord) -> None:
         decoded = item.decoded[1]

@@ -79,12 +79,12 @@ class _Task:
                 yield from self._full()
         self._end_group()
         yield from self._full(everything=True)
-        topic = rows.Columns()
+        topic = rows.Columns(tables.TOPICS.names)
         for topic_id, name in self.topics.items():
             topic.add({"topic_id": topic_id, "name": name}, None, None)
         if len(topic):
             yield tables.batch("topic", *topic.take())
-        yield tables.batch("stats", [self.stats], ([None], [None]))
+        yield tables.batch("stats", {name: [count] for name, count in self.stats.items()}, ([None], [None]))
 
     def _start_group(self, file_id: int, key: bytes, first_index: int) -> None:
         self.group = (file_id, key)

@@ -147,7 +147,8 @@ class LocalJob:
     def _write(self, kind: str, columns: Any) -> None:
         name = TABLE_OF[kind]
         data, (dates, apis) = columns.take()
-        batch = pa.RecordBatch.from_pylist(data, schema=tables.TABLES[name])
+        schema = tables.TABLES[name]
+        batch = pa.RecordBatch.from_arrays(tables.arrays(schema, data), schema=schema)
         batch = batch.append_column("date", pa.array(dates, pa.string())).append_column("api", pa.array(apis, pa.string()))
         unnamed = _unnamed(name, batch)
         if unnamed is not None and pc.any(unnamed).as_py():

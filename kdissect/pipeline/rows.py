@@ -8,8 +8,9 @@ The JSON column is `views.json_lines.exchange_tree` encoded by `views.json_lines
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any
 
 from kdissect.decode.body import Body
 from kdissect.diagnostic import Diagnostic
@@ -55,33 +56,50 @@ def exchange_id(exchange: Exchange) -> int:
 
 
 class Columns:
-    """Rows of one table (dicts; a missing key is a null), held until they make an Arrow batch."""
+    """Rows of one table held column by column (a list per column of `names`) until they make an Arrow batch: an
+    Arrow array is made from each list at once, not a row's dict at a time."""
 
-    __slots__ = ("rows", "dates", "apis")
+    __slots__ = ("names", "columns", "dates", "apis", "size")
 
-    def __init__(self) -> None:
-        self.rows: list[dict[str, Any]] = []
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.columns: dict[str, list[Any]] = {name: [] for name in self.names}
         self.dates: list = []
         self.apis: list = []
+        self.size = 0
 
     def add(self, row: dict[str, Any], date: str | None, api: str | None) -> None:
-        self.rows.append(row)
+        """One row (a dict by column name; a missing key is a null)."""
+        self.put(row)
         self.dates.append(date)
         self.apis.append(api)
+        self.size += 1
 
-    def extend(self, rows: list[dict[str, Any]], date: str | None, api: str | None) -> None:
-        """Rows that share their partition values (one exchange's records)."""
-        self.rows += rows
-        self.dates += [date] * len(rows)
-        self.apis += [api] * len(rows)
+    def put(self, row: dict[str, Any]) -> None:
+        """A row's values appended to the columns, its partition values left to `grown`."""
+        get = row.get
+        for name, column in self.columns.items():
+            column.append(get(name))
+
+    def grown(self, rows: int, date: str | None, api: str | None) -> None:
+        """`rows` rows were appended to every column, sharing their partition values (one exchange's records)."""
+        self.dates += [date] * rows
+        self.apis += [api] * rows
+        self.size += rows
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.size
 
-    def take(self) -> tuple[list[dict[str, Any]], tuple[list, list]]:
-        out = self.rows, (self.dates, self.apis)
-        self.rows, self.dates, self.apis = [], [], []
+    def take(self) -> tuple[dict[str, list[Any]], tuple[list, list]]:
+        out = self.columns, (self.dates, self.apis)
+        self.columns, self.dates, self.apis, self.size = {name: [] for name in self.names}, [], [], 0
         return out
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The rows as dicts by column name."""
+        columns = self.columns
+        for values in zip(*columns.values()):
+            yield dict(zip(columns, values))
 
 
 def _endpoints(connection: ConnectionInfo | None) -> dict[str, Any]:
@@ -220,92 +238,131 @@ DIRECTION = {"request": "produce", "response": "fetch"}
 fetched in a response."""
 
 
-def _read(values: Any, topic: str | None, key: bytes | None, value: bytes | None, headers: Any, field: Any) -> dict[str, Any]:
-    """The records table's columns of what a key and value say: format (avro, protobuf, json, unknown, text, bytes; null
-    for a null), the schema id as text (an id, a GUID, a global id), the decoded value as the JSON layout writes it."""
-    decoded = values.record(topic, key, value, headers, field) if values is not None else (None, None)
-    out: dict[str, Any] = {}
-    for role, data, d in zip(("key", "value"), (key, value), decoded):
+_COMMON = ("capture", "exchange_id", "connection_id", "direction", "api_key", "api_version", "topic", "topic_id", "partition", "field")
+"""The records table's columns that a records field's rows share."""
+_READ = ("key_format", "key_schema_id", "key_decoded", "value_format", "value_schema_id", "value_decoded")
+"""The records table's columns of what a key and value say (`_read`)."""
+
+
+_UNREAD = (None, None)
+"""What a reader says of a record's key and value when it has nothing to say (or reads none)."""
+
+
+def _read(key: bytes | None, value: bytes | None, decoded: tuple[Any, Any]) -> tuple[str | None, ...]:
+    """The records table's columns of what a key and value say (`values.record`'s `decoded`), in `_READ`'s order:
+    format (avro, protobuf, json, unknown, text, bytes; null for a null), the schema id as text (an id, a GUID, a
+    global id), the decoded value as the JSON layout writes it; for the key, then for the value."""
+    out: list[str | None] = []
+    for data, d in zip((key, value), decoded):
         if d is None or d.plain:
-            out[f"{role}_format"] = None if data is None else plain_format(data)
-            out[f"{role}_schema_id"] = out[f"{role}_decoded"] = None
+            out += (None if data is None else plain_format(data), None, None)
         else:
-            out[f"{role}_format"] = d.format
-            out[f"{role}_schema_id"] = None if d.schema_id is None else str(d.schema_id)
-            out[f"{role}_decoded"] = encode_value(decoded_json(d)["value"]).decode() if d.ok else None
-    return out
+            decoded_text = encode_value(decoded_json(d)["value"]).decode() if d.ok else None
+            out += (d.format, None if d.schema_id is None else str(d.schema_id), decoded_text)
+    return tuple(out)
 
 
 def record_rows(exchange: Exchange, capture: str, xid: int, cid: int, values: Any = None) -> Iterator[dict[str, Any]]:
     """One row per record of every records field in the exchange (Produce requests, Fetch responses), with what each
-    key and value say when `values` (a `values.reader.ValueReader`) reads them."""
+    key and value say when `values` (a `values.reader.ValueReader`) reads them: `add_records`'s rows as dicts."""
+    from kdissect.pipeline.tables import RECORDS
+
+    out = Columns(RECORDS.names)
+    add_records(out, exchange, capture, xid, cid, values)
+    yield from out.rows()
+
+
+def add_records(out: Columns, exchange: Exchange, capture: str, xid: int, cid: int, values: Any = None) -> int:
+    """The records-table rows of every records field in the exchange appended to `out`'s columns (tables.RECORDS),
+    a batch's records a column at a time; how many (their partition values are the caller's to add)."""
+    added = 0
     for side, body in _bodies(exchange):
         ordinal = 0
         for placed in body.records:
-            topic_id = topic_id_at(body.fields, placed.path)
-            common = {
-                "capture": capture,
-                "exchange_id": xid,
-                "connection_id": cid,
-                "direction": DIRECTION[side],
-                "api_key": exchange.api_key,
-                "api_version": exchange.api_version,
-                "topic": placed.topic,
-                "topic_id": topic_id,
-                "partition": placed.partition,
-                "field": placed.path,
-            }
+            common = (
+                *(capture, xid, cid, DIRECTION[side], exchange.api_key, exchange.api_version),
+                *(placed.topic, topic_id_at(body.fields, placed.path), placed.partition, placed.path),
+            )
             for batch in placed.records.batches:
                 if isinstance(batch, RecordBatch):
-                    for r in batch.records:
-                        control = r.control
-                        yield {
-                            **common,
-                            "ordinal": ordinal,
-                            "record_offset": r.offset,
-                            "timestamp": r.timestamp,
-                            "time": r.timestamp * 1000 if r.timestamp >= 0 else None,
-                            "timestamp_type": batch.timestamp_type,
-                            "key": r.key,
-                            "value": r.value,
-                            "headers": [{"key": _header_key(k), "value": v} for k, v in r.headers],
-                            "magic": batch.magic,
-                            "codec": batch.codec,
-                            "producer_id": batch.producer_id,
-                            "producer_epoch": batch.producer_epoch,
-                            "sequence": batch.base_sequence + r.offset_delta if batch.base_sequence >= 0 else -1,
-                            "transactional": batch.transactional,
-                            "control": batch.control,
-                            "control_type": control.name if control is not None else None,
-                            "reading": _reading(r.reading),
-                            **_read(values if control is None else None, placed.topic, r.key, r.value, r.headers, placed.records),
-                        }
-                        ordinal += 1
+                    n = _batch_columns(out.columns, common, batch, ordinal, values, placed.records)
                 else:
-                    for codec, m in _legacy(batch, None):
-                        ts = m.timestamp
-                        yield {
-                            **common,
-                            "ordinal": ordinal,
-                            "record_offset": m.offset,
-                            "timestamp": ts,
-                            "time": ts * 1000 if ts is not None and ts >= 0 else None,
-                            "timestamp_type": m.timestamp_type,
-                            "key": m.key,
-                            "value": m.value,
-                            "headers": [],
-                            "magic": m.magic,
-                            "codec": codec,
-                            "producer_id": None,
-                            "producer_epoch": None,
-                            "sequence": None,
-                            "transactional": False,
-                            "control": False,
-                            "control_type": None,
-                            "reading": _reading(m.reading),
-                            **_read(values, placed.topic, m.key, m.value, (), placed.records),
-                        }
-                        ordinal += 1
+                    n = _legacy_columns(out, common, batch, ordinal, values, placed.records)
+                ordinal += n
+                added += n
+    return added
+
+
+def _batch_columns(c: dict[str, list[Any]], common: tuple, batch: RecordBatch, ordinal: int, values: Any, field: Any) -> int:
+    """A v2 batch's records appended to the records table's columns `c`, each column at once; how many."""
+    records = batch.records
+    n = len(records)
+    if not n:
+        return 0
+    for name, value in zip(_COMMON, common):
+        c[name] += [value] * n
+    c["ordinal"] += range(ordinal, ordinal + n)
+    c["record_offset"] += [r.offset for r in records]
+    stamps = [r.timestamp for r in records]
+    c["timestamp"] += stamps
+    c["time"] += [t * 1000 if t >= 0 else None for t in stamps]
+    keys, values_ = [r.key for r in records], [r.value for r in records]
+    c["key"] += keys
+    c["value"] += values_
+    headers = [r.headers for r in records]  # (key, value) pairs: Arrow makes them the header structs as they are
+    if any(type(k) is not str for pairs in headers for k, _ in pairs):
+        headers = [tuple((_header_key(k), v) for k, v in pairs) for pairs in headers]
+    c["headers"] += headers
+    for name in ("timestamp_type", "magic", "codec", "producer_id", "producer_epoch", "transactional", "control"):
+        c[name] += [getattr(batch, name)] * n
+    base = batch.base_sequence
+    c["sequence"] += [base + r.offset_delta for r in records] if base >= 0 else [-1] * n
+    c["control_type"] += [None if r.control is None else r.control.name for r in records]
+    c["reading"] += [None if r.reading is None else _reading(r.reading) for r in records]
+    if values is None:
+        decoded = [_UNREAD] * n
+    else:
+        topic, read = common[_COMMON.index("topic")], values.record
+        decoded = [read(topic, r.key, r.value, r.headers, field) if r.control is None else _UNREAD for r in records]
+    if decoded.count(_UNREAD) == n:  # plain keys and values, as most are: only their formats to say
+        c["key_format"] += [None if k is None else plain_format(k) for k in keys]
+        c["value_format"] += [None if v is None else plain_format(v) for v in values_]
+        for name in ("key_schema_id", "key_decoded", "value_schema_id", "value_decoded"):
+            c[name] += [None] * n
+    else:
+        for name, column in zip(_READ, zip(*map(_read, keys, values_, decoded))):
+            c[name] += column
+    return n
+
+
+def _legacy_columns(out: Columns, common: tuple, message: LegacyMessage, ordinal: int, values: Any, field: Any) -> int:
+    """A legacy message's leaf messages appended to the records table's columns, a row at a time; how many."""
+    n = 0
+    for codec, m in _legacy(message, None):
+        ts = m.timestamp
+        row: dict[str, Any] = dict(zip(_COMMON, common))
+        row.update(
+            {
+                "ordinal": ordinal + n,
+                "record_offset": m.offset,
+                "timestamp": ts,
+                "time": ts * 1000 if ts is not None and ts >= 0 else None,
+                "timestamp_type": m.timestamp_type,
+                "key": m.key,
+                "value": m.value,
+                "headers": [],
+                "magic": m.magic,
+                "codec": codec,
+                "transactional": False,
+                "control": False,
+                "reading": _reading(m.reading),
+            }
+        )
+        decoded = values.record(row["topic"], m.key, m.value, (), field) if values is not None else _UNREAD
+        row.update(zip(_READ, _read(m.key, m.value, decoded)))
+        out.put(row)
+        n += 1
+    return n
 
 
 def _reading(reading: KafkaRecord | None) -> str | None:

@@ -59,7 +59,9 @@ class TableRows:
         self.values = values
         """The `values.reader.ValueReader` whose readings fill the records' value columns (config.values_of)."""
         """Exchanges it rejects are left out with their records and diagnostics; notices stay."""
-        self.out = {kind: rows.Columns() for kind in KINDS}
+        from kdissect.pipeline.tables import KINDS as SCHEMAS
+
+        self.out = {kind: rows.Columns(SCHEMAS[kind].names) for kind in KINDS}
         self.stats = dict.fromkeys(STATS, 0)
 
     def add(self, events: Iterable[Event], capture: str, key: KeyRows) -> None:
@@ -73,15 +75,15 @@ class TableRows:
                 if not self.wanted(event):
                     continue
                 cid = first_index << rows.CONNECTION_BITS | event.connection.id
-                records = list(rows.record_rows(event, capture, xid, cid, self.values))
+                records = rows.add_records(out["record"], event, capture, xid, cid, self.values)
                 ahead = None if event.ahead is None else key.exchange_ids[event.ahead - 1]
-                row = rows.exchange_row(event, capture, xid, cid, key.names.missed, len(records), ahead, self.values)
+                row = rows.exchange_row(event, capture, xid, cid, key.names.missed, records, ahead, self.values)
                 date, api = rows.day(event.ts), row["api_name"] or rows.UNKNOWN
                 out["exchange"].add(row, date, api)
                 stats["exchanges"] += 1
                 if records:
-                    out["record"].extend(records, date, api)
-                    stats["records"] += len(records)
+                    out["record"].grown(records, date, api)
+                    stats["records"] += records
                 for d in rows.exchange_diagnostic_rows(event, capture, xid, cid):
                     out["diagnostic"].add(d, date, api)
                     stats["diagnostics"] += 1

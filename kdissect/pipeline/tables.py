@@ -185,17 +185,22 @@ INPUT = pa.schema(
 STRUCTS = {kind: pa.struct(list(schema)) for kind, schema in KINDS.items()}
 
 
-def batch(kind: str, rows: list[dict], partitions: tuple[list, list]) -> pa.RecordBatch:
-    """A core-output batch of one kind from its rows (dicts by column name; missing keys are nulls)."""
-    size = len(rows)
-    arrays = []
+def arrays(schema: pa.Schema, columns: dict[str, list]) -> list[pa.Array]:
+    """One Arrow array per column of `schema` from its list of values (rows.Columns), each converted at once."""
+    return [pa.array(columns[f.name], type=f.type) for f in schema]
+
+
+def batch(kind: str, columns: dict[str, list], partitions: tuple[list, list]) -> pa.RecordBatch:
+    """A core-output batch of one kind from its columns (rows.Columns: a list of values per column of its schema)."""
+    size = len(partitions[0])
+    out = []
     for name, struct_type in STRUCTS.items():
         if name == kind:
-            arrays.append(pa.array(rows, type=struct_type))  # converted in Arrow's C++, not column by column here
+            out.append(pa.StructArray.from_arrays(arrays(KINDS[kind], columns), fields=list(struct_type)))
         else:
-            arrays.append(pa.nulls(size, type=struct_type))
+            out.append(pa.nulls(size, type=struct_type))
     head = [pa.array([kind] * size, pa.string()), pa.array(partitions[0], pa.string()), pa.array(partitions[1], pa.string())]
-    return pa.RecordBatch.from_arrays(head + arrays, schema=CORE_OUTPUT)
+    return pa.RecordBatch.from_arrays(head + out, schema=CORE_OUTPUT)
 
 
 def input_batch(rows: list) -> pa.RecordBatch:
