@@ -59,7 +59,7 @@ class Columns:
     version: array = field(default_factory=lambda: array("h"))
     flags: array = field(default_factory=lambda: array("b"))
     status: array = field(default_factory=lambda: array("b"))
-    """An index into STATUSES: what the read-back must find again."""
+    """The status's place in `events.Status`: what the read-back must find again."""
 
     def named(self) -> dict[str, array]:
         return dict(vars(self))

@@ -12,7 +12,10 @@ from kdissect.events import ConnectionInfo, Exchange, Status
 from kdissect.index import entry
 from kdissect.index.entry import CUT, NO_HEADER, NONE, REQUEST, RESPONSE, SASL_TOKEN, CaptureIndex, Columns
 
-STATUSES: tuple[str, ...] = get_args(Status)
+STATUS_NUMBERS = {status: n for n, status in enumerate(get_args(Status))}
+"""A status's number in the index: its place in `events.Status` (answer.py reads it back the same way)."""
+BATCH = 4096
+"""Rows gathered before they go into the columns."""
 EARLY_CUT = frozenset({"frame.incomplete", "header.unreadable"})
 """The diagnostics that make an exchange malformed before any body is decoded: what the early verdict sees."""
 
@@ -31,6 +34,7 @@ class Keeper:
         self.starts: dict[int, int] = {}
         self._clients: dict[str, int] = {}
         self.sessions: list[Session] = []
+        self._rows: list[tuple[int, ...]] = []
         if decoder is not None:
             decoder.new_session = self._new_session
 
@@ -45,44 +49,61 @@ class Keeper:
             self.add(exchange)
 
     def add(self, exchange: Exchange) -> None:
-        c = self.columns
+        """One exchange's numbers, gathered as a row; every BATCH rows go into the columns at once (a row is a
+        tuple for a moment, a few bytes in an array for good)."""
         info = exchange.connection
         if info.id not in self.connections:
             self.connections[info.id] = info
-        if info.tls is not None:
-            self.tls.add(info.id)
+            if info.tls is not None:
+                self.tls.add(info.id)
         request, response = exchange.request, exchange.response
         header = exchange.request_header
         flags = (REQUEST if request else 0) | (RESPONSE if response else 0)
-        if any(d.code in EARLY_CUT for m in (request, response) if m is not None for d in m.diagnostics):
+        if (request and request.diagnostics or response and response.diagnostics) and any(
+            d.code in EARLY_CUT for d in exchange.diagnostics
+        ):
             flags |= CUT
-        client = exchange.client_id or ""
+        client = (header.client_id if header is not None else None) or ""
         number = self._clients.get(client)
         if number is None:
             number = self._clients[client] = len(self._clients)
-        first = (request or response).frame.first_packet  # type: ignore[union-attr]  # an exchange has a side
-        last = (response or request).frame.last_packet  # type: ignore[union-attr]
-        if first < self.starts.get(info.id, first + 1):
-            self.starts[info.id] = first
-        c.ts.append(exchange.ts)
-        c.latency.append(NONE if exchange.latency is None else exchange.latency)
-        c.correlation.append(NONE if exchange.correlation_id is None else exchange.correlation_id)
-        c.first.append(first)
-        c.last.append(last)
-        c.queued.append(NONE if exchange.queued is None else exchange.queued)
-        c.request_offset.append(request.frame.offset if request else NONE)
-        c.response_offset.append(response.frame.offset if response else NONE)
-        c.connection.append(info.id)
-        c.client.append(number)
-        c.ahead.append(exchange.ahead or 0)
-        c.api.append((SASL_TOKEN if exchange.sasl_token else NO_HEADER) if header is None else header.api_key)
-        c.version.append(-1 if header is None else header.api_version)
-        c.flags.append(flags)
-        c.status.append(STATUSES.index(exchange.status))
+        first = (request or response).frame  # type: ignore[union-attr]  # an exchange has a side
+        last = (response or request).frame  # type: ignore[union-attr]
+        if first.first_packet < self.starts.get(info.id, first.first_packet + 1):
+            self.starts[info.id] = first.first_packet
+        correlation = exchange.correlation_id
+        queued = exchange.queued
+        self._rows.append(
+            (
+                first.ts,
+                last.ts - first.ts if request and response else NONE,
+                NONE if correlation is None else correlation,
+                first.first_packet,
+                last.last_packet,
+                NONE if queued is None else queued,
+                request.frame.offset if request else NONE,
+                response.frame.offset if response else NONE,
+                info.id,
+                number,
+                exchange.ahead or 0,
+                (SASL_TOKEN if exchange.sasl_token else NO_HEADER) if header is None else header.api_key,
+                -1 if header is None else header.api_version,
+                flags,
+                STATUS_NUMBERS[exchange.status],
+            )
+        )
+        if len(self._rows) >= BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        for column, values in zip(self.columns.named().values(), zip(*self._rows)):
+            column.extend(values)
+        self._rows.clear()
 
     def save(self, packets: int, damage: dict[str, int], registry: bool) -> None:
         """Keep the index: the run read every packet of the file, `packets` of them; `registry`: it met the
         capture's own schema registry."""
+        self._flush()
         topic_names = dict(getattr(self.decoder, "topic_names", None) or {})
         sessions = [(s.sasl_mechanism, dict(s.protocol_types), dict(s.protocol_names)) for s in self.sessions]
         index = CaptureIndex(
