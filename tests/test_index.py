@@ -140,3 +140,14 @@ def test_show_answers_from_the_index_as_from_the_file(name: str, cache: Path, tm
         assert run("show", capture, *choice, "-o", shown) == run("show", capture, *choice, "--no-cache", "-o", told)
         assert shown.read_bytes() == told.read_bytes(), choice
     assert len(read_back) == 4 and (index.registry or all(found is not None for found in read_back))
+
+
+def test_the_indexes_are_held_to_the_cache_budget(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `$KDISSECT_CACHE_MB`, the least recently used index goes first; the one just made stays."""
+    monkeypatch.setenv("KDISSECT_CACHE_MB", "0")
+    first, second = ROOT / "captures" / "consumer-group-confluent.pcap", ROOT / "captures" / "admin-confluent.pcap"
+    assert run("read", first, "--json", "-o", tmp_path / "a.json") == 0
+    assert entry.load(str(first), Options()) is not None
+    assert run("read", second, "--json", "-o", tmp_path / "b.json") == 0
+    assert entry.load(str(second), Options()) is not None and entry.load(str(first), Options()) is None
+    assert len(list(cache.glob("index/*.kdx"))) == 1
