@@ -151,3 +151,27 @@ def test_the_indexes_are_held_to_the_cache_budget(cache: Path, tmp_path: Path, m
     assert run("read", second, "--json", "-o", tmp_path / "b.json") == 0
     assert entry.load(str(second), Options()) is not None and entry.load(str(first), Options()) is None
     assert len(list(cache.glob("index/*.kdx"))) == 1
+
+
+@pytest.mark.parametrize("name", ["client-confluent.pcap", "client-kafka-python.pcap", "consumer-group-kafka-python.pcap"])
+def test_records_answer_from_the_index_as_from_the_file(name: str, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`records` on a filter of headers (a connection, a client, a time) reads back the Produce and Fetch exchanges
+    it keeps, and prints their records as a read of the file does, --count and per-record filters included."""
+    monkeypatch.setattr(answer, "SHARE", 0)
+    capture = ROOT / "captures" / name
+    assert run("read", capture, "--json", "-o", tmp_path / "all.json") == 0
+    read_back = []
+    exchanges = answer.exchanges
+    monkeypatch.setattr(answer, "exchanges", lambda *args: read_back.append(exchanges(*args)) or read_back[-1])
+    choices = (
+        ["-Y", "connection >= 2"],
+        ["-Y", "api == Fetch", "--json"],
+        ["-Y", 'client_id contains "-" and record.offset >= 1', "-f", "%t %p %o %k %s\\n"],
+        ["-Y", "api == Produce or api == Fetch", "-c", "3"],
+    )
+    for choice in choices:
+        shown, told = tmp_path / "index.txt", tmp_path / "full.txt"
+        assert run("records", capture, *choice, "-o", shown) == run("records", capture, *choice, "--no-cache", "-o", told)
+        assert shown.read_bytes() == told.read_bytes(), choice
+        assert told.stat().st_size > 0, choice
+    assert len(read_back) == len(choices) and all(found is not None for found in read_back)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kdissect.commands.options import Common
@@ -34,15 +35,22 @@ def by_filter(common: Common) -> Callable[[Any], list[int] | None]:
 def write(common: Common, found: list[Any], command: str, chosen: Callable[[Any], bool] | None = None, **settings: Any) -> int:
     """The exchanges of an answer the filter lets through and `chosen` picks (up to --count), as `command` writes
     them; how many it wrote."""
+    shown = 0
+    with opened(common, command, **settings) as output:
+        for exchange in found:
+            if shown != common.count and common.wanted.matches(exchange) and (chosen is None or chosen(exchange)):
+                output.exchange(exchange)
+                shown += 1
+    return shown
+
+
+@contextmanager
+def opened(common: Common, command: str, **settings: Any) -> Iterator[Any]:
+    """`command`'s output, begun with the capture's title as a read of it begins it, and ended when the block ends."""
     from kdissect.views.output import Closing, Title
 
     with open_source(common.captures) as source, common.open_output() as stream:
         output = common.make_output(command, stream, **settings)
         output.begin(Title(source.name, source.format, source.compression))
-        shown = 0
-        for exchange in found:
-            if shown != common.count and common.wanted.matches(exchange) and (chosen is None or chosen(exchange)):
-                output.exchange(exchange)
-                shown += 1
+        yield output
         output.end(Closing())
-    return shown
