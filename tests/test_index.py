@@ -175,3 +175,22 @@ def test_records_answer_from_the_index_as_from_the_file(name: str, cache: Path, 
         assert shown.read_bytes() == told.read_bytes(), choice
         assert told.stat().st_size > 0, choice
     assert len(read_back) == len(choices) and all(found is not None for found in read_back)
+
+
+def test_a_damaged_index_is_read_as_none(cache: Path, tmp_path: Path) -> None:
+    """An entry that is not what kdissect wrote (cut short, overwritten) is never answered from: the file is read."""
+    import zstandard
+
+    capture = ROOT / "captures" / "consumer-group-confluent.pcap"
+    assert run("read", capture, "--json", "-o", tmp_path / "all.json") == 0
+    (kept,) = cache.glob("index/*.kdx")
+    whole = zstandard.ZstdDecompressor().decompress(kept.read_bytes())
+    for damaged in (whole[:-7], b"{}\n" + whole.partition(b"\n")[2], b"not json\n", whole.replace(b'"lengths":96', b'"lengths":97')):
+        kept.write_bytes(zstandard.ZstdCompressor().compress(damaged))
+        assert entry.load(str(capture), Options()) is None
+        shown, told = tmp_path / "shown.json", tmp_path / "told.json"
+        assert run("read", capture, "-Y", "api == JoinGroup", "--json", "-o", shown) == 0
+        assert run("read", capture, "-Y", "api == JoinGroup", "--json", "--no-cache", "-o", told) == 0
+        assert shown.read_bytes() == told.read_bytes()
+    kept.write_bytes(b"\x28\xb5\x2f\xfd garbage")
+    assert entry.load(str(capture), Options()) is None

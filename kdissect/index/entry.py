@@ -119,6 +119,13 @@ def load(capture: str, options: Any) -> CaptureIndex | None:
         os.utime(path)  # its last use: the budget removes the oldest first
     except (OSError, zstandard.ZstdError):
         return None
+    try:
+        return _parsed(data)
+    except (ValueError, KeyError, TypeError, IndexError):  # not what save wrote (a damaged cache): read the file
+        return None
+
+
+def _parsed(data: bytes) -> CaptureIndex:
     head, _, body = data.partition(b"\n")
     meta = orjson.loads(head)
     columns = Columns()
@@ -127,6 +134,8 @@ def load(capture: str, options: Any) -> CaptureIndex | None:
         size = meta["lengths"] * column.itemsize
         column.frombytes(body[at : at + size])
         at += size
+    if at != len(body) or len(columns.ts) != meta["lengths"]:
+        raise ValueError("the columns do not fill the entry")
     return CaptureIndex(
         columns,
         meta["clients"],
