@@ -14,7 +14,6 @@ from typing import Any
 from kdissect.decode.body import Body
 from kdissect.events import Exchange
 from kdissect.records.values import LegacyMessage, Record
-from kdissect.values.reader import SCHEMAS_TOPIC
 
 DIRECTIONS = ("produce", "fetch")
 
@@ -46,8 +45,8 @@ def exchange_records(
     an error, a lost response).
 
     `skip(topic, partition, offset, value)`, asked of each record as it comes (after the caller saw those before
-    it), passes over the records it names before their values are read: the doctor's, already counted. A record of
-    the `_schemas` topic is read and yielded whatever it says, as reading it teaches `values` its schema."""
+    it), passes over the records it names before their values are read: the doctor's, already counted (a caller
+    whose reader learns from the `_schemas` topic's records skips none of them)."""
     read = values.record if values is not None else None  # once: a run's reader is made at its first use
     for direction, message in (("produce", exchange.request), ("fetch", exchange.response)):
         if direction not in directions or message is None or not isinstance(message.body, Body):
@@ -55,7 +54,6 @@ def exchange_records(
         assigned = _assigned_offsets(exchange) if direction == "produce" else {}
         for placed in message.body.records:
             topic, partition = placed.topic, placed.partition
-            skipping = skip if topic != SCHEMAS_TOPIC else None
             base = assigned.get(placed.path, -1) if direction == "produce" else None
             first = None
             for record in placed.records.data_records():
@@ -63,7 +61,7 @@ def exchange_records(
                 if base is not None:
                     first = offset if first is None else first
                     offset = base + offset - first if base >= 0 else -1
-                if skipping is not None and skipping(topic, partition, offset, record.value):
+                if skip is not None and skip(topic, partition, offset, record.value):
                     continue
                 if base is not None:
                     record = replace(record, offset=offset)

@@ -22,7 +22,7 @@ from kdissect.doctor.rule import Rule, Settings, Threshold
 from kdissect.doctor.trail import KEEP, KEEP_CLIENTS, KEEP_WAITING_ALL, Kept, Scope, Trail, plural
 from kdissect.events import Exchange
 from kdissect.values.framing import FRAMINGS
-from kdissect.values.reader import UNKNOWN, ValueReader, plain_format
+from kdissect.values.reader import SCHEMAS_TOPIC, UNKNOWN, ValueReader, plain_format
 
 UNFRAMED = Rule(
     "values.unframed",
@@ -139,8 +139,9 @@ class Values(Family):
             self._value(exchange, item)
 
     def _counted(self, topic: str | None, partition: int | None, offset: int, value: bytes | None) -> bool:
-        """A record `exchange` passes over: a null value, or one counted already (its value is then not read)."""
-        return value is None or offset >= 0 and (topic, partition, offset) in self.seen
+        """A record `exchange` passes over: a null value, or one counted already (its value is then not read); never
+        one of the `_schemas` topic, whose reading teaches the reader its schema."""
+        return topic != SCHEMAS_TOPIC and (value is None or offset >= 0 and (topic, partition, offset) in self.seen)
 
     def _value(self, exchange: Exchange, item: StreamedRecord) -> None:
         decoded = item.decoded[1]
