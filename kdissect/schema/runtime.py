@@ -8,7 +8,6 @@ from typing import Any, Callable
 from kdissect.schema.tree import Partial, Struct, UnknownTag
 from kdissect.wire import WireError, read_uvarint
 
-
 MAX_EMPTY_ELEMENTS = 1 << 16
 """Elements allowed in an array whose elements can take no bytes at all; anything more is a lie."""
 
