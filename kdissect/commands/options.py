@@ -11,7 +11,6 @@ printed by cli.py as one line.
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 import sys
 import typing
@@ -605,25 +604,45 @@ def takes(*groups: str, helps: dict[str, str] | None = None, install: bool = Tru
     users' specs (--spec-dir, --key) are checked and made into the run's catalogue, unless `install` is false.
     """
     shared = [_reworded(p, (helps or {}).get(p.name)) for item in groups for p in GROUPS.get(item) or [OPTIONS[item]]]
+    return lambda command: _Command(command, shared, install)
 
-    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(command)
-        hints = typing.get_type_hints(command, include_extras=True)  # the commands' annotations are strings
-        own = [p.replace(annotation=hints[p.name]) for p in list(signature.parameters.values())[1:]]
 
-        @functools.wraps(command)
-        def run(**values: Any) -> Any:
-            given = {p.name: values.pop(p.name) for p in shared}
-            if "key" in given:
-                given["key"] = split_list(given["key"])
-            specs = user_specs(given.get("spec_dir"), given.get("key")) if install else None  # before the filters: --api may name them
-            return command(make_common(given, specs, command.__name__), **values)
+class _Command:
+    """A command as typer sees it (`takes`): called with every option by name, it hands the command a `Common` and its
+    own. Its signature, which evaluates the command's annotations, is made when typer first reads it: a start makes
+    only the command it runs (cli.py's `_command`). Measured: evaluating all fourteen commands' annotations at import
+    took 3.6 ms of `import kdissect.cli`."""
 
-        run.__signature__ = signature.replace(parameters=own + shared)  # type: ignore[attr-defined]  # what typer reads the options from
-        run.__annotations__ = {p.name: p.annotation for p in own + shared}
-        return run
+    def __init__(self, command: Callable[..., Any], shared: list[inspect.Parameter], install: bool) -> None:
+        self.__wrapped__ = command
+        self.__name__ = command.__name__
+        self.__qualname__ = command.__qualname__
+        self.__module__ = command.__module__
+        self.__doc__ = command.__doc__
+        self._shared = shared
+        self._install = install
+        self._signature: inspect.Signature | None = None
 
-    return wrap
+    @property
+    def __signature__(self) -> inspect.Signature:  # what typer reads the options from
+        if self._signature is None:
+            command = self.__wrapped__
+            signature = inspect.signature(command)
+            hints = typing.get_type_hints(command, include_extras=True)  # the commands' annotations are strings
+            own = [p.replace(annotation=hints[p.name]) for p in list(signature.parameters.values())[1:]]
+            self._signature = signature.replace(parameters=own + self._shared)
+        return self._signature
+
+    @property
+    def __annotations__(self) -> dict[str, Any]:  # type: ignore[override]  # typer's get_type_hints reads them
+        return {p.name: p.annotation for p in self.__signature__.parameters.values()}
+
+    def __call__(self, **values: Any) -> Any:
+        given = {p.name: values.pop(p.name) for p in self._shared}
+        if "key" in given:
+            given["key"] = split_list(given["key"])
+        specs = user_specs(given.get("spec_dir"), given.get("key")) if self._install else None  # before the filters: --api may name them
+        return self.__wrapped__(make_common(given, specs, self.__name__), **values)
 
 
 def _reworded(parameter: inspect.Parameter, help: str | None) -> inspect.Parameter:

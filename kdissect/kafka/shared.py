@@ -6,7 +6,6 @@ to the dissector that owns them.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -132,6 +131,8 @@ class Shared:
 
 
 def _decoder_failed(message: Message, exc: Exception) -> Message:
+    import logging  # loaded when a body fails to decode, not at every start
+
     logging.getLogger(__name__).debug("decoder failure", exc_info=exc)
     diagnostic = Diagnostic("decode.internal-error", f"kdissect failed to decode this body: {exc!r}", "error", "frame")
     return Message(message.frame, message.header, None, message.diagnostics + (diagnostic,))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kdissect.values.plain import HEADERS
 from kdissect.wire import WireError, read_uvarint
 
 CONFLUENT = "confluent"
@@ -81,10 +82,6 @@ class Framing:
     def why(self) -> str:
         """What was seen, for people: "magic byte 0 and schema id 7 at offset 1" (made when asked: values are many)."""
         return WHY[self.kind].format(id=self.ref.id, header=self.header, compression=self.compression)
-
-
-HEADERS = {role: (f"__{role}_schema_id", f"apicurio.{role}.globalId") for role in ("key", "value")}
-"""The headers that name a key's or a value's schema: Confluent's, Apicurio's."""
 
 
 def from_headers(role: str, headers: tuple[tuple[str | bytes, bytes | None], ...]) -> Framing | None:

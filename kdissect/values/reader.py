@@ -21,8 +21,15 @@ from typing import Any
 
 from kdissect.diagnostic import Diagnostic
 from kdissect.values.decoders import Decode, Failure, LibraryMissing, Result, SchemaInvalid
-from kdissect.values.framing import APICURIO, CONFLUENT, GLUE, HEADERS, Framing, SchemaRef, from_headers, from_prefix, prefix_size
+from kdissect.values.framing import APICURIO, CONFLUENT, GLUE, Framing, SchemaRef, from_headers, from_prefix, prefix_size
 from kdissect.values.json_values import compile_json_schema, parse_json
+from kdissect.values.plain import CANDIDATES as _CANDIDATES
+from kdissect.values.plain import JSON_END as _JSON_END
+from kdissect.values.plain import JSON_START as _JSON_START
+from kdissect.values.plain import MAGIC as _MAGIC
+from kdissect.values.plain import SCHEMA_HEADERS as _SCHEMA_HEADERS
+from kdissect.values.plain import SCHEMAS_TOPIC as SCHEMAS_TOPIC
+from kdissect.values.plain import maybe_more as _maybe_more
 from kdissect.values.schemas import AVRO, JSON, PROTOBUF, Book, Schema
 
 Header = tuple[str | bytes, bytes | None]
@@ -31,18 +38,9 @@ NONE = "none"
 UNKNOWN = "unknown"
 """The format of a framed value whose schema no source knows."""
 TEXT, BYTES = "text", "bytes"
-SCHEMAS_TOPIC = "_schemas"
 MAX_INFLATED = 16 << 20
 """The most bytes a Glue zlib value may inflate to."""
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
-_MAGIC = frozenset({0, 3})
-_JSON_START = frozenset(b"{[")
-_JSON_END = frozenset(b"}] \t\r\n")
-"""The last byte of JSON text that is an object or an array, or the whitespace after it."""
-_CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
-"""First bytes of a key or value that may be more than text or bytes: framing's magic bytes, JSON."""
-_SCHEMA_HEADERS = frozenset(name for names in HEADERS.values() for name in names)
-"""The headers that name a key's or a value's schema (values/framing.py): a record without one reads as without headers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,12 +363,6 @@ def _is_text(data: bytes, start: int) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def _maybe_more(data: bytes) -> bool:
-    """Whether a key or value without schema headers may be more than text or bytes: it starts with a framing's magic
-    byte, or starts and ends as JSON may (anything else is plainly text or bytes, told without looking further)."""
-    return data[0] in _MAGIC or (data[0] in _CANDIDATES and data[-1] in _JSON_END)
 
 
 def _kafkas_own(topic: str) -> bool:

@@ -35,6 +35,8 @@ from kdissect.events import (
 from kdissect.records.values import LegacyMessage, Record, RecordBatch, RecordSet, format_timestamp
 from kdissect.schema import error_name
 from kdissect.schema.tree import Struct, UnknownTag
+from kdissect.values.plain import CANDIDATES as _CANDIDATES
+from kdissect.values.plain import SCHEMAS_TOPIC, maybe_more, named_by_header
 from kdissect.views.summary import SASL_TOKEN_LABEL
 
 if TYPE_CHECKING:
@@ -209,7 +211,7 @@ def _struct_tree(struct: Struct) -> dict[str, Any]:
 
 
 def _records_tree(records: RecordSet) -> dict[str, Any]:
-    if _reading.values is not None:
+    if _reading.on:
         _reading.enter(records)
     return {"size": records.size, "truncated": records.truncated, "batches": [_batch_tree(b) for b in records.batches]}
 
@@ -225,7 +227,7 @@ def _batch_tree(batch: RecordBatch | LegacyMessage, records: bool = True) -> dic
         out["format"] = "v2"
         out["span"] = list(batch.span)
         out["base_time"] = record_time(batch.base_timestamp)
-        if _reading.values is not None:
+        if _reading.field is not None:
             _reading.batch(batch.records)
         if records:
             out["records"] = [_record_tree(r) for r in batch.records]
@@ -289,64 +291,78 @@ def _legacy_tree(message: LegacyMessage, messages: bool = True) -> dict[str, Any
 
 class _Reading:
     """What the encoder needs to read the keys and values of the exchange being made JSON (`exchange_tree`): it meets
-    records inside their RecordSet, which `_records_tree` marks as the records field (and topic) being encoded."""
+    records inside their RecordSet, which `_records_tree` marks as the records field being encoded. The field's topic
+    is looked up only when a record is read, or, in an exchange that names `_schemas`, when the field is entered."""
 
-    __slots__ = ("values", "topics", "field", "topic", "in_field")
+    __slots__ = ("values", "record", "on", "bodies", "schemas", "topics", "field", "in_field")
 
     def __init__(self) -> None:
         self.values: ValueReader | None = None
-        self.topics: dict[int, str | None] = {}
+        self.record: Callable[..., tuple[Decoded | None, Decoded | None]] | None = None
+        """`values.record`, taken once per reader (a lazy reader is made at its first use, not at each record's)."""
+        self.on = False
+        """The keys and values of the exchange being encoded are read: a reader, and records placed in its bodies."""
+        self.bodies: tuple[Body | None, Body | None] = (None, None)
+        self.schemas = False
+        """The exchange names the registry's `_schemas` topic: its fields' topics are looked up as they are entered."""
+        self.topics: dict[int, str | None] | None = None
+        """The topic of each records field of the exchange by the id of its RecordSet, made when first asked."""
         self.field: RecordSet | None = None
-        self.topic: str | None = None
+        """The records field being encoded; None when no key or value is read (no reader, no records placed)."""
         self.in_field = False
         """The field is the registry's `_schemas` topic, which teaches schemas: all its records are read."""
 
-    def start(self, exchange: Exchange, values: ValueReader | None) -> None:
+    def start(self, values: ValueReader | None, sent: Body | None, got: Body | None, topics: list[str]) -> None:
         global _looked_at
         _looked_at = _NOTHING
-        topics = {}
-        if values is not None:
-            for message in (exchange.request, exchange.response):
-                body = message.body if message is not None and isinstance(message.body, Body) else None
-                if body is not None:
-                    for placed in body.records:
-                        topics[id(placed.records)] = placed.topic
-        self.values = values if topics else None
-        self.topics, self.field, self.topic, self.in_field = topics, None, None, False
+        if values is not self.values:
+            self.values, self.record = values, None
+        self.on = on = values is not None and bool((sent is not None and sent.records) or (got is not None and got.records))
+        self.bodies = (sent, got)
+        self.schemas = on and SCHEMAS_TOPIC in topics
+        self.topics, self.field, self.in_field = None, None, False
 
     def enter(self, records: RecordSet) -> None:
+        """A records field begins (the encoder calls it only in an exchange whose keys and values are read)."""
         global _looked_at
-        self.field, self.topic = records, self.topics.get(id(records))
-        self.in_field = self.topic == "_schemas"
+        self.field = records
+        self.in_field = self.schemas and self.topic() == SCHEMAS_TOPIC
         _looked_at = _EVERY_BYTE if self.in_field else _CANDIDATES
 
     def batch(self, records: tuple[Record, ...]) -> None:
         """A v2 batch begins: its first record's headers say whether its records name their schemas in headers."""
         global _looked_at
-        headed = bool(records) and bool(records[0].headers) and _framed_by_header(records[0].headers)
-        _looked_at = _EVERY_BYTE if self.in_field or headed else _CANDIDATES
+        headers = records[0].headers if records else ()
+        _looked_at = _EVERY_BYTE if self.in_field or (headers and named_by_header(headers)) else _CANDIDATES
+
+    def topic(self) -> str | None:
+        """The topic of the field being encoded."""
+        topics = self.topics
+        if topics is None:
+            topics = self.topics = {id(p.records): p.topic for body in self.bodies if body is not None for p in body.records}
+        return topics.get(id(self.field))
 
 
 _reading = _Reading()
-_CANDIDATES = frozenset(b"\x00\x03{[ \t\r\n")
-"""First bytes of a key or value that may be more than text: framing's magic bytes, JSON."""
 _NOTHING: frozenset[int] = frozenset()
 _EVERY_BYTE = frozenset(range(256))
 _looked_at = _NOTHING
 """The first bytes whose key or value the encoder reads in the records field being encoded: none without a reader,
-every one in a `_schemas` field or a batch whose schemas are named in headers, else `_CANDIDATES`."""
-_SCHEMA_HEADERS = frozenset({"__key_schema_id", "__value_schema_id", "apicurio.key.globalId", "apicurio.value.globalId"})
-
-
-def _framed_by_header(headers: tuple) -> bool:
-    return any(name in _SCHEMA_HEADERS for name, _ in headers)
+every one in a `_schemas` field or a batch whose schemas are named in headers, else `plain.CANDIDATES`."""
 
 
 def _with_decoded(out: dict[str, Any], key: bytes | None, value: bytes | None, headers: tuple) -> None:
     """A record's `key_decoded` and `value_decoded`; the encoder asks only for a record whose first bytes or headers
-    may say more than bytes (a record of plain text or bytes costs that look and nothing more)."""
+    may say more than bytes (a record of plain text or bytes costs that look and nothing more). A key and value that
+    are plainly text or bytes without a header naming a schema (`values.plain`) are not handed to the reader at all,
+    which would say nothing of them; a `_schemas` record always is, as it teaches the reader its schema."""
     reading = _reading
-    read_key, read_value = reading.values.record(reading.topic, key, value, headers, reading.field)  # type: ignore[union-attr]
+    if not (reading.in_field or (headers and named_by_header(headers)) or (key and maybe_more(key)) or (value and maybe_more(value))):
+        return
+    record = reading.record
+    if record is None:
+        record = reading.record = reading.values.record  # type: ignore[union-attr]
+    read_key, read_value = record(reading.topic(), key, value, headers, reading.field)
     if read_key is not None and not read_key.plain:
         out["key_decoded"] = decoded_json(read_key)
     if read_value is not None and not read_value.plain:
@@ -467,7 +483,6 @@ def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict
     """An exchange's JSON object as the writer encodes it: bodies, records and bytes are left as they are and
     made JSON by the encoder where it meets them (`_tree`); `exchange_json` is the same made plain. With `values`, a
     record's key and value carry what they say (`key_decoded`, `value_decoded`), read now: encode the tree next."""
-    _reading.start(exchange, values)
     request, response = exchange.request, exchange.response
     sent = request.body if request is not None and isinstance(request.body, Body) else None
     got = response.body if response is not None and isinstance(response.body, Body) else None
@@ -480,6 +495,7 @@ def exchange_tree(exchange: Exchange, values: ValueReader | None = None) -> dict
         body = sent or got
         topics = list(dict.fromkeys(body.topics)) if body else []
         groups = list(dict.fromkeys(body.groups)) if body else []
+    _reading.start(values, sent, got, topics)
     errors = []
     for side, body in (("request", sent), ("response", got)):
         if body is not None and body.errors:
@@ -631,7 +647,7 @@ def _pieces(value: Any) -> Iterator[bytes]:
     elif cls is Struct:
         yield from _pieces(_struct_tree(value))
     elif cls is RecordSet:
-        if _reading.values is not None:
+        if _reading.on:
             _reading.enter(value)
         yield from _pieces({"size": value.size, "truncated": value.truncated, "batches": value.batches})
     elif cls is RecordBatch:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from kdissect.decode.body import Body
-from kdissect.doctor.trail import Histogram
 from kdissect.events import ConnectionEnd, ConnectionInfo, Event, Exchange, Notice
 from kdissect.schema import error_name
+
+if TYPE_CHECKING:
+    from kdissect.doctor.trail import Histogram
 
 SASL_TOKEN_LABEL = "SASL token"
 """What views call the raw token exchanges after SaslHandshake v0, which have no API key."""
@@ -53,6 +55,8 @@ class Latencies:
             return
         self.exact.append(ns)
         if len(self.exact) > self.EXACT:
+            from kdissect.doctor.trail import Histogram  # the doctor's modules, loaded by a run of that many exchanges
+
             self.histogram = Histogram()
             for value in self.exact:
                 self.histogram.add(value)
