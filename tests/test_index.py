@@ -32,6 +32,7 @@ FILTERS = (
     "connection == 2 and api != Fetch",
     "status == malformed",
     'client_id contains "-" and version >= 3',
+    'client_id == ""',  # an empty client id is not a missing one: arkime__kafka.pcap sends one
     "error",  # the index does not hold errors: every exchange is a candidate
 )
 

@@ -91,7 +91,7 @@ def candidates(index: CaptureIndex, keep: Any) -> list[int]:
             out.append(i)
             continue
         header.api_key, header.api_version, header.correlation_id = api[i], version[i], correlation[i]
-        header.client_id = clients[client[i]] or None
+        header.client_id = clients[client[i]]
         request.ts = ts[i]
         request.diagnostics = CUT_DIAGNOSTICS if bits & CUT else ()
         answered = bits & RESPONSE

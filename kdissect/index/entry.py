@@ -24,7 +24,7 @@ from kdissect.events import ConnectionInfo, Endpoint
 from kdissect.pipeline import table_cache
 from kdissect.schema.code_cache import base
 
-FORMAT = 1
+FORMAT = 2
 """Changed whenever what an entry holds changes: an older kdissect's entries are then never read."""
 NONE = -(1 << 62)
 """Stands for a missing number in the integer columns."""
@@ -73,7 +73,7 @@ class CaptureIndex:
     """What the cache keeps of a capture."""
 
     columns: Columns
-    clients: list[str]
+    clients: list[str | None]
     connections: dict[int, ConnectionInfo]
     """Only plain TCP connections: an index with TLS connections among its rows is not answered from (their
     records' keys come from the handshake, which only a read from the start has)."""

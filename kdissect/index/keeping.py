@@ -32,7 +32,8 @@ class Keeper:
         self.connections: dict[int, ConnectionInfo] = {}
         self.tls: set[int] = set()
         self.starts: dict[int, int] = {}
-        self._clients: dict[str, int] = {}
+        self._clients: dict[str | None, int] = {}
+        """Client ids by their number; None (a header without one, v0) apart from an empty client id."""
         self.sessions: list[Session] = []
         self._rows: list[tuple[int, ...]] = []
         if decoder is not None:
@@ -63,7 +64,7 @@ class Keeper:
             d.code in EARLY_CUT for d in exchange.diagnostics
         ):
             flags |= CUT
-        client = (header.client_id if header is not None else None) or ""
+        client = header.client_id if header is not None else None
         number = self._clients.get(client)
         if number is None:
             number = self._clients[client] = len(self._clients)
