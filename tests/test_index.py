@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kdissect.browse import scan
 from kdissect.capture import open_capture
 from kdissect.cli import main
 from kdissect.dissector import Options
@@ -83,8 +84,8 @@ def test_a_filter_on_headers_is_answered_from_a_few_frames(cache: Path, tmp_path
     assert index is not None and len(index.columns) == 96 and index.packets == 357
     monkeypatch.setattr(answer, "SHARE", 0)  # small as it is, the capture is all JoinGroups' waits
     fed = []
-    between = answer.between
-    monkeypatch.setattr(answer, "between", lambda packets, first, last: (fed.append(p) or p for p in between(packets, first, last)))
+    between = scan._between
+    monkeypatch.setattr(scan, "_between", lambda packets, first, last: (fed.append(p) or p for p in between(packets, first, last)))
     joins = answered(capture, "api == JoinGroup")
     assert joins is not None and [e.id for e in joins] == [25, 26, 43, 51, 52, 80]
     assert [e.queued is not None for e in joins] == [True] * 6

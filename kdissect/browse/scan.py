@@ -1,23 +1,27 @@
 """Passes over the capture file: every exchange (for the index, a filter, a written set) and one exchange on demand.
 
-The index keeps no bodies. To show one, the packets from its request's first to its response's last are read
-again (from the nearest checkpoint of the file's packet offsets, for a plain pcap; from the start otherwise) and
-dissected on their own: the connection is then picked up mid-stream, which the core is built for. What earlier
+The index keeps no bodies. To show one, its connection's packets from its request's first to its response's last
+are read again (from the nearest checkpoint of the file's packet offsets, for a plain pcap; from the start
+otherwise) and dissected on their own: the connection is then picked up mid-stream, which the core is built for. What earlier
 messages taught the decoder (topic names of topic ids, a connection's SASL mechanism and group protocols) comes
 from the pass that built the index.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kdissect.capture import open_capture
+from kdissect.capture.packet import Packet
 from kdissect.capture.source import CaptureFile
 from kdissect.dissector import MAKE, Options, file_dissector
-from kdissect.events import Event, Exchange
+from kdissect.events import ConnectionInfo, Event, Exchange
+from kdissect.net.malformed import Malformed
+from kdissect.net.segments import SegmentDecoder
 
 CHECKPOINT = 64
 """The file offset of one packet in this many is kept, so a body can be re-read without reading from the start."""
@@ -55,21 +59,46 @@ def exchange_at(path: Path, options: Options, offsets: list[int], row: Any, deco
 
 
 def _read(path: Path, options: Options, offsets: list[int], row: Any, decoder: Any, first: int) -> Exchange | None:
-    info, correlation_id, last = row.connection, row.correlation_id, row.last_packet
-    with opened_at(path, offsets, first) as source:
-        feed = (p for p in between(source.packets(), first, last))
-        for event in file_dissector(source, replace(options, keep=None), decoder).run(feed):
-            if (
-                isinstance(event, Exchange)
-                and event.connection.client == info.client
-                and event.connection.broker == info.broker
-                and event.correlation_id == correlation_id
-            ):
-                return event
+    for event in connection_exchanges(path, options, offsets, row.connection, first, row.last_packet, decoder):
+        if event.correlation_id == row.correlation_id:
+            return event
     return None
 
 
-def between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
+def connection_exchanges(
+    path: Path, options: Options, offsets: list[int], info: ConnectionInfo, first: int, last: int, decoder: Any
+) -> Iterator[Exchange]:
+    """The exchanges of connection `info` whose frames lie between packets `first` and `last`, read again from the
+    file (from the checkpoint before `first` to the one after `last`) and dissected alone, every body decoded by
+    `decoder`: a body on demand here, the exchanges a capture's index answers with (index/answer.py)."""
+    ends = (info.client, info.broker)
+    with _opened_at(path, offsets, first, last) as source:
+        packets = _of(info, _between(source.packets(), first, last), options.limits.max_fragment_bytes)
+        for event in file_dissector(source, replace(options, keep=None), decoder).run(packets):
+            if type(event) is Exchange and (event.connection.client, event.connection.broker) == ends:
+                yield event
+
+
+def _of(info: ConnectionInfo, packets: Iterator[Packet], fragments: int) -> Iterator[Packet]:
+    """The packets of one connection: the others' would cost the core their reassembly, and their responses, met
+    without their requests, a guess at every API they could answer."""
+    client, broker = (_packed(e.address) for e in (info.client, info.broker))
+    ends = {(client, info.client.port, broker, info.broker.port), (broker, info.broker.port, client, info.client.port)}
+    segments = SegmentDecoder(fragments)
+    for packet in packets:
+        try:
+            segment = segments.decode(packet)
+        except Malformed:
+            continue
+        if segment is not None and (segment.src, segment.sport, segment.dst, segment.dport) in ends:
+            yield packet
+
+
+def _packed(address: str) -> bytes:
+    return socket.inet_pton(socket.AF_INET6 if ":" in address else socket.AF_INET, address)
+
+
+def _between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
     for packet in packets:
         if packet.index > last:
             return
@@ -77,7 +106,7 @@ def between(packets: Iterator[Any], first: int, last: int) -> Iterator[Any]:
             yield packet
 
 
-def opened_at(path: Path, offsets: list[int], first: int, last: int | None = None) -> CaptureFile:
+def _opened_at(path: Path, offsets: list[int], first: int, last: int | None = None) -> CaptureFile:
     """The capture, positioned at the checkpoint before packet `first` when it is a plain pcap file; with `last`,
     read no further than the checkpoint after it (a chunk of the file, not a megabyte, for a few packets)."""
     source = open_capture(path)

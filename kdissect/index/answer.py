@@ -13,21 +13,17 @@ exchange the read-back does not find as the full read had it.
 
 from __future__ import annotations
 
-import socket
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
-from kdissect.browse.scan import CHECKPOINT, between, opened_at
-from kdissect.capture.packet import Packet
+from kdissect.browse.scan import CHECKPOINT, connection_exchanges
 from kdissect.decode.session import Session
-from kdissect.dissector import file_dissector, make_decoder
+from kdissect.dissector import make_decoder
 from kdissect.events import ConnectionInfo, Exchange, Message, Status
 from kdissect.index.entry import CUT, NONE, REQUEST, RESPONSE, CaptureIndex
-from kdissect.net.malformed import Malformed
-from kdissect.net.segments import SegmentDecoder
 
 STATUSES: tuple[str, ...] = get_args(Status)
 SHARE = 3
@@ -193,31 +189,7 @@ def _read_back(
             return known
 
         decoder.new_session = session
-    ends = (info.client, info.broker)
-    with opened_at(Path(capture), index.offsets, first, last) as source:
-        packets = _of(info, between(source.packets(), first, last), options.limits.max_fragment_bytes)
-        for event in file_dissector(source, replace(options, keep=None), decoder).run(packets):
-            if type(event) is Exchange and (event.connection.client, event.connection.broker) == ends:
-                yield event
-
-
-def _of(info: ConnectionInfo, packets: Iterator[Packet], fragments: int) -> Iterator[Packet]:
-    """The packets of one connection: the others' would cost the core their reassembly, and their responses, met
-    without their requests, a guess at every API they could answer."""
-    client, broker = (_packed(e.address) for e in (info.client, info.broker))
-    ends = {(client, info.client.port, broker, info.broker.port), (broker, info.broker.port, client, info.client.port)}
-    segments = SegmentDecoder(fragments)
-    for packet in packets:
-        try:
-            segment = segments.decode(packet)
-        except Malformed:
-            continue
-        if segment is not None and (segment.src, segment.sport, segment.dst, segment.dport) in ends:
-            yield packet
-
-
-def _packed(address: str) -> bytes:
-    return socket.inet_pton(socket.AF_INET6 if ":" in address else socket.AF_INET, address)
+    return connection_exchanges(Path(capture), options, index.offsets, info, first, last, decoder)
 
 
 def _as_indexed(exchange: Exchange, index: CaptureIndex, i: int) -> Exchange:
