@@ -189,10 +189,11 @@ def test_a_damaged_index_is_read_as_none(cache: Path, tmp_path: Path) -> None:
     whole = zstandard.ZstdDecompressor().decompress(kept.read_bytes())
     for damaged in (whole[:-7], b"{}\n" + whole.partition(b"\n")[2], b"not json\n", whole.replace(b'"lengths":96', b'"lengths":97')):
         kept.write_bytes(zstandard.ZstdCompressor().compress(damaged))
-        assert entry.load(str(capture), Options()) is None
+        assert entry.load(str(capture), Options()) is None and not kept.exists()
         shown, told = tmp_path / "shown.json", tmp_path / "told.json"
         assert run("read", capture, "-Y", "api == JoinGroup", "--json", "-o", shown) == 0
         assert run("read", capture, "-Y", "api == JoinGroup", "--json", "--no-cache", "-o", told) == 0
         assert shown.read_bytes() == told.read_bytes()
+        assert entry.load(str(capture), Options()) is not None  # the read kept a whole index in its place
     kept.write_bytes(b"\x28\xb5\x2f\xfd garbage")
     assert entry.load(str(capture), Options()) is None

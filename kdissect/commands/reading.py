@@ -112,13 +112,13 @@ class Reading:
 
     def _keeper(self) -> Any:
         """The decoder of an index-making run (None for the core's own): a plain pcap file, read whole, is indexed
-        unless its index is already kept."""
+        unless its index is already kept (one found damaged was removed as it was loaded)."""
         if not self.indexing or self.source.format != "pcap" or self.source.compression is not None:
             return None
         from kdissect.index import entry
 
         capture = entry.usable(self.captures, self.options)
-        if capture is None or entry.load(capture, self.options) is not None:
+        if capture is None or entry.kept(capture, self.options) is not None:
             return None
         from kdissect.dissector import make_decoder
         from kdissect.index.keeping import Keeper

@@ -10,6 +10,7 @@ a stale index. Entries live under `index/` of the cache folder and share the tab
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -110,19 +111,30 @@ def _path(capture: str, options: Any) -> str | None:
 
 def load(capture: str, options: Any) -> CaptureIndex | None:
     """The capture's index, when an earlier run kept one for these options and the file has not changed since."""
+    path = kept(capture, options)
+    if path is None:
+        return None
     try:
-        path = _path(capture, options)
-        if path is None or not os.path.exists(path):
-            return None
         with open(path, "rb") as f:
             data = zstandard.ZstdDecompressor().decompress(f.read())
         os.utime(path)  # its last use: the budget removes the oldest first
-    except (OSError, zstandard.ZstdError):
-        return None
-    try:
         return _parsed(data)
-    except (ValueError, KeyError, TypeError, IndexError):  # not what save wrote (a damaged cache): read the file
+    except OSError:
         return None
+    except (zstandard.ZstdError, ValueError, KeyError, TypeError, IndexError):
+        # not what save wrote (a damaged cache): the file is read, and this run keeps a whole index in its place
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        return None
+
+
+def kept(capture: str, options: Any) -> str | None:
+    """Where the capture's index for these options is, when one is kept (whether it loads is `load`'s to say)."""
+    try:
+        path = _path(capture, options)
+    except OSError:  # the capture cannot be read for its identity: it has no index
+        return None
+    return path if path is not None and os.path.exists(path) else None
 
 
 def _parsed(data: bytes) -> CaptureIndex:
