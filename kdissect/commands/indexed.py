@@ -1,4 +1,4 @@
-"""Commands answered from a capture's index (kdissect/index/) when it can: `read -Y` and `show`."""
+"""Commands answered from a capture's index (kdissect/index/) when it can: `read -Y`, `show` and `records`."""
 
 from __future__ import annotations
 

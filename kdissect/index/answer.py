@@ -21,6 +21,7 @@ from typing import Any, get_args
 
 from kdissect.browse.scan import CHECKPOINT, connection_exchanges
 from kdissect.decode.session import Session
+from kdissect.diagnostic import Diagnostic
 from kdissect.dissector import make_decoder
 from kdissect.events import ConnectionInfo, Exchange, Message, Status
 from kdissect.index.entry import CUT, NONE, REQUEST, RESPONSE, CaptureIndex
@@ -43,7 +44,7 @@ class _Header:
 
 
 class _Side:
-    """What the verdict from headers reads of a message: its header, time and diagnostics (codes only)."""
+    """What the verdict from headers reads of a message: its header, time and diagnostics."""
 
     __slots__ = ("header", "ts", "diagnostics")
 
@@ -53,14 +54,8 @@ class _Side:
         self.diagnostics: tuple[Any, ...] = ()
 
 
-class _Code:
-    __slots__ = ("code",)
-
-    def __init__(self, code: str) -> None:
-        self.code = code
-
-
-CUT_DIAGNOSTICS = (_Code("frame.incomplete"),)
+CUT_DIAGNOSTICS = (Diagnostic("frame.incomplete", "a frame or header the capture holds only part of (indexed)"),)
+"""What the verdict from headers is shown of an exchange the index marks CUT: a diagnostic that makes it malformed."""
 
 
 def candidates(index: CaptureIndex, keep: Any) -> list[int]:
