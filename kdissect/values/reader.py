@@ -27,9 +27,9 @@ from kdissect.values.plain import CANDIDATES as _CANDIDATES
 from kdissect.values.plain import JSON_END as _JSON_END
 from kdissect.values.plain import JSON_START as _JSON_START
 from kdissect.values.plain import MAGIC as _MAGIC
-from kdissect.values.plain import SCHEMA_HEADERS as _SCHEMA_HEADERS
 from kdissect.values.plain import SCHEMAS_TOPIC as SCHEMAS_TOPIC
 from kdissect.values.plain import maybe_more as _maybe_more
+from kdissect.values.plain import named_by_header
 from kdissect.values.schemas import AVRO, JSON, PROTOBUF, Book, Schema
 
 Header = tuple[str | bytes, bytes | None]
@@ -162,10 +162,9 @@ class ValueReader:
             learnt = from_schemas_record(key, value, "capture: _schemas record")
             if learnt is not None:
                 self.book.add(learnt)
-        for name, _ in headers:
-            if name in _SCHEMA_HEADERS:
-                read = self.read
-                return read("key", key, headers, topic, field, explain), read("value", value, headers, topic, field, explain)
+        if headers and named_by_header(headers):
+            read = self.read
+            return read("key", key, headers, topic, field, explain), read("value", value, headers, topic, field, explain)
         # No header names a schema (from_headers would find none): a key or value that is plainly text or bytes is
         # told here, as `read` would tell it, without calling it.
         return (
