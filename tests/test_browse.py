@@ -149,15 +149,23 @@ async def shown(app: BrowseApp, pilot, number: int) -> None:
 
 @pytest.mark.parametrize("path", CAPTURES + sorted(PUBLIC.glob("*.pcap*")), ids=lambda p: p.name)
 def test_a_body_read_again_from_the_file_is_the_one_the_whole_pass_decoded(path):
-    """Every exchange of every capture: decoded on demand from its packets (a checkpoint of file offsets, the
-    connection picked up mid-stream, the session and topic names of the pass) it prints as `show --hex` prints it."""
+    """Exchanges of every capture (all of a small one; of a large one `SPREAD`, the first, the last and evenly
+    between: the index's read-back, the same loop, meets every exchange of every plain pcap in test_index.py): decoded
+    on demand from their packets (a checkpoint of file offsets, the connection picked up mid-stream, the session and
+    topic names of the pass) they print as `show --hex` prints them."""
     keylog = path.with_suffix(".keylog")  # a TLS capture's key log: decrypted on demand from its handshake on
     options = Options(tls_keylog=keylog.read_bytes()) if keylog.exists() else Options()
     indexer, index = indexed(path, options)
     full = exchanges(path, spans=True, tls_keylog=options.tls_keylog)
     assert len(index) == len(full) and full
-    for row, exchange in zip((index.row(i) for i in range(len(index))), full):
-        assert rendered(indexer.exchange(row)) == rendered(exchange), (path.name, row.id)
+    chosen = sorted({round(k * (len(full) - 1) / (SPREAD - 1)) for k in range(SPREAD)}) if len(full) > SPREAD else range(len(full))
+    for i in chosen:
+        row = index.row(i)
+        assert rendered(indexer.exchange(row)) == rendered(full[i]), (path.name, row.id)
+
+
+SPREAD = 60
+"""Exchanges of a large capture read again by test_a_body_read_again_from_the_file_is_the_one_the_whole_pass_decoded."""
 
 
 def test_a_compressed_capture_is_read_again_from_its_start(tmp_path):
