@@ -24,7 +24,7 @@ import pytest
 
 from kdissect.capture import open_capture
 from kdissect.capture.destination import CaptureDestination
-from kdissect.capture.writer import pcap_bytes
+from kdissect.capture.writer import PcapWriter, pcap_bytes
 from kdissect.decode.body import Body
 from kdissect.dissector import Options, file_dissector
 from kdissect.events import ConnectionEnd, Exchange, Notice
@@ -333,3 +333,24 @@ def test_wireshark_finds_no_new_malformed_packet(path, tmp_path):
     anonymized(path, out)
     twin = path.with_name(path.name.replace(".pcapng", ".pcap").replace(".pcap", "-plain.pcap"))
     assert malformed(out) <= malformed(twin if twin.exists() else path)
+
+
+def test_no_pseudonym_is_an_address_the_capture_holds_even_one_first_seen_late(tmp_path):
+    """The first conversation's Metadata names its broker 127.0.0.1, the first host to get a pseudonym (10.0.0.1);
+    a conversation an hour later is between 10.0.0.1 and 10.0.0.2: both were reserved before any pseudonym was made."""
+    with open_capture(ROOT / "captures" / "consumer-group-kafka-python.pcap") as source:
+        packets = list(source.packets())
+    start = packets[0].ts
+    early = list(craft.conversation_copy(packets, 1, bytes([192, 168, 7, 1]), start, start))
+    late = []
+    for p in craft.conversation_copy(packets, 0, bytes([10, 0, 0, 2]), start, start + 3600 * 10**9):
+        data = p.data.replace(bytes([10, 100, 0, 0]), bytes([10, 0, 0, 1]))  # the copy's client, 10.100.0.0
+        late.append(p._replace(data=data))
+    path = tmp_path / "late.pcap"
+    with open(path, "wb") as out:
+        PcapWriter(out, 1, nanosecond=True).write_all(early + late)
+    report = anonymized(path, tmp_path / "anonymized.pcap")
+    addresses = report.names.mapping()["addresses"]
+    assert {"127.0.0.1", "10.0.0.1", "10.0.0.2", "10.100.0.1", "192.168.7.1"} <= set(addresses)
+    assert not set(addresses.values()) & (set(addresses) - {"127.0.0.1"}), addresses
+    assert len(set(addresses.values())) == len(addresses)

@@ -53,3 +53,15 @@ def flow_key(linktype: int, data: bytes) -> bytes | None:
         return MALFORMED
     a, b = src + data[start : start + 2], dst + data[start + 2 : start + 4]
     return b"T" + (a + b if a <= b else b + a)
+
+
+def key_addresses(key: bytes) -> tuple[bytes, bytes] | None:
+    """The two packed addresses (IPv4 or IPv6) a TCP or fragment key holds; None for `MALFORMED`."""
+    ends = key[1:]
+    if key[:1] == b"T":
+        size = len(ends) // 2 - 2
+        return ends[:size], ends[size + 2 : 2 * size + 2]
+    if key[:1] == b"F":
+        size = len(ends) // 2
+        return ends[:size], ends[size:]
+    return None

@@ -19,6 +19,7 @@ from typing import Any
 from kdissect.capture.packet import Packet
 from kdissect.dissector import Options, file_dissector
 from kdissect.events import ConnectionEnd, Endpoint, Exchange
+from kdissect.net.flow_key import flow_key, key_addresses
 from kdissect.rewrite.addresses import Renumbering
 from kdissect.rewrite.bodies import Anonymizer, filler
 from kdissect.rewrite.placement import Conversations, Track
@@ -80,6 +81,7 @@ def anonymize(reopen: Callable[[], Any], options: Options, write: Callable[[Pack
     with tempfile.TemporaryDirectory(prefix="kdissect-anonymize-") as folder:
         units = Units(folder)
         try:
+            _reserve_addresses(reopen, report.names)
             kept = _first_pass(reopen, options, units, report, drop_values)
             units.done()
             _second_pass(reopen, options, units, kept, report, write)
@@ -88,24 +90,29 @@ def anonymize(reopen: Callable[[], Any], options: Options, write: Callable[[Pack
     return report
 
 
+def _reserve_addresses(reopen: Callable[[], Any], names: Pseudonyms) -> None:
+    """Every address the capture's packets carry, reserved before the first pseudonym is made: a host named early (a
+    broker's advertised address) could otherwise take as pseudonym the address of a connection opened later."""
+    keys = set()
+    with reopen() as source:
+        for packet in source.packets():
+            keys.add(flow_key(packet.linktype, packet.data))
+    for key in keys:
+        ends = key_addresses(key) if key is not None else None
+        if ends is not None:
+            names.reserve(ends[0])
+            names.reserve(ends[1])
+
+
 def _first_pass(reopen: Callable[[], Any], options: Options, units: Units, report: Report, drop_values: bool) -> dict[int, Kept]:
     anonymizer = Anonymizer(options.catalog, report.names, filler(drop_values))
     kept: dict[int, Kept] = {}
-    reserved: set[int] = set()
-    """Connections whose addresses the pseudonyms avoid: each one's before its first exchange's names are mapped."""
     with reopen() as source:
         for event in tapped(file_dissector(source, options), source, options.limits).run(source.packets()):
             if isinstance(event, Exchange):
-                if event.connection.id not in reserved:
-                    reserved.add(event.connection.id)
-                    report.names.reserve(event.connection.client.address)
-                    report.names.reserve(event.connection.broker.address)
                 _exchange(event, anonymizer, units, report)
             elif isinstance(event, ConnectionEnd):
                 info = event.connection
-                reserved.discard(info.id)
-                report.names.reserve(info.client.address)
-                report.names.reserve(info.broker.address)
                 if info.tls is not None and info.tls.secret is None:
                     report.tls_left_out += 1
                     continue

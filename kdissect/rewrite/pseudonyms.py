@@ -3,7 +3,7 @@
 A topic is `topic-1` wherever it is named: in a Metadata response, a Produce request, a consumer's subscription, a
 config's value or an error message. IPv4 addresses become 10.0.0.1, 10.0.0.2, ... (a host name that is an address
 too, so a broker's advertised host and the packets' addresses still agree), IPv6 ones fd00::1, ..., skipping the
-addresses the capture's connections use (`reserve`); MAC addresses 02:00:00:00:00:01, .... The owner keeps the
+addresses the capture's packets carry (`reserve`); MAC addresses 02:00:00:00:00:01, .... The owner keeps the
 mapping (`mapping`) to read the anonymized capture's findings back.
 """
 
@@ -45,8 +45,8 @@ class Pseudonyms:
         self.addresses: dict[bytes, bytes] = {}
         self.macs: dict[bytes, bytes] = {}
         self.reserved: set[bytes] = set()
-        """The capture's own addresses, as `reserve` learns them: no pseudonym is made equal to one, or an anonymized
-        copy would show an address of the original (as another host's)."""
+        """The capture's own addresses, reserved before any pseudonym is made: none is made equal to one, or an
+        anonymized copy would show an address of the original (as another host's)."""
         self._numbered = 0
         self._text: re.Pattern[str] | None = None
 
@@ -83,12 +83,9 @@ class Pseudonyms:
             self._text = None
         return found
 
-    def reserve(self, address: str) -> None:
-        """An address the capture holds (a connection's end, as text): pseudonyms made from now on avoid it."""
-        try:
-            self.reserved.add(ipaddress.ip_address(address).packed)
-        except ValueError:
-            pass
+    def reserve(self, packed: bytes) -> None:
+        """An address the capture holds (packed): pseudonyms made from now on avoid it."""
+        self.reserved.add(packed)
 
     def mac(self, packed: bytes) -> bytes:
         """A link-layer address, renumbered as a locally administered one (of the same length)."""
