@@ -11,7 +11,7 @@ Then what a user waits for: the WALL time of the default `kdissect tables` (a pr
 the default `read --json` and `read --json --jobs 1`, each a fresh process (bench_cli.py's `timed`), taking turns
 in each of `--repeat` rounds after one that warms the caches; the ratios are medians of the rounds' own. Wall time
 counts the other work on the machine: quote it with the load. The query is timed in wall seconds, as a user waits
-for it, against the tables the last round wrote.
+for it, against the tables the CPU rounds wrote, before the fresh ones.
 
     python benchmarks/bench_tables.py [CAPTURE] [--mb 30] [--repeat 3]
 """
@@ -77,6 +77,11 @@ def main() -> None:
         print(f"{path}: {os.path.getsize(path) / 1e6:.0f} MB (best of {args.repeat}, CPU seconds)")
         for label, spent in seconds.items():
             print(f"   {label:30} {spent:7.2f} s  × {spent / reference:.2f}")
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(out) for f in files)
+        print(f"   tables on disk: {size / 1e6:.1f} MB, {size / os.path.getsize(path):.1%} of the capture")
+        start = time.perf_counter()
+        _, rows = query(out, GROUPING)
+        print(f"   a grouping query ({len(rows)} rows): {time.perf_counter() - start:.2f} s wall (target: at most 1 s)")
         walls = fresh(
             args.repeat,
             {
@@ -90,11 +95,6 @@ def main() -> None:
         for label, spent in walls.items():
             tables_over = statistics.median(t / s for t, s in zip(walls["tables"], spent))
             print(f"   {label:30} {statistics.median(spent):7.2f} s  tables × {tables_over:.2f}")
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(out) for f in files)
-        print(f"   tables on disk: {size / 1e6:.1f} MB, {size / os.path.getsize(path):.1%} of the capture")
-        start = time.perf_counter()
-        _, rows = query(out, GROUPING)
-        print(f"   a grouping query ({len(rows)} rows): {time.perf_counter() - start:.2f} s wall (target: at most 1 s)")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
