@@ -32,7 +32,7 @@ from kdissect.pipeline.config import values_of
 from kdissect.pipeline.job import Totals
 from kdissect.pipeline.local import LocalJob, captures_of
 from tests.test_jobs import gone
-from tests.test_pipeline import ALL, assert_same_table
+from tests.test_pipeline import ALL, FILTER, assert_same_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap*")))
@@ -138,23 +138,26 @@ def test_mistakes_are_one_line_and_leave_no_tables(tmp_path):
 # -- several processes: --jobs ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def one_process(tmp_path_factory) -> tuple[str, Totals]:
+@functools.cache
+def one_process(tmp: str, filter: str | None) -> tuple[str, Totals]:
     """Every capture, the project's and the public ones, in one process: the tables and the totals."""
-    out = str(tmp_path_factory.mktemp("one") / "out")
-    return out, LocalJob(dict(enumerate(ALL)), out, {"ports": [9092]}).run()
+    out = os.path.join(tmp, f"one-{filter is not None}")
+    return out, LocalJob(dict(enumerate(ALL)), out, {"ports": [9092], "filter": filter}).run()
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_several_processes_write_the_rows_and_findings_of_one(one_process, tmp_path, monkeypatch, n):
+@pytest.mark.parametrize(("n", "filter"), [(2, None), (3, None), (2, FILTER)])
+def test_several_processes_write_the_rows_and_findings_of_one(tmp_path_factory, tmp_path, monkeypatch, n, filter):
     """Each capture is shared by `n` processes by connection key, however small (the threshold forced to 0): the
-    same rows, findings, partition directories and totals as one process."""
+    same rows, findings, partition directories and totals as one process; with a filter too (the workers decode
+    only the bodies it keeps, as Spark's tasks do)."""
+    one, totals_of_one = one_process(str(tmp_path_factory.getbasetemp()), filter)
     monkeypatch.setattr(jobs, "SPLIT_BYTES", 0)
     out = str(tmp_path / "out")
-    totals = LocalJob(dict(enumerate(ALL)), out, {"ports": [9092]}, splits=lambda path: jobs.splits(path, n)).run()
-    assert totals == dataclasses.replace(one_process[1], seconds=totals.seconds)
+    config = {"ports": [9092], "filter": filter}
+    totals = LocalJob(dict(enumerate(ALL)), out, config, splits=lambda path: jobs.splits(path, n)).run()
+    assert totals == dataclasses.replace(totals_of_one, seconds=totals.seconds)
     for name in ("exchanges", "records", "diagnostics", "findings"):
-        assert assert_same_table(one_process[0], out, name) > 0, name
+        assert assert_same_table(one, out, name) > 0, name
     files = [os.path.basename(f) for f in glob.glob(os.path.join(out, "exchanges", "*", "*", "part-*.parquet"))]
     assert {tuple(f.removesuffix(".parquet").split("-")[3:]) for f in files} == {(), *((str(k),) for k in range(1, n))}
 
