@@ -4,9 +4,14 @@ once the tables exist, in the same run (issue 32: tables at most 1.2x read --jso
 Both commands run in this process (`cli([...])`), taking turns in each round; the least CPU seconds of each over
 `--repeat` rounds count, so other work on the machine weighs on neither. CPU seconds include the processes a command
 waits for: `read --json` reads a large capture with a process per core (`--jobs`), whose second process the parent's
-own CPU time leaves out. `tables` uses one process, so the ratios are against `read --json --jobs 1`; the default
-`read --json` is timed too. The query is timed in wall seconds, as a user waits for it, against the tables the last
-round wrote.
+own CPU time leaves out; `tables` too (`--jobs`), timed also with `--jobs 1`. The ratios are against `read --json
+--jobs 1`; the default `read --json` is timed too.
+
+Then what a user waits for: the WALL time of the default `kdissect tables` (a process per core, `--jobs`) against
+the default `read --json` and `read --json --jobs 1`, each a fresh process (bench_cli.py's `timed`), taking turns
+in each of `--repeat` rounds after one that warms the caches; the ratios are medians of the rounds' own. Wall time
+counts the other work on the machine: quote it with the load. The query is timed in wall seconds, as a user waits
+for it, against the tables the CPU rounds wrote, before the fresh ones.
 
     python benchmarks/bench_tables.py [CAPTURE] [--mb 30] [--repeat 3]
 """
@@ -18,12 +23,15 @@ import contextlib
 import io
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from bench_cli import KDISSECT, bench_env, timed
 from bench_filter import best
 from synth import synthesized
 
@@ -54,16 +62,17 @@ def main() -> None:
     scratch = tempfile.mkdtemp(prefix="bench-tables-")
     out = os.path.join(scratch, "t")
 
-    def tables() -> None:
+    def tables(*jobs: str) -> None:
         shutil.rmtree(out, ignore_errors=True)
-        command("tables", path, "--out", out, "--quiet")
+        command("tables", path, "--out", out, "--quiet", *jobs)
 
     try:
         reading = {
             "read --json --jobs 1": lambda: command("read", path, "--json", "-o", os.devnull, "-q", "--jobs", "1"),
             "read --json (every process)": lambda: command("read", path, "--json", "-o", os.devnull, "-q"),
         }
-        seconds = best(args.repeat, {**reading, "tables": tables}, clock=cpu)
+        making = {"tables --jobs 1": lambda: tables("--jobs", "1"), "tables (every process)": tables}
+        seconds = best(args.repeat, {**reading, **making}, clock=cpu)
         reference = seconds["read --json --jobs 1"]
         print(f"{path}: {os.path.getsize(path) / 1e6:.0f} MB (best of {args.repeat}, CPU seconds)")
         for label, spent in seconds.items():
@@ -73,8 +82,35 @@ def main() -> None:
         start = time.perf_counter()
         _, rows = query(out, GROUPING)
         print(f"   a grouping query ({len(rows)} rows): {time.perf_counter() - start:.2f} s wall (target: at most 1 s)")
+        walls = fresh(
+            args.repeat,
+            {
+                "tables": [*KDISSECT, "tables", path, "--out", out, "--quiet"],
+                "read --json": [*KDISSECT, "read", path, "--json", "-o", os.devnull, "-q"],
+                "read --json --jobs 1": [*KDISSECT, "read", path, "--json", "-o", os.devnull, "-q", "--jobs", "1"],
+            },
+            lambda: shutil.rmtree(out, ignore_errors=True),
+        )
+        print(f"   fresh processes, WALL seconds (median of {args.repeat} rounds; load average {os.getloadavg()[0]:.1f}):")
+        for label, spent in walls.items():
+            tables_over = statistics.median(t / s for t, s in zip(walls["tables"], spent))
+            print(f"   {label:30} {statistics.median(spent):7.2f} s  tables × {tables_over:.2f}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def fresh(repeat: int, commands: dict[str, list[str]], before: Callable[[], None]) -> dict[str, list[float]]:
+    """Each command's wall seconds in each of `repeat` rounds, the commands taking turns (`before` each run), after
+    a round that warms the page cache and the byte-code cache."""
+    env = bench_env()
+    walls: dict[str, list[float]] = {label: [] for label in commands}
+    for round in range(repeat + 1):
+        for label, command in commands.items():
+            before()
+            wall, _ = timed(command, env)
+            if round:
+                walls[label].append(wall)
+    return walls
 
 
 if __name__ == "__main__":

@@ -198,7 +198,8 @@ def test_owners_are_even_whatever_the_correlation_ids_do():
 SHIM = "import sys; from kdissect.cli import main; main(sys.argv[1:])"
 
 
-def _gone(group: int) -> bool:
+def gone(group: int) -> bool:
+    """Whether every process of the group has ended."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
@@ -219,7 +220,7 @@ def test_ctrl_c_at_the_terminal_reaches_every_process_and_the_first_writes_what_
     assert process.returncode == 130, err
     assert "run.interrupted" in out.decode() and "Flows" in out.decode()
     assert err.decode().startswith("kdissect: interrupted after packet ")
-    assert _gone(process.pid)
+    assert gone(process.pid)
 
 
 def test_a_closed_pipe_ends_every_process_quietly(many_connections):
@@ -229,4 +230,4 @@ def test_a_closed_pipe_ends_every_process_quietly(many_connections):
     process.stdout.close()  # `| head -1`
     assert process.wait(timeout=120) == 0
     assert process.stderr.read() == b""
-    assert _gone(process.pid)
+    assert gone(process.pid)

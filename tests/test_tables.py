@@ -2,29 +2,37 @@
 
 The two engines are compared row by row in tests/test_pipeline.py (it needs Spark); here, without Spark: the
 findings table says what `kdissect doctor` says of every capture, with its evidence as the tables' identifiers;
-the records table's directions are `kdissect records`' own; the command's mistakes are one line.
+the records table's directions are `kdissect records`' own; the command's mistakes are one line; a capture shared
+by several processes (`--jobs`) gives the tables of one, and Ctrl-C or a killed worker leaves no tables.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pyarrow.dataset as ds
 import pytest
 
 from kdissect.capture import open_capture
+from kdissect.commands import jobs
 from kdissect.decode.streamed import exchange_records
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Exchange
 from kdissect.pipeline import rows
 from kdissect.pipeline.config import values_of
+from kdissect.pipeline.job import Totals
 from kdissect.pipeline.local import LocalJob, captures_of
+from tests.test_jobs import gone
+from tests.test_pipeline import ALL, FILTER, assert_same_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT = sorted(glob.glob(os.path.join(ROOT, "captures", "*.pcap*")))
@@ -125,3 +133,77 @@ def test_mistakes_are_one_line_and_leave_no_tables(tmp_path):
     assert "cannot be filtered on id" in one_error_line(kdissect("tables", path, "--out", tmp_path / "y", "-Y", "id == 3"))
     assert "writes to a local directory" in one_error_line(kdissect("tables", path, "--out", "s3a://bucket/t"))
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+# -- several processes: --jobs ---------------------------------------------------------------------------------
+
+
+@functools.cache
+def one_process(tmp: str, filter: str | None) -> tuple[str, Totals]:
+    """Every capture, the project's and the public ones, in one process: the tables and the totals."""
+    out = os.path.join(tmp, f"one-{filter is not None}")
+    return out, LocalJob(dict(enumerate(ALL)), out, {"ports": [9092], "filter": filter}).run()
+
+
+@pytest.mark.parametrize(("n", "filter"), [(2, None), (3, None), (2, FILTER)])
+def test_several_processes_write_the_rows_and_findings_of_one(tmp_path_factory, tmp_path, monkeypatch, n, filter):
+    """Each capture is shared by `n` processes by connection key, however small (the threshold forced to 0): the
+    same rows, findings, partition directories and totals as one process; with a filter too (the workers decode
+    only the bodies it keeps, as Spark's tasks do)."""
+    one, totals_of_one = one_process(str(tmp_path_factory.getbasetemp()), filter)
+    monkeypatch.setattr(jobs, "SPLIT_BYTES", 0)
+    out = str(tmp_path / "out")
+    config = {"ports": [9092], "filter": filter}
+    totals = LocalJob(dict(enumerate(ALL)), out, config, splits=lambda path: jobs.splits(path, n)).run()
+    assert totals == dataclasses.replace(totals_of_one, seconds=totals.seconds)
+    for name in ("exchanges", "records", "diagnostics", "findings"):
+        assert assert_same_table(one, out, name) > 0, name
+    files = [os.path.basename(f) for f in glob.glob(os.path.join(out, "exchanges", "*", "*", "part-*.parquet"))]
+    assert {tuple(f.removesuffix(".parquet").split("-")[3:]) for f in files} == {(), *((str(k),) for k in range(1, n))}
+
+
+def kdissect_running(*args) -> subprocess.Popen:
+    """`kdissect` started in a process group of its own, as a terminal starts a command."""
+    command = [sys.executable, "-c", SHIM, *map(str, args)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, start_new_session=True)
+
+
+def workers_of(process: subprocess.Popen) -> list[int]:
+    """The worker processes `process` has forked, once it has (or none, if it ended first)."""
+    while process.poll() is None:
+        children = open(f"/proc/{process.pid}/task/{process.pid}/children").read().split()
+        if children:
+            return [int(pid) for pid in children]
+        time.sleep(0.02)
+    return []
+
+
+def test_ctrl_c_stops_every_process_and_leaves_no_tables(many_connections, tmp_path):
+    """A terminal's Ctrl-C reaches the whole group: the first process ends the workers and removes the tables."""
+    assert many_connections.stat().st_size >= jobs.SPLIT_BYTES
+    process = kdissect_running("tables", many_connections, "--out", tmp_path / "t", "--jobs", "2", "--quiet")
+    assert workers_of(process)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.decode().splitlines() == [f"kdissect: interrupted (SIGINT): no tables were left under {tmp_path / 't'}"]
+    assert os.listdir(tmp_path / "t") == []
+    assert gone(process.pid)
+
+
+def test_a_killed_worker_is_one_line_and_leaves_no_tables(many_connections, tmp_path):
+    process = kdissect_running("tables", many_connections, "--out", tmp_path / "t", "--jobs", "2", "--quiet")
+    (worker,) = workers_of(process)
+    os.kill(worker, signal.SIGKILL)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    assert err.decode().splitlines() == [
+        f"kdissect: a worker process was killed by SIGKILL while reading {many_connections}: no tables were left under {tmp_path / 't'}"
+    ]
+    assert os.listdir(tmp_path / "t") == []
+    assert gone(process.pid)
+
+
+def test_jobs_below_0_is_one_line(tmp_path):
+    path = os.path.join(ROOT, "captures", "consumer-group-kafka-python.pcap")
+    assert "--jobs -1: give a number of processes" in one_error_line(kdissect("tables", path, "--out", tmp_path / "t", "--jobs", "-1"))

@@ -32,6 +32,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from typing import Any
 
+from kdissect.commands.options import UserError
 from kdissect.events.headers import RequestHeader
 
 SPLIT_BYTES = 8 << 20
@@ -52,6 +53,15 @@ def available() -> int:
     """The cores this process may run on: `--jobs 0`."""
     affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere, the machine's
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def processes(jobs: int | None) -> int:
+    """The processes `--jobs` asks for: the cores available when it is not given or 0; a UserError when negative."""
+    if jobs is None or jobs == 0:
+        return available()
+    if jobs < 0:
+        raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
+    return jobs
 
 
 def splits(capture: str | None, jobs: int) -> int:

@@ -65,12 +65,9 @@ def read(
     text = common.format == "text"
     if common.detail and not text:
         raise UserError("-V (the detail tree) goes with the text output, not with --json or -T fields")
-    if jobs is None or jobs == 0:
-        from kdissect.commands.jobs import available
+    from kdissect.commands.jobs import processes
 
-        jobs = available()
-    elif jobs < 0:
-        raise UserError(f"--jobs {jobs}: give a number of processes, or 0 for the cores available")
+    jobs = processes(jobs)
     if (text and common.output is None and sys.stdout.isatty()) or common.write is not None:
         jobs = 1  # rows drawn on a terminal share it with the progress bar, and -w cuts the exchanges one process holds
     if metrics is not None:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kdissect.commands.options import Common, UserError, takes
+from kdissect.commands.options import Common, ExitStatus, UserError, takes
 from kdissect.commands.tables import need_tables_extra
 
 
@@ -27,7 +27,9 @@ def sql(
     """Ask SQL questions of a capture or of tables (DuckDB; docs/sql.md): a capture's tables are made once and kept
     in the cache (keyed by the file's identity, never stale), so the next query on it starts at once."""
     need_tables_extra("pyarrow", "duckdb")
+    from kdissect.commands import jobs
     from kdissect.pipeline.inputs import InputError
+    from kdissect.pipeline.local import WorkerFailed
     from kdissect.pipeline.sql import SqlError, is_tables, query
     from kdissect.pipeline.table_cache import tables_of
     from kdissect.views.console import make_console
@@ -47,10 +49,14 @@ def sql(
         if is_tables(source):
             columns, rows = query(source, text)
         elif os.path.isfile(source):
-            with tables_of(source, {"ports": sorted(common.options.ports)}, not no_cache, progress) as folder:
+            cores = jobs.available()  # a capture's tables are made by a process per core, as `kdissect tables` makes them
+            config = {"ports": sorted(common.options.ports)}
+            with tables_of(source, config, not no_cache, progress, lambda path: jobs.splits(path, cores)) as folder:
                 columns, rows = query(folder, text)
         else:
             raise UserError(f"{source}: neither a capture nor a folder of tables")
     except (SqlError, InputError) as exc:
         raise UserError(str(exc)) from None
+    except WorkerFailed as exc:
+        raise ExitStatus(1, str(exc)) from None
     print_result(columns, rows, fmt)

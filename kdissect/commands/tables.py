@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -29,19 +29,31 @@ def tables(
             show_default=False,
         ),
     ],
+    jobs: Annotated[
+        Optional[int],
+        typer.Option(
+            "--jobs",
+            metavar="N",
+            help="Processes to read a capture file of 8 MB or more with, each making the rows of its share of the "
+            "connections (default, and 0: the cores available; the tables are the same).",
+            rich_help_panel="Limits",
+        ),
+    ] = None,
 ) -> None:
     """Dissect captures into the tables `kdissect spark` writes (exchanges, records, diagnostics, findings; docs/pipeline.md),
     on this machine, without Spark or Java. A filter keeps only the exchanges it matches (with their records and
     diagnostics); the findings judge every exchange, their evidence restricted to what the filter shows."""
+    from kdissect.commands import jobs as split
     from kdissect.commands.signals import Stopper
     from kdissect.pipeline.inputs import InputError
     from kdissect.pipeline.job import JobError
-    from kdissect.pipeline.local import LocalJob, Stopped, captures_of, check_out
+    from kdissect.pipeline.local import LocalJob, Stopped, WorkerFailed, captures_of, check_out
     from kdissect.views.console import make_console
     from kdissect.views.spark_summary import print_summary
 
     need_tables_extra("pyarrow")
     refuse_numbered(common)
+    processes = split.processes(jobs)
     started = time.perf_counter()
     errors = make_console(sys.stderr)
 
@@ -61,9 +73,12 @@ def tables(
     stopper = Stopper()
     stopper.install()
     try:
-        totals = LocalJob(paths, out, config, progress).run(stopping=lambda: stopper.stopping is not None)
+        job = LocalJob(paths, out, config, progress, lambda path: split.splits(path, processes))
+        totals = job.run(stopping=lambda: stopper.stopping is not None)
     except Stopped:
         raise ExitStatus(stopper.exit_code, f"interrupted ({stopper.stopping}): no tables were left under {out}") from None
+    except WorkerFailed as exc:
+        raise ExitStatus(1, f"{exc}: no tables were left under {out}") from None
     finally:
         stopper.restore()
     totals.skipped = skipped

@@ -5,6 +5,10 @@ made into the tables' rows (table_rows.py), judged by the doctor, or both.
 the capture cut in ranges and its keys spread over tasks, and the findings in a pass of this kind per capture
 (findings.FindingsStage). The capture is read by the reader Spark's ranges use (`CaptureFile`, as reader.py opens
 a whole range), so packets, offsets and file diagnostics are the same.
+
+`kdissect tables --jobs N` reads a capture in N such passes at once, each making the rows of its share of the
+connection keys (demux.Share); the judged one, which dissects every key, also makes the capture's own rows (its
+file diagnostics, its packet count) and names every topic id its connections named.
 """
 
 from __future__ import annotations
@@ -19,17 +23,19 @@ from kdissect.capture.source import CaptureError, CaptureFile
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Event
 from kdissect.pipeline.config import decoder_of, filter_of, options_of, values_of
-from kdissect.pipeline.demux import ConnectionDemux, Keyed
+from kdissect.pipeline.demux import EVERY_KEY, ConnectionDemux, Keyed, Share
 from kdissect.pipeline.findings import finding_rows
 from kdissect.pipeline.reader import merge_oddities, oddities_json, open_path
 from kdissect.pipeline.table_rows import TableRows
 
 
 class CapturePass:
-    """One capture (`path`, file `file_id` of the job's `config`) into `rows` (None: no rows) and, when `judged`,
-    the doctor's findings (`findings` once `run` is over)."""
+    """One capture (`path`, file `file_id` of the job's `config`) into `rows` (None: no rows) of the keys of
+    `share` and, when `judged`, the doctor's findings (`findings` once `run` is over)."""
 
-    def __init__(self, config: dict[str, Any], file_id: int, path: str, rows: TableRows | None, judged: bool) -> None:
+    def __init__(
+        self, config: dict[str, Any], file_id: int, path: str, rows: TableRows | None, judged: bool, share: Share = EVERY_KEY
+    ) -> None:
         self.path = path
         self.rows = rows
         options = options_of(config)
@@ -39,7 +45,7 @@ class CapturePass:
         if self.doctor is None:
             options = replace(options, keep=wanted.keep)  # the doctor reads every body, whatever the filter shows
         secrets = config.get("tls_secrets", {}).get(str(file_id), b"")
-        self.demux = ConnectionDemux(options, decoder_of(config, options), secrets, numbered=judged)
+        self.demux = ConnectionDemux(options, decoder_of(config, options), secrets, numbered=judged, share=share)
         self.topics: dict[str, str] = {}
         """Every topic id named on the capture's connections: the job names the rest of the tables' topics with them."""
         self.findings: list[dict[str, Any]] = []
@@ -70,7 +76,7 @@ class CapturePass:
             self._file_diagnostics(capture.oddities())
         finally:
             raw.close()
-        if self.rows is not None:
+        if self.rows is not None and self.doctor is not None:
             self.rows.stats["packets"] += self.demux.packets
         if self.doctor is not None:
             demux = self.demux
@@ -78,7 +84,7 @@ class CapturePass:
         return True
 
     def _events(self, keyed: Keyed, events: list[Event]) -> None:
-        if self.rows is not None:
+        if self.rows is not None and keyed.mine:
             self.rows.add(events, self.path, keyed.rows)
         doctor = self.doctor
         if doctor is not None:
@@ -86,6 +92,7 @@ class CapturePass:
                 doctor.add(self.demux.for_doctor(keyed, event))
 
     def _file_diagnostics(self, entries: list[Oddity]) -> None:
-        """As the Spark job adds up its ranges' (reader.merge_oddities), for a capture read in one range."""
-        if self.rows is not None:
+        """As the Spark job adds up its ranges' (reader.merge_oddities), for a capture read in one range; by the
+        judged pass only, when several share the capture."""
+        if self.rows is not None and self.doctor is not None:
             self.rows.file_diagnostics(merge_oddities([oddities_json(entries)]).diagnostics(), self.path)

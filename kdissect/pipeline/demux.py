@@ -10,13 +10,19 @@ of the whole capture numbers them (`for_doctor`): exchanges in the order they co
 they open. Dealt to a dissector per key the same packets complete the same events in the same order, so the
 numbers are the CLI's (tests/test_tables.py checks the findings against `kdissect doctor` on every capture). The
 numbers also map back to the tables' identifiers (`exchange_ids`, `connection_ids`), which the findings table uses.
+
+`kdissect tables --jobs N` splits a capture between processes by connection key (`Share`): each makes the rows
+of its own keys, which are the rows one process makes of them, as a key's rows are its own. A process that is not
+the doctor's dissects only its keys; the doctor's dissects every key, to number as the CLI numbers, and marks
+which are its own (`Keyed.mine`).
 """
 
 from __future__ import annotations
 
+import zlib
 from array import array
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kdissect.capture.packet import Packet
@@ -27,15 +33,43 @@ from kdissect.net.flow_key import flow_key
 from kdissect.pipeline import rows
 from kdissect.pipeline.table_rows import KeyRows
 
+HASHED = 1 << 32
+"""Keys are shared out by their CRC-32 (stable across processes and runs, unlike Python's salted `hash`)."""
+
+
+@dataclass(frozen=True)
+class Share:
+    """The connection keys one process owns: those whose CRC-32 falls in [low, high)."""
+
+    low: int = 0
+    high: int = HASHED
+
+    def owns(self, key: bytes) -> bool:
+        return self.low <= zlib.crc32(key) < self.high
+
+
+EVERY_KEY = Share()
+
+
+def shares(n: int, first: float) -> list[Share]:
+    """`n` shares of the keys: the first (the doctor's process, which dissects every key anyway) a fraction
+    `first` of them, the others the rest in equal parts."""
+    if n == 1:
+        return [EVERY_KEY]
+    bounds = [0] + [round(HASHED * (first + (1 - first) * i / (n - 1))) for i in range(n)]
+    return [Share(low, high) for low, high in zip(bounds, bounds[1:])]
+
 
 class Keyed:
     """One connection key's dissector and what numbers its connections and exchanges."""
 
-    __slots__ = ("key", "dissector", "rows", "last_index", "connections", "exchanges", "info", "cli_info")
+    __slots__ = ("key", "dissector", "mine", "rows", "last_index", "connections", "exchanges", "info", "cli_info")
 
-    def __init__(self, key: bytes, dissector: Dissector, first_index: int) -> None:
+    def __init__(self, key: bytes, dissector: Dissector, first_index: int, mine: bool) -> None:
         self.key = key
         self.dissector = dissector
+        self.mine = mine
+        """Whether the key is in the process's share: its rows are made here."""
         self.rows = KeyRows(first_index)
         """Its first packet, topic names and exchange ids: what its rows are numbered and named with."""
         self.last_index = first_index
@@ -51,14 +85,17 @@ class Keyed:
 class ConnectionDemux:
     """Packets in, (key, events) out; `numbered` keeps the CLI's numbers for the doctor."""
 
-    def __init__(self, options: Options, decoder: Any, secrets: bytes = b"", numbered: bool = False) -> None:
+    def __init__(self, options: Options, decoder: Any, secrets: bytes = b"", numbered: bool = False, share: Share = EVERY_KEY) -> None:
         """`secrets`: the TLS key logs the capture embeds, given to every key's dissector from its start (as the
-        Spark job gives them, job.embedded_secrets)."""
+        Spark job gives them, job.embedded_secrets). Keys outside `share` are not dissected, unless `numbered`."""
         self.options = options
         self.decoder = decoder
         self.secrets = secrets
         self.numbered = numbered
+        self.share = share
         self.keys: dict[bytes, Keyed] = {}
+        self.others: set[bytes] = set()
+        """The keys of other processes, not dissected here."""
         self.packets = 0
         """Every packet read, keyed or not: the tables' summary counts them all."""
         self.exchange_ids = array("q")
@@ -72,7 +109,13 @@ class ConnectionDemux:
             return None
         keyed = self.keys.get(key)
         if keyed is None:
-            keyed = self.keys[key] = Keyed(key, make_dissector(self.options, self.decoder), packet.index)
+            if key in self.others:
+                return None
+            mine = self.share.owns(key)
+            if not mine and not self.numbered:
+                self.others.add(key)
+                return None
+            keyed = self.keys[key] = Keyed(key, make_dissector(self.options, self.decoder), packet.index, mine)
             if self.secrets:
                 keyed.dissector.add_tls_keylog(self.secrets)
         keyed.last_index = packet.index

@@ -10,12 +10,18 @@ names them (job.name_topics), and written.
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
+import select
 import shutil
+import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +30,7 @@ from kdissect.capture import ranges
 from kdissect.pipeline import tables
 from kdissect.pipeline.capture_pass import CapturePass
 from kdissect.pipeline.config import filter_of, options_of, values_of
+from kdissect.pipeline.demux import Share, shares
 from kdissect.pipeline.findings import findings_batch
 from kdissect.pipeline.inputs import InputError, InputFile, expand, is_uri
 from kdissect.pipeline.job import KIND_OF, UNIQUE, WRITTEN, JobError, Totals, embedded_secrets
@@ -34,6 +41,11 @@ BATCH_ROWS = 4096
 """Rows of one kind made into an Arrow batch at once."""
 WHOLE = 1 << 62
 """A range size no capture reaches: every file is read in one range."""
+DOCTOR_SHARE = 0.3
+"""The part of a capture split in two whose rows the doctor's process makes: it also dissects every key and judges
+(in three, half as much; benchmarks/README.md)."""
+POLL = 0.1
+"""Seconds between two looks at `stopping` while the workers finish."""
 
 
 class Stopped(Exception):
@@ -70,31 +82,46 @@ def captures_of(names: list[str]) -> tuple[dict[int, str], list[str]]:
     return paths, skipped
 
 
+class WorkerFailed(Exception):
+    """A worker process ended without its share of a capture (killed, or failed): one line."""
+
+
+@dataclass
+class Done:
+    """What one process made of its share of a capture, for the job's totals and for naming the waiting rows."""
+
+    stats: dict[str, int]
+    findings: int
+    topics: dict[str, str]
+    """The topic ids its connections named: every one of the capture's from the judged share."""
+    waiting: list[tuple[str, str]] = field(default_factory=list)
+    """(table, Arrow stream file) of a worker's rows that wait for topic names."""
+
+
 class LocalJob:
-    """The tables of `paths` under `out`; `run` returns the job's totals."""
+    """The tables of `paths` under `out`; `run` returns the job's totals. `splits(path)` says how many processes
+    share a capture's connection keys (commands/jobs.py `splits`; 1: this process alone, no fork)."""
 
     def __init__(
-        self, paths: dict[int, str], out: str, config: dict[str, Any], progress: Callable[[str], None] = lambda line: None
+        self,
+        paths: dict[int, str],
+        out: str,
+        config: dict[str, Any],
+        progress: Callable[[str], None] = lambda line: None,
+        splits: Callable[[str], int] = lambda path: 1,
     ) -> None:
         self.paths = paths
         self.out = os.path.abspath(out)
         self.config = {**config, "paths": {str(k): v for k, v in paths.items()}, "tls_secrets": embedded_secrets(paths)}
         self.progress = progress
+        self.splits = splits
         self.values = values_of(self.config)
         self.wanted = filter_of(self.config, options_of(self.config).catalog, self.values)
-        self.writers = {
-            name: TableWriter(
-                os.path.join(self.out, name),
-                _written(tables.TABLES[name]),
-                tables.PARTITIONED_BY[name],
-                UNIQUE.get(name, ()),
-            )
-            for name in WRITTEN
-        }
-        self.topics: dict[str, str] = {}
-        self.waiting: dict[str, Any] = {}
-        """Per table, the Arrow stream of rows that wait for topic names."""
         self.spill = ""
+        self.own: Writing | None = None
+        self.topics: dict[str, str] = {}
+        self.waiting: list[tuple[str, str]] = []
+        """(table, Arrow stream file) of the workers' rows that wait for topic names."""
 
     def run(self, stopping: Callable[[], bool] = lambda: False) -> Totals:
         started = time.perf_counter()
@@ -102,13 +129,13 @@ class LocalJob:
         os.makedirs(self.out, exist_ok=True)
         self.spill = tempfile.mkdtemp(prefix=".kdissect-naming-", dir=self.out)
         try:
+            self.own = Writing(self.out, self.spill, "")
             for number, (file_id, path) in enumerate(self.paths.items(), 1):
                 self.progress(f"reading {path} ({number} of {len(self.paths)})")
                 self._capture(file_id, path, totals, stopping)
             self.progress("naming topics and writing")
-            self._named()
-            for writer in self.writers.values():
-                writer.close()
+            self._named(self.own.spilled() + self.waiting)
+            self.own.close()
         except BaseException:
             for name in WRITTEN:  # half-written tables would pass for whole ones
                 shutil.rmtree(os.path.join(self.out, name), ignore_errors=True)
@@ -119,32 +146,89 @@ class LocalJob:
         return totals
 
     def _capture(self, file_id: int, path: str, totals: Totals, stopping: Callable[[], bool]) -> None:
+        """The capture read by `splits(path)` processes: this one the doctor's, with every key, the others forked."""
+        assert self.own is not None
+        n = max(1, self.splits(path))
+        parts = shares(n, DOCTOR_SHARE / max(1, n - 1))
+        workers = Workers(path)
+        try:
+            for k, share in enumerate(parts[1:], 1):
+                workers.start(functools.partial(self._worker, file_id, path, share, f"-{file_id}-{k}"))
+            done = [self._share(self.own, file_id, path, parts[0], True, stopping), *workers.results(stopping)]
+        finally:
+            workers.stop()
+        self.topics.update(done[0].topics)
+        for one in done:
+            self.waiting += one.waiting
+            stats = one.stats
+            totals.packets += stats["packets"]
+            totals.connections += stats["connections"]
+            totals.exchanges += stats["exchanges"]
+            totals.records += stats["records"]
+            totals.diagnostics += stats["diagnostics"]
+            totals.findings += one.findings
+
+    def _worker(self, file_id: int, path: str, share: Share, tag: str) -> Done:
+        """A forked worker's share of the capture, its files closed."""
+        writing = Writing(self.out, self.spill, tag)
+        done = self._share(writing, file_id, path, share, False, lambda: False)
+        done.waiting = writing.spilled()
+        writing.close()
+        return done
+
+    def _share(self, writing: Writing, file_id: int, path: str, share: Share, judged: bool, stopping: Callable[[], bool]) -> Done:
         made = TableRows(self.wanted.matches, self.values)
-        one = CapturePass(self.config, file_id, path, made, judged=True)
+        one = CapturePass(self.config, file_id, path, made, judged, share)
 
         def between() -> bool:
             for kind, columns in made.out.items():
                 if len(columns) >= BATCH_ROWS:
-                    self._write(kind, columns)
+                    writing.rows(kind, columns)
             return stopping()
 
         if not one.run(stopping=between):
             raise Stopped
         for kind, columns in made.out.items():
             if len(columns):
-                self._write(kind, columns)
+                writing.rows(kind, columns)
         if one.findings:
-            self.writers["findings"].write(findings_batch(one.findings))
-        self.topics.update(one.topics)
-        stats = made.stats
-        totals.packets += stats["packets"]
-        totals.connections += stats["connections"]
-        totals.exchanges += stats["exchanges"]
-        totals.records += stats["records"]
-        totals.diagnostics += stats["diagnostics"]
-        totals.findings += len(one.findings)
+            writing.writers["findings"].write(findings_batch(one.findings))
+        return Done(made.stats, len(one.findings), one.topics)
 
-    def _write(self, kind: str, columns: Any) -> None:
+    def _named(self, waiting: list[tuple[str, str]]) -> None:
+        """The rows that waited, named from every connection of the job, written."""
+        assert self.own is not None
+        for name, path in waiting:
+            name_row = name_exchange if name == "exchanges" else name_record
+            with pa.memory_map(path) as source:
+                for batch in pa.ipc.open_stream(source):
+                    found = batch.to_pylist()
+                    for row in found:
+                        name_row(row, self.topics)
+                    self.own.writers[name].write(pa.RecordBatch.from_pylist(found, schema=batch.schema))
+
+
+class Writing:
+    """What one process writes: its Parquet files (their names carry `tag`) and its rows that wait for topic
+    names from other connections, in Arrow's stream format under `spill`."""
+
+    def __init__(self, out: str, spill: str, tag: str) -> None:
+        self.spill = spill
+        self.tag = tag
+        self.writers = {
+            name: TableWriter(
+                os.path.join(out, name),
+                _written(tables.TABLES[name]),
+                tables.PARTITIONED_BY[name],
+                UNIQUE.get(name, ()),
+                tag,
+            )
+            for name in WRITTEN
+        }
+        self.waiting: dict[str, Any] = {}
+        """Per table, the Arrow stream of rows that wait for topic names."""
+
+    def rows(self, kind: str, columns: Any) -> None:
         name = TABLE_OF[kind]
         data, (dates, apis) = columns.take()
         schema = tables.TABLES[name]
@@ -159,22 +243,110 @@ class LocalJob:
     def _wait(self, name: str, batch: pa.RecordBatch) -> None:
         stream = self.waiting.get(name)
         if stream is None:
-            sink = pa.OSFile(os.path.join(self.spill, name + ".arrows"), "wb")
+            sink = pa.OSFile(self._spilled(name), "wb")
             stream = self.waiting[name] = pa.ipc.new_stream(sink, batch.schema)
         stream.write_batch(batch)
 
-    def _named(self) -> None:
-        """The rows that waited, named from every connection of the job, written."""
-        for name, stream in self.waiting.items():
+    def _spilled(self, name: str) -> str:
+        return os.path.join(self.spill, f"{name}{self.tag}.arrows")
+
+    def spilled(self) -> list[tuple[str, str]]:
+        """(table, file) of the rows that wait, their streams closed."""
+        for stream in self.waiting.values():
             stream.close()
-            name_row = name_exchange if name == "exchanges" else name_record
-            with pa.memory_map(os.path.join(self.spill, name + ".arrows")) as source:
-                for batch in pa.ipc.open_stream(source):
-                    found = batch.to_pylist()
-                    for row in found:
-                        name_row(row, self.topics)
-                    self.writers[name].write(pa.RecordBatch.from_pylist(found, schema=batch.schema))
+        found = [(name, self._spilled(name)) for name in self.waiting]
         self.waiting = {}
+        return found
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+
+class Workers:
+    """The forked processes reading shares of one capture; each sends back one pickled `Done` (or why it failed)
+    when its files are whole."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.children: dict[int, int] = {}
+        """The read end of each worker's pipe, by its pid."""
+
+    def start(self, work: Callable[[], Done]) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            for other in self.children.values():
+                os.close(other)
+            _work(work, write)
+        os.close(write)
+        self.children[pid] = read
+
+    def results(self, stopping: Callable[[], bool]) -> list[Done]:
+        """Each worker's `Done`, in the order they started; Stopped as soon as `stopping` says so (looked at every
+        `POLL` seconds), WorkerFailed for one that ended without its own."""
+        received: dict[int, bytearray] = {fd: bytearray() for fd in self.children.values()}
+        open_fds = set(received)
+        while open_fds:
+            ready, _, _ = select.select(list(open_fds), [], [], POLL)
+            if stopping():
+                raise Stopped
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    received[fd] += chunk
+                else:
+                    open_fds.discard(fd)
+        done = []
+        for pid, fd in list(self.children.items()):
+            got = pickle.loads(received[fd]) if received[fd] else None
+            if not isinstance(got, Done):
+                raise WorkerFailed(f"a worker process {got or self._how(pid)} while reading {self.path}")
+            done.append(got)
+        return done
+
+    def _how(self, pid: int) -> str:
+        """How a worker that sent nothing ended: reaped now."""
+        _, status = os.waitpid(pid, 0)
+        os.close(self.children.pop(pid))
+        if os.WIFSIGNALED(status):
+            return f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        return f"ended with status {os.waitstatus_to_exitcode(status)}"
+
+    def stop(self) -> None:
+        """End the workers still running (Ctrl-C, another failed) and reap every one."""
+        for pid, fd in self.children.items():
+            os.close(fd)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for pid in self.children:
+            os.waitpid(pid, 0)
+        self.children = {}
+
+
+def _work(work: Callable[[], Done], fd: int) -> NoReturn:
+    """A worker's life, in the forked child: never returns. Ctrl-C reaches the whole process group: the first
+    process decides, and ends the workers with SIGTERM."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    status = 0
+    try:
+        try:
+            payload: Done | str = work()
+        except Exception as exc:
+            payload, status = f"failed ({type(exc).__name__}: {' '.join(str(exc).split())})", 1
+        with os.fdopen(fd, "wb") as pipe:
+            pickle.dump(payload, pipe, pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)
 
 
 TABLE_OF = {kind: name for name, kind in KIND_OF.items()}

@@ -36,10 +36,12 @@ class _Part:
 
 
 class TableWriter:
-    """One table under `root`, partitioned by the batch's last columns (`partitions`)."""
+    """One table under `root`, partitioned by the batch's last columns (`partitions`); its files' names carry
+    `tag`, which tells apart the writers of several processes writing the same table."""
 
-    def __init__(self, root: str, schema: pa.Schema, partitions: Sequence[str], unique: Sequence[str] = ()) -> None:
+    def __init__(self, root: str, schema: pa.Schema, partitions: Sequence[str], unique: Sequence[str] = (), tag: str = "") -> None:
         self.root = root
+        self.tag = tag
         self.schema = schema
         """The table's columns, without the partition columns (they are the directories' names)."""
         self.partitions = tuple(partitions)
@@ -106,7 +108,7 @@ class TableWriter:
             oldest.writer, oldest.rows = None, FILE_ROWS  # its next rows open a new file
         folder = os.path.join(self.root, *(f"{name}={v}" for name, v in zip(self.partitions, value)))
         os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"part-{self.files:05d}.parquet")
+        path = os.path.join(folder, f"part-{self.files:05d}{self.tag}.parquet")
         self.files += 1
         part.writer = pq.ParquetWriter(path, self.schema, compression="snappy", use_dictionary=self.dictionary)
         part.rows = 0

@@ -56,13 +56,16 @@ def key(path: str, config: dict[str, Any]) -> str:
 
 
 @contextmanager
-def tables_of(path: str, config: dict[str, Any], cached: bool, progress: Callable[[str], None]) -> Iterator[str]:
+def tables_of(
+    path: str, config: dict[str, Any], cached: bool, progress: Callable[[str], None], splits: Callable[[str], int] = lambda path: 1
+) -> Iterator[str]:
     """The folder of `path`'s tables: from the cache when an earlier run made them, else made now (kept in the
-    cache when `cached` and the user keeps one, else in a temporary folder removed afterwards)."""
+    cache when `cached` and the user keeps one, else in a temporary folder removed afterwards) by `splits(path)`
+    processes (local.LocalJob)."""
     folder = base() if cached else None
     if folder is None:
         with tempfile.TemporaryDirectory(prefix="kdissect-tables-") as scratch:
-            _build(path, os.path.join(scratch, "t"), config, progress)
+            _build(path, os.path.join(scratch, "t"), config, progress, splits)
             yield os.path.join(scratch, "t")
         return
     root = os.path.join(folder, "tables")
@@ -74,7 +77,7 @@ def tables_of(path: str, config: dict[str, Any], cached: bool, progress: Callabl
         os.makedirs(root, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix=".tmp-", dir=root)
         try:
-            _build(path, os.path.join(scratch, "t"), config, progress)
+            _build(path, os.path.join(scratch, "t"), config, progress, splits)
             try:
                 os.rename(os.path.join(scratch, "t"), entry)
             except OSError:  # another run made it meanwhile: theirs is as good
@@ -85,11 +88,11 @@ def tables_of(path: str, config: dict[str, Any], cached: bool, progress: Callabl
     yield entry
 
 
-def _build(path: str, out: str, config: dict[str, Any], progress: Callable[[str], None]) -> None:
+def _build(path: str, out: str, config: dict[str, Any], progress: Callable[[str], None], splits: Callable[[str], int]) -> None:
     from kdissect.pipeline.local import LocalJob, captures_of
 
     paths, _ = captures_of([path])
-    LocalJob(paths, out, config, progress).run()
+    LocalJob(paths, out, config, progress, splits).run()
 
 
 def evict(root: str, allowed: int, keep: str) -> None:
