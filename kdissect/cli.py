@@ -49,7 +49,7 @@ GC_YOUNG = 50_000
 keeps millions of objects alive, each connection's with reference cycles, and collecting every 700 allocations
 made a 7 MB SYN flood take 35 s instead of 8 (benchmarks/bench_memory.py). Measured: without it, `kdissect read
 --json -q --jobs 1` of bench_memory.py's syn-flood family at --scale 0.3 (30,000 SYNs) takes 1.59x the CPU time
-(farm-bench, 5 alternated pairs, median)."""
+(whole processes, 5 alternated pairs, median)."""
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
@@ -104,7 +104,7 @@ def _command(argv: list[str]) -> Any:
     """The click command typer makes of the app: of its one command named first (making all fourteen costs about 8 ms
     of every start), or of all of them for anything else (the help, completion, a mistyped name). Measured when there
     were nine: making all nine made `kdissect schema` take 1.04x the CPU time and `kdissect read
-    captures/client-confluent.pcap` 1.03x and 1.05x in two runs (farm-bench, 25 alternated pairs each, medians)."""
+    captures/client-confluent.pcap` 1.03x and 1.05x in two runs (whole processes, 25 alternated pairs each, medians)."""
     named = [info for info in app.registered_commands if argv and info.callback is not None and info.callback.__name__ == argv[0]]
     if not named:
         return typer.main.get_command(app)

@@ -7,7 +7,7 @@ instance, equal, hashable and picklable like any other.
 
 Measured: with the dataclasses' own constructors instead, `kdissect read --json -q --jobs 1` takes 1.08x the CPU
 time on a 4 MB capture of small messages (`benchmarks/synth.py --mb 4 --partitions 1 --records 1 --value-size 64
---no-acks`) and 1.08x on an 8 MB batch-heavy one (`synth.py --mb 8`): farm-bench, 25 alternated pairs, medians.
+--no-acks`) and 1.08x on an 8 MB batch-heavy one (`synth.py --mb 8`): whole processes, 25 alternated pairs, medians.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ compiled build out), or when the source changed since an in-place build (`pip in
 the extension: a stale extension would run old code. This module imports nothing of kdissect: it runs first.
 
 Measured: the pure modules (`KDISSECT_PURE=1`) make `kdissect read --json -q --jobs 1` of an 8 MB batch-heavy
-capture (`benchmarks/synth.py --mb 8`) take 1.06x the CPU time of the compiled ones (farm-bench, 10 alternated
+capture (`benchmarks/synth.py --mb 8`) take 1.06x the CPU time of the compiled ones (whole processes, 10 alternated
 pairs, medians, on an in-place build whose stamp matched its sources). The finder is what keeps that choice and a
 stale build honest; for any other module it costs one look in a two-name tuple per import.
 """

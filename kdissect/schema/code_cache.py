@@ -5,7 +5,7 @@ Compiling the generated source of the decoders a capture needs took about an eig
 name, so a changed generator or table can never load stale code, and a new interpreter version gets a folder of
 its own (marshal's format is the interpreter's). A cache that cannot be read or written is only slower: every
 failure falls back to compiling. Measured: without the cache (`KDISSECT_CACHE=`), `kdissect read
-captures/client-confluent.pcap` takes 1.07x the CPU time (farm-bench, 12 alternated pairs, medians).
+captures/client-confluent.pcap` takes 1.07x the CPU time (whole processes, 12 alternated pairs, medians).
 
 The folder: `$KDISSECT_CACHE` (empty: keep nothing), else `$XDG_CACHE_HOME/kdissect`, else `~/.cache/kdissect`.
 """

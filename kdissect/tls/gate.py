@@ -97,7 +97,7 @@ class TlsSwitch(Generic[Plaintext]):
         gates, self.gates = self.gates, ()
         if tls:
             # the ciphers' libraries load with the first TLS connection: loaded at start, they make `kdissect read
-            # captures/client-confluent.pcap` (no TLS) take 1.05x the CPU time (farm-bench, 30 alternated pairs, median)
+            # captures/client-confluent.pcap` (no TLS) take 1.05x the CPU time (whole processes, 30 alternated pairs, median)
             from kdissect.tls.decryptor import TlsSession
 
             c = self.client_dir

@@ -6,7 +6,7 @@ diagnostics (`read`, `live`), the tables (`stats`) and the findings in brief. A 
 screen updated in place instead of rows (`screen`).
 
 Each view is imported where the command that uses it is met. Measured: with all of them imported at the top,
-`kdissect read captures/client-confluent.pcap` takes 1.05x the CPU time (`stats` of it 1.02x; farm-bench, 30
+`kdissect read captures/client-confluent.pcap` takes 1.05x the CPU time (`stats` of it 1.02x; whole processes, 30
 alternated pairs, medians).
 """
 
