@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -1304,3 +1305,31 @@ def test_live_browse_starts_with_a_filter_before_any_packet(tmp_path):
                 assert listed(app) == joins
 
     asyncio.run(run())
+
+
+def test_the_flows_pane_shows_the_first_connections_and_sums_the_rest(monkeypatch):
+    """Past `ROWS` connections (here 3), one row counts the rest and sums their exchanges and errors; Enter on it
+    changes nothing."""
+    import kdissect.browse.flows as flows_pane
+
+    monkeypatch.setattr(flows_pane, "ROWS", 3)
+    by_connection, errors = Counter(), Counter()
+    for e in exchanges(GROUP):
+        by_connection[e.connection.id] += 1
+        errors[e.connection.id] += len(exchange_errors(e))
+    rest = sorted(by_connection)[3:]
+    assert rest
+
+    async def script(app, pilot):
+        flows = app.query_one("#flows")
+        assert flows.row_count == 4
+        last = [cell.plain for cell in flows.get_row_at(3)]
+        assert last[0] == f"{len(rest)} more"
+        assert last[3] == str(sum(by_connection[c] for c in rest)) and last[4] == str(sum(errors[c] for c in rest))
+        flows.focus()
+        flows.move_cursor(row=3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.exchanges.applied in (None, "")
+
+    drive(GROUP, script)

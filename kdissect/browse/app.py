@@ -175,7 +175,7 @@ class BrowseApp(App[None]):
 
     @on(Indexer.Flows)
     def flows_seen(self, message: Indexer.Flows) -> None:
-        self.screen_stack[0].query_one("#flows", FlowTable).show(message.rows)
+        self.screen_stack[0].query_one("#flows", FlowTable).show(message.rows, message.more)
 
     @on(Indexer.Lanes)
     def lanes_seen(self, message: Indexer.Lanes) -> None:

@@ -2,7 +2,9 @@
 `Enter` on one lists its exchanges.
 
 The index's pass keeps the connections' totals (`views.summary.Summary`, on its worker thread) and sends the
-rows as `Flow` values from time to time; the pane holds the last ones it was sent.
+rows as `Flow` values from time to time; the pane holds the last ones it was sent. It shows the first `ROWS`
+connections, as the closing tables do, and sums the rest in a last row (`More`): a capture can open a connection
+per packet, and the pane is made again on the UI thread each time the pass sends it.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from textual.widgets import DataTable
 
 from kdissect.browse.wire_text import wire
 from kdissect.views.summary import Summary
-from kdissect.views.terminal import duration
+from kdissect.views.terminal import ROWS, duration
 
 COLUMNS = ("#", "client → broker", "client ids", "exch", "errors", "p50", "p99")
+MORE = "more"
+"""The key of the row that sums the connections past the first `ROWS`."""
 
 
 class Flow(NamedTuple):
@@ -32,14 +36,28 @@ class Flow(NamedTuple):
     p99: int | None
 
 
-def flows(summary: Summary) -> tuple[Flow, ...]:
-    """The connections that carried exchanges, by id: made on the pass's thread, from its summary."""
-    made = []
+class More(NamedTuple):
+    """The connections that carried exchanges past the first `ROWS`: how many, their exchanges and errors summed."""
+
+    connections: int
+    exchanges: int
+    errors: int
+
+
+def flows(summary: Summary) -> tuple[tuple[Flow, ...], More | None]:
+    """The first `ROWS` connections that carried exchanges, by id, and the rest summed (None when there is no
+    rest): made on the pass's thread, from its summary."""
+    made: list[Flow] = []
+    past = exchanges = errors = 0
     for f in sorted(summary.flows.values(), key=lambda f: f.info.id):
-        if f.exchanges:
-            p50, p99 = f.latencies.percentile(50), f.latencies.percentile(99)
-            made.append(Flow(f.info.id, f"{f.info.client} → {f.info.broker.port}", tuple(f.client_ids), f.exchanges, f.errors, p50, p99))
-    return tuple(made)
+        if not f.exchanges:
+            continue
+        if len(made) == ROWS:
+            past, exchanges, errors = past + 1, exchanges + f.exchanges, errors + f.errors
+            continue
+        p50, p99 = f.latencies.percentile(50), f.latencies.percentile(99)
+        made.append(Flow(f.info.id, f"{f.info.client} → {f.info.broker.port}", tuple(f.client_ids), f.exchanges, f.errors, p50, p99))
+    return tuple(made), More(past, exchanges, errors) if past else None
 
 
 class FlowTable(DataTable):
@@ -54,17 +72,17 @@ class FlowTable(DataTable):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.shown: tuple[Flow, ...] = ()
+        self.shown: tuple[tuple[Flow, ...], More | None] = ((), None)
 
     def on_mount(self) -> None:
         for name in COLUMNS:
             self.add_column(name, key=name)
 
-    def show(self, rows: tuple[Flow, ...]) -> None:
+    def show(self, rows: tuple[Flow, ...], more: More | None) -> None:
         """The rows the pass sent last, the cursor kept on its line."""
-        if rows == self.shown:
+        if (rows, more) == self.shown:
             return
-        self.shown = rows
+        self.shown = (rows, more)
         cursor = self.cursor_row
         self.clear()
         for f in rows:
@@ -78,10 +96,14 @@ class FlowTable(DataTable):
                 Text(duration(f.p99)),
                 key=str(f.id),
             )
-        if rows:
-            self.move_cursor(row=min(cursor, len(rows) - 1))
+        if more is not None:
+            told = (f"{more.connections} more", "", "", str(more.exchanges), str(more.errors), "", "")
+            self.add_row(*(Text(cell, style="dim") for cell in told), key=MORE)
+        if self.row_count:
+            self.move_cursor(row=min(cursor, self.row_count - 1))
 
     @on(DataTable.RowSelected)
     def chosen(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        self.post_message(self.Chosen(int(event.row_key.value or 0)))
+        if event.row_key.value != MORE:  # the summed row stands for no one connection
+            self.post_message(self.Chosen(int(event.row_key.value or 0)))

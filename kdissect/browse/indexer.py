@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from textual.message import Message
 
 from kdissect.browse.charts import Lane, lanes
-from kdissect.browse.flows import Flow, flows
+from kdissect.browse.flows import Flow, More, flows
 from kdissect.browse.index import Batch, Row, Rows
 from kdissect.browse.scan import events, exchange_at
 from kdissect.decode.body import Body
@@ -51,9 +51,9 @@ class Indexer:
             self.batch = batch
 
     class Flows(Message):
-        def __init__(self, rows: tuple[Flow, ...]) -> None:
+        def __init__(self, shown: tuple[tuple[Flow, ...], More | None]) -> None:
             super().__init__()
-            self.rows = rows
+            self.rows, self.more = shown
 
     class Lanes(Message):
         def __init__(self, lanes: tuple[Lane, ...]) -> None:
