@@ -27,7 +27,7 @@ from kdissect.decode.streamed import exchange_records
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Exchange
-from kdissect.pipeline import rows
+from kdissect.pipeline import parquet_out, rows
 from kdissect.pipeline.config import values_of
 from kdissect.pipeline.job import Totals
 from kdissect.pipeline.local import LocalJob, captures_of
@@ -207,3 +207,19 @@ def test_a_killed_worker_is_one_line_and_leaves_no_tables(many_connections, tmp_
 def test_jobs_below_0_is_one_line(tmp_path):
     path = os.path.join(ROOT, "captures", "consumer-group-kafka-python.pcap")
     assert "--jobs -1: give a number of processes" in one_error_line(kdissect("tables", path, "--out", tmp_path / "t", "--jobs", "-1"))
+
+
+def test_rows_held_by_the_byte_make_the_same_tables(tmp_path, monkeypatch):
+    """Rows become an Arrow batch once they hold `rows.BATCH_BYTES` of data, and a table's directories hold at most
+    `parquet_out.HELD_BYTES` before the fullest is written (rows held by the thousand made a capture of large values
+    take gigabytes). With both at one byte every exchange is a batch of its own, written at once: the same tables."""
+    names = ("large-values-mtu1500.pcap", "many-records-mtu1500.pcap", "produce-transactions.pcap", "doctor-truncated-responses.pcap")
+    captures = {k: os.path.join(ROOT, "captures", name) for k, name in enumerate(names)}
+    config = {"ports": [9092]}
+    whole = LocalJob(captures, str(tmp_path / "whole"), config).run()
+    monkeypatch.setattr(rows, "BATCH_BYTES", 1)
+    monkeypatch.setattr(parquet_out, "HELD_BYTES", 1)
+    bytewise = LocalJob(captures, str(tmp_path / "bytewise"), config).run()
+    assert bytewise == dataclasses.replace(whole, seconds=bytewise.seconds)
+    for name in ("exchanges", "records", "diagnostics", "findings"):
+        assert assert_same_table(str(tmp_path / "whole"), str(tmp_path / "bytewise"), name) > 0, name

@@ -73,6 +73,8 @@ class CapturePass:
             for keyed, events in self.demux.finish():
                 self._events(keyed, events)
                 self.topics.update(keyed.rows.names)
+                if stopping():  # between keys too: a capture whose connections stay open ends with all their rows
+                    return False
             self._file_diagnostics(capture.oddities())
         finally:
             raw.close()

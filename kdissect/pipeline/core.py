@@ -25,8 +25,6 @@ from kdissect.pipeline.config import decoder_of, filter_of, options_of, values_o
 from kdissect.pipeline.reader import FILE_DIAGNOSTICS, merge_oddities
 from kdissect.pipeline.table_rows import KeyRows, TableRows
 
-BATCH_ROWS = 4096
-
 
 class CoreStage:
     """Callable for `mapInArrow`: Arrow batches of input rows in, batches of core output out."""
@@ -113,6 +111,6 @@ class _Task:
 
     def _full(self, everything: bool = False) -> Iterator[pa.RecordBatch]:
         for kind, columns in self.rows.out.items():
-            if len(columns) >= BATCH_ROWS or (everything and len(columns)):
+            if columns.full() or (everything and len(columns)):
                 data, partitions = columns.take()
                 yield tables.batch(kind, data, partitions)

@@ -37,8 +37,6 @@ from kdissect.pipeline.job import KIND_OF, UNIQUE, WRITTEN, JobError, Totals, em
 from kdissect.pipeline.parquet_out import TableWriter
 from kdissect.pipeline.table_rows import TableRows, name_exchange, name_record
 
-BATCH_ROWS = 4096
-"""Rows of one kind made into an Arrow batch at once."""
 WHOLE = 1 << 62
 """A range size no capture reaches: every file is read in one range."""
 DOCTOR_SHARE = 0.3
@@ -182,7 +180,7 @@ class LocalJob:
 
         def between() -> bool:
             for kind, columns in made.out.items():
-                if len(columns) >= BATCH_ROWS:
+                if columns.full():
                     writing.rows(kind, columns)
             return stopping()
 

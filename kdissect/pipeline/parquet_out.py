@@ -4,7 +4,8 @@ whose values nearly all differ (job.UNIQUE). What reads Spark's tables reads the
 the two engines' tables row by row, and their schemas).
 
 Rows are buffered per partition directory and written as row groups of about `GROUP_BYTES`, so a file is a few
-large row groups, not one per batch; memory holds at most that much per open directory.
+large row groups, not one per batch. A table holds at most `HELD_BYTES` in all: past it, the directory holding the
+most is written (a capture of many days and APIs has hundreds of directories).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import pyarrow.parquet as pq
 
 FILE_ROWS = 1_000_000
 """Rows per file at most, as the Spark job writes (job.FILE_ROWS)."""
-GROUP_BYTES = 32 << 20
+GROUP_BYTES = 16 << 20
 """A partition's rows are written as a row group when this much is buffered."""
+HELD_BYTES = 32 << 20
+"""The most a table's directories hold together before the fullest is written."""
 OPEN_FILES = 64
 """Partition files kept open at once; the one written least recently is closed to open another (its directory's
 next rows start a new file)."""
@@ -47,6 +50,8 @@ class TableWriter:
         self.partitions = tuple(partitions)
         self.dictionary = [f.name for f in schema if f.name not in unique]
         self.parts: dict[tuple[str, ...], _Part] = {}
+        self.held = 0
+        """Bytes the directories hold, not yet written."""
         self.files = 0
         self.rows = 0
         self.clock = 0
@@ -67,8 +72,12 @@ class TableWriter:
                 part = self.parts[value] = _Part()
             part.held.append(rows)
             part.size += rows.nbytes
+            self.held += rows.nbytes
             if part.size >= GROUP_BYTES:
                 self._flush(value, part)
+        while self.held > HELD_BYTES:
+            fullest = max(self.parts, key=lambda v: self.parts[v].size)
+            self._flush(fullest, self.parts[fullest])
 
     def close(self) -> None:
         """The rest written; the table's directory made even when it has no rows, as Spark makes it."""
@@ -83,6 +92,7 @@ class TableWriter:
         if not part.held:
             return
         table = pa.Table.from_batches(part.held, self.schema)
+        self.held -= part.size
         part.held, part.size = [], 0
         self.clock += 1
         part.used = self.clock

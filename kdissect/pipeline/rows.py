@@ -35,6 +35,10 @@ UNKNOWN = "unknown"
 
 _DAYS: dict[int, str] = {}
 NS_PER_DAY = 86400 * 1_000_000_000
+BATCH_ROWS = 4096
+BATCH_BYTES = 8 << 20
+"""Rows of one table become an Arrow batch once this many are held, or this much of their data (exchanges' JSON,
+records' decompressed batches): a capture of large values held rows by the thousand, gigabytes of them."""
 
 
 def day(ts_ns: int | None) -> str:
@@ -59,7 +63,7 @@ class Columns:
     """Rows of one table held column by column (a list per column of `names`) until they make an Arrow batch: an
     Arrow array is made from each list at once, not a row's dict at a time."""
 
-    __slots__ = ("names", "columns", "dates", "apis", "size")
+    __slots__ = ("names", "columns", "dates", "apis", "size", "weight")
 
     def __init__(self, names: Sequence[str]) -> None:
         self.names = tuple(names)
@@ -67,13 +71,16 @@ class Columns:
         self.dates: list = []
         self.apis: list = []
         self.size = 0
+        self.weight = 0
+        """Bytes of data the rows hold, about: what `full` weighs besides their number."""
 
-    def add(self, row: dict[str, Any], date: str | None, api: str | None) -> None:
-        """One row (a dict by column name; a missing key is a null)."""
+    def add(self, row: dict[str, Any], date: str | None, api: str | None, weight: int = 0) -> None:
+        """One row (a dict by column name; a missing key is a null) holding about `weight` bytes of data."""
         self.put(row)
         self.dates.append(date)
         self.apis.append(api)
         self.size += 1
+        self.weight += weight
 
     def put(self, row: dict[str, Any]) -> None:
         """A row's values appended to the columns, its partition values left to `grown`."""
@@ -90,9 +97,13 @@ class Columns:
     def __len__(self) -> int:
         return self.size
 
+    def full(self) -> bool:
+        """Whether the rows held are to become an Arrow batch now (`BATCH_ROWS`, `BATCH_BYTES`)."""
+        return self.size >= BATCH_ROWS or self.weight >= BATCH_BYTES
+
     def take(self) -> tuple[dict[str, list[Any]], tuple[list, list]]:
         out = self.columns, (self.dates, self.apis)
-        self.columns, self.dates, self.apis, self.size = {name: [] for name in self.names}, [], [], 0
+        self.columns, self.dates, self.apis, self.size, self.weight = {name: [] for name in self.names}, [], [], 0, 0
         return out
 
     def rows(self) -> Iterator[dict[str, Any]]:
@@ -286,8 +297,10 @@ def add_records(out: Columns, exchange: Exchange, capture: str, xid: int, cid: i
             for batch in placed.records.batches:
                 if isinstance(batch, RecordBatch):
                     n = _batch_columns(out.columns, common, batch, ordinal, values, placed.records)
+                    out.weight += max(batch.uncompressed_size, batch.batch_length)
                 else:
                     n = _legacy_columns(out, common, batch, ordinal, values, placed.records)
+                    out.weight += max(batch.uncompressed_size, batch.message_size)
                 ordinal += n
                 added += n
     return added

@@ -79,7 +79,7 @@ class TableRows:
                 ahead = None if event.ahead is None else key.exchange_ids[event.ahead - 1]
                 row = rows.exchange_row(event, capture, xid, cid, key.names.missed, records, ahead, self.values)
                 date, api = rows.day(event.ts), row["api_name"] or rows.UNKNOWN
-                out["exchange"].add(row, date, api)
+                out["exchange"].add(row, date, api, len(row["json"]))
                 stats["exchanges"] += 1
                 if records:
                     out["record"].grown(records, date, api)
