@@ -59,7 +59,11 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
     )
     yield conv.handshake()
     correlation, offset = 1, 0
-    acks = [conv.ack(CLIENT)] if args.acks else []
+
+    def answered(packets: list) -> list:
+        """A response's packets, and the client's bare ACK of them, made now (its time and numbers current)."""
+        return packets + [conv.ack(CLIENT)] if args.acks else packets
+
     codecs = itertools.cycle(args.codecs[index % len(args.codecs) :] + args.codecs[: index % len(args.codecs)])
     while True:
         parts = batches(rng, codecs, args.partitions, args.records, args.value_size, offset)
@@ -83,7 +87,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 "Responses": [{"Name": "bench", "PartitionResponses": [{"Index": p, "BaseOffset": offset} for p in range(len(parts))]}],
             },
         )
-        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
+        yield answered(conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss))
         correlation += 1
         fetch = encode_body(
             FETCH,
@@ -114,7 +118,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
             },
         )
         flexible = BUILTIN.is_flexible(FETCH, args.fetch)
-        yield conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss) + acks
+        yield answered(conv.send(SERVER, response(correlation, answer, 1 if flexible else 0), args.mss))
         correlation += 1
         offset += args.records * len(parts)
         if args.joins and offset // (args.records * len(parts)) % args.joins == 0:
@@ -125,7 +129,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
             yield conv.send(CLIENT, request(JOIN_GROUP, JOIN_GROUP_VERSION, correlation, body, client_id="bench"), args.mss)
             joined = {"GenerationId": offset, "ProtocolName": "range", "Leader": member, "MemberId": member}
             body = encode_body(JOIN_GROUP, JOIN_GROUP_VERSION, "response", joined)
-            yield conv.send(SERVER, response(correlation, body, 0), args.mss) + acks
+            yield answered(conv.send(SERVER, response(correlation, body, 0), args.mss))
             correlation += 1
         for _ in range(args.heartbeats):
             beat = {"GroupId": "bench-group", "GenerationId": 1, "MemberId": f"bench-{index}"}
@@ -136,7 +140,7 @@ def conversation_packets(index: int, clock: Clock, args: argparse.Namespace, rng
                 ),
                 args.mss,
             )
-            yield conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss) + acks
+            yield answered(conv.send(SERVER, response(correlation, encode_body(HEARTBEAT, HEARTBEAT_VERSION, "response", {}), 1), args.mss))
             correlation += 1
 
 
