@@ -162,6 +162,24 @@ def test_several_processes_write_the_rows_and_findings_of_one(tmp_path_factory, 
     assert {tuple(f.removesuffix(".parquet").split("-")[3:]) for f in files} == {(), *((str(k),) for k in range(1, n))}
 
 
+def test_small_captures_dealt_whole_to_processes_make_the_tables_of_one(tmp_path_factory, tmp_path):
+    """Captures below the split threshold (every one here) are dealt out whole to the processes, by size, each the
+    doctor of its own: the same rows, findings and totals as one process, and every process writes files."""
+    one, totals_of_one = one_process(str(tmp_path_factory.getbasetemp()), None)
+    out = str(tmp_path / "out")
+    totals = LocalJob(
+        dict(enumerate(ALL)), out, {"ports": [9092], "filter": None}, splits=lambda path: jobs.splits(path, 3), processes=3
+    ).run()
+    assert totals == dataclasses.replace(totals_of_one, seconds=totals.seconds)
+    for name in ("exchanges", "records", "diagnostics", "findings"):
+        assert assert_same_table(one, out, name) > 0, name
+    files = [
+        os.path.basename(f)
+        for f in glob.glob(os.path.join(out, "*", "*", "part-*.parquet")) + glob.glob(os.path.join(out, "*", "*", "*", "part-*.parquet"))
+    ]
+    assert {tuple(f.removesuffix(".parquet").split("-")[2:]) for f in files} == {(), ("w1",), ("w2",)}
+
+
 def kdissect_running(*args) -> subprocess.Popen:
     """`kdissect` started in a process group of its own, as a terminal starts a command."""
     command = [sys.executable, "-c", SHIM, *map(str, args)]

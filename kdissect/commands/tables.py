@@ -73,7 +73,7 @@ def tables(
     stopper = Stopper()
     stopper.install()
     try:
-        job = LocalJob(paths, out, config, progress, lambda path: split.splits(path, processes))
+        job = LocalJob(paths, out, config, progress, lambda path: split.splits(path, processes), processes)
         totals = job.run(stopping=lambda: stopper.stopping is not None)
     except Stopped:
         raise ExitStatus(stopper.exit_code, f"interrupted ({stopper.stopping}): no tables were left under {out}") from None

@@ -30,7 +30,7 @@ from kdissect.capture import ranges
 from kdissect.pipeline import tables
 from kdissect.pipeline.capture_pass import CapturePass
 from kdissect.pipeline.config import filter_of, options_of, values_of
-from kdissect.pipeline.demux import Share, shares
+from kdissect.pipeline.demux import EVERY_KEY, Share, shares
 from kdissect.pipeline.findings import findings_batch
 from kdissect.pipeline.inputs import InputError, InputFile, expand, is_uri
 from kdissect.pipeline.job import KIND_OF, UNIQUE, WRITTEN, JobError, Totals, embedded_secrets
@@ -88,6 +88,9 @@ class WorkerFailed(Exception):
 class Done:
     """What one process made of its share of a capture, for the job's totals and for naming the waiting rows."""
 
+    file_id: int
+    judged: bool
+    """The doctor's share, which dissected every key: its topics are the capture's."""
     stats: dict[str, int]
     findings: int
     topics: dict[str, str]
@@ -98,7 +101,8 @@ class Done:
 
 class LocalJob:
     """The tables of `paths` under `out`; `run` returns the job's totals. `splits(path)` says how many processes
-    share a capture's connection keys (commands/jobs.py `splits`; 1: this process alone, no fork)."""
+    share a capture's connection keys (commands/jobs.py `splits`; 1: this process alone, no fork); the captures it
+    leaves whole are dealt out whole to `processes` processes when there are several."""
 
     def __init__(
         self,
@@ -107,12 +111,14 @@ class LocalJob:
         config: dict[str, Any],
         progress: Callable[[str], None] = lambda line: None,
         splits: Callable[[str], int] = lambda path: 1,
+        processes: int = 1,
     ) -> None:
         self.paths = paths
         self.out = os.path.abspath(out)
         self.config = {**config, "paths": {str(k): v for k, v in paths.items()}, "tls_secrets": embedded_secrets(paths)}
         self.progress = progress
         self.splits = splits
+        self.processes = processes
         self.values = values_of(self.config)
         self.wanted = filter_of(self.config, options_of(self.config).catalog, self.values)
         self.spill = ""
@@ -128,9 +134,18 @@ class LocalJob:
         self.spill = tempfile.mkdtemp(prefix=".kdissect-naming-", dir=self.out)
         try:
             self.own = Writing(self.out, self.spill, "")
+            whole = {file_id: path for file_id, path in self.paths.items() if self.splits(path) <= 1}
+            dealt = whole if self.processes > 1 and len(whole) > 1 else {}
+            judged: dict[int, Done] = {}
             for number, (file_id, path) in enumerate(self.paths.items(), 1):
-                self.progress(f"reading {path} ({number} of {len(self.paths)})")
-                self._capture(file_id, path, totals, stopping)
+                if file_id not in dealt:
+                    self.progress(f"reading {path} ({number} of {len(self.paths)})")
+                    self._count(self._capture(file_id, path, stopping), totals, judged)
+            if dealt:
+                self.progress(f"reading {len(dealt)} captures in {min(self.processes, len(dealt))} processes")
+                self._count(self._dealt(dealt, stopping), totals, judged)
+            for file_id in sorted(judged):  # as one process names them: the later capture's name for an id wins
+                self.topics.update(judged[file_id].topics)
             self.progress("naming topics and writing")
             self._named(self.own.spilled() + self.waiting)
             self.own.close()
@@ -143,7 +158,7 @@ class LocalJob:
         totals.seconds = time.perf_counter() - started
         return totals
 
-    def _capture(self, file_id: int, path: str, totals: Totals, stopping: Callable[[], bool]) -> None:
+    def _capture(self, file_id: int, path: str, stopping: Callable[[], bool]) -> list[Done]:
         """The capture read by `splits(path)` processes: this one the doctor's, with every key, the others forked."""
         assert self.own is not None
         n = max(1, self.splits(path))
@@ -151,12 +166,34 @@ class LocalJob:
         workers = Workers(path)
         try:
             for k, share in enumerate(parts[1:], 1):
-                workers.start(functools.partial(self._worker, file_id, path, share, f"-{file_id}-{k}"))
-            done = [self._share(self.own, file_id, path, parts[0], True, stopping), *workers.results(stopping)]
+                workers.start(functools.partial(self._worker, [(file_id, path, share)], False, f"-{file_id}-{k}"))
+            return [self._share(self.own, file_id, path, parts[0], True, stopping), *workers.results(stopping)]
         finally:
             workers.stop()
-        self.topics.update(done[0].topics)
+
+    def _dealt(self, captures: dict[int, str], stopping: Callable[[], bool]) -> list[Done]:
+        """Captures read whole, dealt out to the processes by size (the largest first, each to the one with the
+        fewest bytes so far): this one reads the first lot, forked workers the others."""
+        assert self.own is not None
+        lots: list[list[tuple[int, str, Share]]] = [[] for _ in range(min(self.processes, len(captures)))]
+        loads = [0] * len(lots)
+        for file_id, path in sorted(captures.items(), key=lambda item: -os.path.getsize(item[1])):
+            k = loads.index(min(loads))
+            lots[k].append((file_id, path, EVERY_KEY))
+            loads[k] += os.path.getsize(path)
+        workers = Workers(f"{len(captures)} captures")
+        try:
+            for k, lot in enumerate(lots[1:], 1):
+                workers.start(functools.partial(self._worker, lot, True, f"-w{k}"))
+            own = [self._share(self.own, file_id, path, share, True, stopping) for file_id, path, share in lots[0]]
+            return own + workers.results(stopping)
+        finally:
+            workers.stop()
+
+    def _count(self, done: list[Done], totals: Totals, judged: dict[int, Done]) -> None:
         for one in done:
+            if one.judged:
+                judged[one.file_id] = one
             self.waiting += one.waiting
             stats = one.stats
             totals.packets += stats["packets"]
@@ -166,11 +203,12 @@ class LocalJob:
             totals.diagnostics += stats["diagnostics"]
             totals.findings += one.findings
 
-    def _worker(self, file_id: int, path: str, share: Share, tag: str) -> Done:
-        """A forked worker's share of the capture, its files closed."""
+    def _worker(self, lot: list[tuple[int, str, Share]], judged: bool, tag: str) -> list[Done]:
+        """A forked worker's lot (shares of one capture, or whole captures), its files closed; the rows still
+        waiting for topic names go with its last."""
         writing = Writing(self.out, self.spill, tag)
-        done = self._share(writing, file_id, path, share, False, lambda: False)
-        done.waiting = writing.spilled()
+        done = [self._share(writing, file_id, path, share, judged, lambda: False) for file_id, path, share in lot]
+        done[-1].waiting = writing.spilled()
         writing.close()
         return done
 
@@ -191,7 +229,7 @@ class LocalJob:
                 writing.rows(kind, columns)
         if one.findings:
             writing.writers["findings"].write(findings_batch(one.findings))
-        return Done(made.stats, len(one.findings), one.topics)
+        return Done(file_id, judged, made.stats, len(one.findings), one.topics)
 
     def _named(self, waiting: list[tuple[str, str]]) -> None:
         """The rows that waited, named from every connection of the job, written."""
@@ -262,15 +300,15 @@ class Writing:
 
 
 class Workers:
-    """The forked processes reading shares of one capture; each sends back one pickled `Done` (or why it failed)
-    when its files are whole."""
+    """The forked processes reading shares of one capture, or whole captures; each sends back its pickled `Done`s (or
+    why it failed) when its files are whole."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.children: dict[int, int] = {}
         """The read end of each worker's pipe, by its pid."""
 
-    def start(self, work: Callable[[], Done]) -> None:
+    def start(self, work: Callable[[], list[Done]]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
@@ -284,7 +322,7 @@ class Workers:
         self.children[pid] = read
 
     def results(self, stopping: Callable[[], bool]) -> list[Done]:
-        """Each worker's `Done`, in the order they started; Stopped as soon as `stopping` says so (looked at every
+        """Every worker's `Done`s, in the order they started; Stopped as soon as `stopping` says so (looked at every
         `POLL` seconds), WorkerFailed for one that ended without its own."""
         received: dict[int, bytearray] = {fd: bytearray() for fd in self.children.values()}
         open_fds = set(received)
@@ -298,12 +336,12 @@ class Workers:
                     received[fd] += chunk
                 else:
                     open_fds.discard(fd)
-        done = []
+        done: list[Done] = []
         for pid, fd in list(self.children.items()):
             got = pickle.loads(received[fd]) if received[fd] else None
-            if not isinstance(got, Done):
+            if not isinstance(got, list):
                 raise WorkerFailed(f"a worker process {got or self._how(pid)} while reading {self.path}")
-            done.append(got)
+            done += got
         return done
 
     def _how(self, pid: int) -> str:
@@ -327,7 +365,7 @@ class Workers:
         self.children = {}
 
 
-def _work(work: Callable[[], Done], fd: int) -> NoReturn:
+def _work(work: Callable[[], list[Done]], fd: int) -> NoReturn:
     """A worker's life, in the forked child: never returns. Ctrl-C reaches the whole process group: the first
     process decides, and ends the workers with SIGTERM."""
     signal.set_wakeup_fd(-1)
@@ -336,7 +374,7 @@ def _work(work: Callable[[], Done], fd: int) -> NoReturn:
     status = 0
     try:
         try:
-            payload: Done | str = work()
+            payload: list[Done] | str = work()
         except Exception as exc:
             payload, status = f"failed ({type(exc).__name__}: {' '.join(str(exc).split())})", 1
         with os.fdopen(fd, "wb") as pipe:
