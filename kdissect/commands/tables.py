@@ -34,8 +34,8 @@ def tables(
         typer.Option(
             "--jobs",
             metavar="N",
-            help="Processes to read a capture file of 8 MB or more with, each making the rows of its share of the "
-            "connections (default, and 0: the cores available; the tables are the same).",
+            help="Processes to read the captures with: a file of 8 MB or more shared by connection, smaller ones dealt "
+            "out whole (default, and 0: the cores available; the tables are the same).",
             rich_help_panel="Limits",
         ),
     ] = None,
