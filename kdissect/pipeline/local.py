@@ -177,10 +177,11 @@ class LocalJob:
         assert self.own is not None
         lots: list[list[tuple[int, str, Share]]] = [[] for _ in range(min(self.processes, len(captures)))]
         loads = [0] * len(lots)
-        for file_id, path in sorted(captures.items(), key=lambda item: -os.path.getsize(item[1])):
+        sizes = {file_id: os.path.getsize(path) for file_id, path in captures.items()}
+        for file_id, path in sorted(captures.items(), key=lambda item: -sizes[item[0]]):
             k = loads.index(min(loads))
             lots[k].append((file_id, path, EVERY_KEY))
-            loads[k] += os.path.getsize(path)
+            loads[k] += sizes[file_id]
         workers = Workers(f"{len(captures)} captures")
         try:
             for k, lot in enumerate(lots[1:], 1):
