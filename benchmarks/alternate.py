@@ -21,10 +21,11 @@ import subprocess
 import time
 
 
-def timed(command: list[str]) -> tuple[float, float, float]:
-    """(cpu seconds, wall seconds, peak MiB) of one run of `command`, its output thrown away."""
+def timed(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> tuple[float, float, float]:
+    """(cpu seconds, wall seconds, peak MiB) of one run of `command`, its output thrown away; a status other than 0
+    or 1 (kdissect's "found something") ends the benchmark."""
     started = time.monotonic()
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) not in (0, 1):

@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from benchmarks.alternate import timed
 from benchmarks.synth import synthesized
 
 WITHOUT_VALUES = {
@@ -79,11 +80,7 @@ def reading(tree: str, capture: str) -> tuple[list[str], dict[str, str]]:
 def cpu_of(tree: str, capture: str) -> float:
     """User + system seconds of one `read --json` by the tree's kdissect."""
     command, env = reading(tree, capture)
-    process = subprocess.Popen(command, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
-        raise SystemExit(f"{tree}: read failed with status {status}")
-    return usage.ru_utime + usage.ru_stime
+    return timed(command, env, tree)[0]
 
 
 def overhead(base: str, capture: str, pairs: int, against: str) -> None:
