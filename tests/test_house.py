@@ -13,7 +13,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
-GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable"}
+GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable", "forked"}
 CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "values", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
@@ -22,6 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "limits": set(),
     "frozen": set(),
     "printable": set(),  # captured text made safe for a terminal: every view's one rule
+    "forked": set(),  # what a forked worker of read --jobs and tables --jobs does first
     "native": set(),  # which modules mypyc compiles; `import kdissect` installs its finder first
     # floor 2: the protocol's tables and their compiled decoders; packets in
     "schema": GROUND,

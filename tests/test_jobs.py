@@ -223,6 +223,33 @@ def test_ctrl_c_at_the_terminal_reaches_every_process_and_the_first_writes_what_
     assert gone(process.pid)
 
 
+ORPHANED = """
+import ctypes, os, signal, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: a worker whose parent dies becomes this process's child
+first = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+children = []
+while not children and first.poll() is None:
+    children = open(f"/proc/{first.pid}/task/{first.pid}/children").read().split()
+    time.sleep(0.01)
+os.kill(first.pid, signal.SIGKILL)
+first.wait()
+_, status = os.waitpid(int(children[0]), 0)
+print(signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status))
+"""
+"""Starts the command given, SIGKILLs it as soon as it has forked a worker, and prints how that worker ended."""
+
+
+@pytest.mark.parametrize("command", [["read", "--json"], ["tables", "--quiet", "--out"]], ids=["read", "tables"])
+def test_a_worker_ends_at_once_when_the_first_process_is_killed(many_connections, tmp_path, command):
+    """The first process SIGKILLed (the OOM killer): the kernel ends its workers with SIGTERM, before they read on
+    to the end of their share (a tables worker would otherwise write its Parquet files for nobody, and only then
+    find its pipe closed)."""
+    args = [*command, str(tmp_path / "t")] if command[0] == "tables" else command
+    kdissect = [sys.executable, "-c", SHIM, args[0], str(many_connections), *args[1:], "--jobs", "2"]
+    done = subprocess.run([sys.executable, "-c", ORPHANED, *kdissect], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip() == "SIGTERM", done.stderr
+
+
 def test_a_closed_pipe_ends_every_process_quietly(many_connections):
     command = [sys.executable, "-c", SHIM, "read", str(many_connections), "--json", "--jobs", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

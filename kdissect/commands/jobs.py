@@ -34,6 +34,7 @@ from typing import Any
 
 from kdissect.commands.options import UserError
 from kdissect.events.headers import RequestHeader
+from kdissect.forked import become_worker
 
 SPLIT_BYTES = 8 << 20
 """Captures smaller than this are read by one process."""
@@ -117,8 +118,10 @@ class Workers:
                 fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
             except (ImportError, AttributeError, OSError):
                 pass  # a smaller pipe only lets the worker run less far ahead
+            first = os.getpid()
             pid = os.fork()
             if pid == 0:
+                become_worker(first)
                 os.close(read)
                 for _, other in self.children:
                     os.close(other)
@@ -173,9 +176,6 @@ def _received(fd: int) -> Iterator[tuple]:
 
 def _work(k: int, n: int, capture: str, options: Any, wanted: Any, make_sink: Callable[[Any], Any], fd: int) -> None:
     """A worker's life, in the forked child: never returns."""
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the first process decides
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     status = 0
     try:
         with os.fdopen(fd, "wb") as pipe:

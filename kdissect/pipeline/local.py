@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kdissect.capture import ranges
+from kdissect.forked import become_worker
 from kdissect.pipeline import tables
 from kdissect.pipeline.capture_pass import CapturePass
 from kdissect.pipeline.config import filter_of, options_of, values_of
@@ -313,8 +314,10 @@ class Workers:
         sys.stdout.flush()
         sys.stderr.flush()
         read, write = os.pipe()
+        first = os.getpid()
         pid = os.fork()
         if pid == 0:
+            become_worker(first)
             os.close(read)
             for other in self.children.values():
                 os.close(other)
@@ -367,11 +370,7 @@ class Workers:
 
 
 def _work(work: Callable[[], list[Done]], fd: int) -> NoReturn:
-    """A worker's life, in the forked child: never returns. Ctrl-C reaches the whole process group: the first
-    process decides, and ends the workers with SIGTERM."""
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """A worker's life, in the forked child (`forked.become_worker`): never returns."""
     status = 0
     try:
         try:
