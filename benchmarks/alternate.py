@@ -18,16 +18,21 @@ import os
 import shlex
 import statistics
 import subprocess
+import tempfile
 import time
 
 
-def timed(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> tuple[float, float, float]:
-    """(cpu seconds, wall seconds, peak MiB) of one run of `command`, its output thrown away; a status other than 0
-    or 1 (kdissect's "found something") ends the benchmark."""
-    started = time.monotonic()
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.monotonic() - started
+def timed(
+    command: list[str], env: dict[str, str] | None = None, cwd: str | None = None, to_file: bool = False
+) -> tuple[float, float, float]:
+    """(cpu seconds, wall seconds, peak MiB) of one run of `command`, its output thrown away (written to a file
+    first with `to_file`, as `> out` would); a status other than 0 or 1 (kdissect's "found something") ends the
+    benchmark."""
+    with tempfile.TemporaryFile() if to_file else open(os.devnull, "wb") as out:
+        started = time.monotonic()
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{shlex.join(command)}: exit status {os.waitstatus_to_exitcode(status)}")
     return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
