@@ -5,19 +5,22 @@ lowered here so that small captures reach them: the code that counts past them i
 
 from __future__ import annotations
 
+import os
 import struct
+import tracemalloc
 
 from kdissect.dissector import Options, make_dissector
 from kdissect.doctor import connections, consumers, engine, latency, protocol
 from kdissect.doctor.engine import Doctor
 from kdissect.events import Exchange
 from kdissect.limits import Limits
+from kdissect.records.encode import Draft, encode_batch
 from kdissect.testing import craft
 from kdissect.testing.body_encoder import encode_body
 from kdissect.testing.craft import CLIENT, SERVER
 from kdissect.views import stats
 
-API_VERSIONS, FETCH, METADATA = 18, 1, 3
+API_VERSIONS, FETCH, METADATA, PRODUCE = 18, 1, 3, 0
 
 
 def diagnose(packets: list, changes: tuple[str, ...] = (), **limits) -> tuple[Doctor, list]:
@@ -145,3 +148,37 @@ def test_stats_keep_a_bounded_number_of_client_rows(monkeypatch):
 def test_the_bounds_are_quiet_on_a_capture_within_them():
     _, findings = diagnose(clients_capture(30))
     assert "doctor.bounds" not in {f.id for f in findings} and engine.BOUNDS.id in engine.RULES
+
+
+def test_the_slowest_exchanges_are_kept_without_their_records():
+    """Latency keeps the slowest exchanges of each API and broker as evidence: what a trail takes of them, not their
+    bodies. Held whole, ten Produce requests of 1 MiB each stayed in memory to the end (on a capture of large values
+    the doctor peaked at twice the size of `read --json`)."""
+    conv = craft.Conversation()
+    packets = conv.handshake()
+    for correlation in range(1, 31):
+        records = encode_batch([Draft(b"k", os.urandom(1 << 20))])
+        packets += conv.send(CLIENT, craft.request(PRODUCE, 3, correlation, produce_body(records), client_id="big"))
+        conv.clock.ts += correlation * 1_000_000  # each answered later than the one before: each is among the slowest
+        packets += conv.send(SERVER, craft.response(correlation, encode_body(PRODUCE, 3, "response", {})))
+    packets += conv.close()
+    doctor = Doctor()
+    tracemalloc.start()
+    try:
+        for event in make_dissector(Options()).run(packets):
+            doctor.add(event)
+        event = None
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert family(doctor, latency.Latency).slowest  # type: ignore[attr-defined]
+    assert held < 2 << 20, held
+
+
+def produce_body(records: bytes) -> bytes:
+    return encode_body(
+        PRODUCE,
+        3,
+        "request",
+        {"Acks": 1, "TimeoutMs": 1000, "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": records}]}]},
+    )

@@ -14,7 +14,7 @@ from kdissect.doctor.family import Family
 from kdissect.doctor.finding import Finding
 from kdissect.doctor.ledger import Ledger
 from kdissect.doctor.rule import Rule, Settings, Threshold
-from kdissect.doctor.trail import KEEP_GROUPS, Histogram, Kept, Scope, Trail, made, plural, span
+from kdissect.doctor.trail import KEEP_GROUPS, Histogram, Kept, Scope, Sighting, Trail, made, plural, span
 from kdissect.events import Exchange
 from kdissect.schema import ApiKey
 
@@ -46,7 +46,9 @@ class Latency(Family):
     def __init__(self, settings: Settings, scope: Scope, ledger: Ledger, clients: Clients) -> None:
         super().__init__(settings, scope, ledger, clients)
         self.histograms: dict[tuple[int, str], Histogram] = {}
-        self.slowest: dict[tuple[int, str], list[tuple[int, int, Exchange]]] = {}
+        self.slowest: dict[tuple[int, str], list[tuple[int, int, Sighting]]] = {}
+        """The slowest exchanges of each (API, broker), as a trail takes them (a Produce's records are not kept)."""
+        self.names: dict[tuple[int, str], str | None] = {}
         self.queued: dict[tuple[int, str], int] = {}
         """(API, broker) -> the longest time one of its requests waited in line (left out of the measure)."""
         self.pairs_kept = Kept(KEEP_GROUPS, "API and broker pairs: exchanges not timed")
@@ -67,12 +69,13 @@ class Latency(Family):
         if exchange.queued:
             self.queued[where] = max(self.queued.get(where, 0), exchange.queued)
         if self.scope.shown:
-            slowest = self.slowest.setdefault(where, [])
-            item = (service, -exchange.id, exchange)
-            if len(slowest) < SLOWEST:
-                heapq.heappush(slowest, item)
-            elif item[:2] > slowest[0][:2]:
-                heapq.heapreplace(slowest, item)
+            slowest = self.slowest.get(where)
+            if slowest is None:
+                slowest = self.slowest[where] = []
+                self.names[where] = exchange.api_name
+            if len(slowest) < SLOWEST or (service, -exchange.id) > slowest[0][:2]:
+                item = (service, -exchange.id, Sighting.of(exchange))
+                (heapq.heappush if len(slowest) < SLOWEST else heapq.heapreplace)(slowest, item)
 
     def findings(self) -> Iterator[Finding]:
         ratio, least, count = (self.threshold(OUTLIERS, n) for n in ("threshold", "min_ms", "count"))
@@ -83,9 +86,9 @@ class Latency(Family):
             if p99 < least * 1e6 or p99 < ratio * p50:
                 continue
             trail = Trail(Scope(self.scope.filtered, self.scope.text, self.scope.every))  # `slowest` holds shown exchanges only
-            for _, _, exchange in sorted(self.slowest[(key, where)], key=lambda item: -item[0]):
-                trail.add(exchange)
-            name = self.slowest[(key, where)][0][2].api_name or f"api {key}"
+            for _, _, seen in sorted(self.slowest[(key, where)], key=lambda item: -item[0]):
+                trail.add_sighting(seen)
+            name = self.names[(key, where)] or f"api {key}"
             waited = self.queued.get((key, where))
             line = f"; up to {span(waited)} in line behind earlier requests left out" if waited else ""
             yield OUTLIERS.finding(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kdissect.doctor.finding import Evidence, Unit
 from kdissect.events import ConnectionInfo, Exchange
@@ -28,6 +28,25 @@ KEEP_WAITING_ALL = 100_000
 """Unanswered requests kept across all connections until a later answer or their connection's end says why."""
 
 K = TypeVar("K")
+
+
+class Sighting(NamedTuple):
+    """What a trail takes from an exchange: a rule that holds evidence for later (latency's slowest) keeps this, not
+    the exchange, whose bodies may hold megabytes of records."""
+
+    id: int
+    connection: int
+    client_id: str | None
+    ts: int
+    end: int
+    """When its response came (its request's time when none did)."""
+
+    @classmethod
+    def of(cls, exchange: Exchange) -> Sighting:
+        end = exchange.response.ts if exchange.response is not None else exchange.ts
+        return cls(exchange.id, exchange.connection.id, exchange.client_id, exchange.ts, end)
+
+
 V = TypeVar("V")
 
 
@@ -131,24 +150,27 @@ class Trail:
 
     def add(self, exchange: Exchange, group: str | None = None, topic: str | None = None, partition: int | None = None) -> None:
         """One more piece of evidence; an exchange added again (for another partition, say) counts once."""
-        if exchange.id == self._last_id:
+        self.add_sighting(Sighting.of(exchange), group, topic, partition)
+
+    def add_sighting(self, seen: Sighting, group: str | None = None, topic: str | None = None, partition: int | None = None) -> None:
+        """`add`, of what a rule kept of an exchange."""
+        if seen.id == self._last_id:
             if self.scope.shown:
                 self._name(group, topic, partition)
             return
-        self._last_id = exchange.id
+        self._last_id = seen.id
         self.count += 1
         if not self.scope.shown:
             return
         self.shown += 1
         if len(self.ids) < ID_CAP or self.scope.every:
-            self.ids.append(exchange.id)
+            self.ids.append(seen.id)
         if len(self.connections) < ID_CAP:
-            self._note(self.connections, exchange.connection.id, ID_CAP)
-        client_id = exchange.client_id
-        if client_id:
-            self._note(self.clients, client_id)
+            self._note(self.connections, seen.connection, ID_CAP)
+        if seen.client_id:
+            self._note(self.clients, seen.client_id)
         self._name(group, topic, partition)
-        self.when(exchange.ts, exchange.response.ts if exchange.response is not None else exchange.ts)
+        self.when(seen.ts, seen.end)
 
     def absorb(self, other: Trail) -> None:
         """Take another trail's evidence as this one's (the safety net takes the claims of a rule that told nothing)."""
