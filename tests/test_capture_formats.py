@@ -468,7 +468,9 @@ def test_empty_file(tmp_path) -> None:
     assert one_line(exc).endswith("the file is empty")
 
 
-@pytest.mark.parametrize("content", [b"hello world, not a capture", b"ab", b"\x1f\x8b" + b"\0" * 30, gzip.compress(b"text inside gzip", mtime=0)])
+@pytest.mark.parametrize(
+    "content", [b"hello world, not a capture", b"ab", b"\x1f\x8b" + b"\0" * 30, gzip.compress(b"text inside gzip", mtime=0)]
+)
 def test_not_a_capture(tmp_path, content: bytes) -> None:
     path = tmp_path / "text.pcap"
     path.write_bytes(content)
