@@ -13,7 +13,8 @@ _PR_SET_PDEATHSIG = 1
 def become_worker(first: int) -> None:
     """Ctrl-C reaches the whole process group: the first process (pid `first`) decides, and ends the workers with
     SIGTERM. If it dies without a word (SIGKILL, the OOM killer), the kernel sends the SIGTERM: a worker that writes
-    its share of the tables only at the end would otherwise read on alone to the end of its share."""
+    its share of the tables only at the end would otherwise read on alone to the end of its share. The signal comes
+    when the thread that forked ends: both fork from the command's main thread, which lasts as long as the process."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -28,6 +28,7 @@ KEEP_WAITING_ALL = 100_000
 """Unanswered requests kept across all connections until a later answer or their connection's end says why."""
 
 K = TypeVar("K")
+V = TypeVar("V")
 
 
 class Sighting(NamedTuple):
@@ -45,9 +46,6 @@ class Sighting(NamedTuple):
     def of(cls, exchange: Exchange) -> Sighting:
         end = exchange.response.ts if exchange.response is not None else exchange.ts
         return cls(exchange.id, exchange.connection.id, exchange.client_id, exchange.ts, end)
-
-
-V = TypeVar("V")
 
 
 def made(table: dict[K, V], key: K, make: Callable[..., V], *args: Any) -> V:
