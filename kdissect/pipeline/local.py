@@ -38,6 +38,8 @@ from kdissect.pipeline.job import KIND_OF, UNIQUE, WRITTEN, JobError, Totals, em
 from kdissect.pipeline.parquet_out import TableWriter
 from kdissect.pipeline.table_rows import TableRows, name_exchange, name_record
 
+Lot = list[tuple[int, str, Share]]
+"""What one process reads: (file id, path, its share of the connection keys) of each capture."""
 WHOLE = 1 << 62
 """A range size no capture reaches: every file is read in one range."""
 DOCTOR_SHARE = 0.3
@@ -161,32 +163,30 @@ class LocalJob:
 
     def _capture(self, file_id: int, path: str, stopping: Callable[[], bool]) -> list[Done]:
         """The capture read by `splits(path)` processes: this one the doctor's, with every key, the others forked."""
-        assert self.own is not None
         n = max(1, self.splits(path))
-        parts = shares(n, DOCTOR_SHARE / max(1, n - 1))
-        workers = Workers(path)
-        try:
-            for k, share in enumerate(parts[1:], 1):
-                workers.start(functools.partial(self._worker, [(file_id, path, share)], False, f"-{file_id}-{k}"))
-            return [self._share(self.own, file_id, path, parts[0], True, stopping), *workers.results(stopping)]
-        finally:
-            workers.stop()
+        lots = [[(file_id, path, share)] for share in shares(n, DOCTOR_SHARE / max(1, n - 1))]
+        return self._read(path, lots, False, f"-{file_id}-", stopping)
 
     def _dealt(self, captures: dict[int, str], stopping: Callable[[], bool]) -> list[Done]:
         """Captures read whole, dealt out to the processes by size (the largest first, each to the one with the
         fewest bytes so far): this one reads the first lot, forked workers the others."""
-        assert self.own is not None
-        lots: list[list[tuple[int, str, Share]]] = [[] for _ in range(min(self.processes, len(captures)))]
+        lots: list[Lot] = [[] for _ in range(min(self.processes, len(captures)))]
         loads = [0] * len(lots)
         sizes = {file_id: os.path.getsize(path) for file_id, path in captures.items()}
         for file_id, path in sorted(captures.items(), key=lambda item: -sizes[item[0]]):
             k = loads.index(min(loads))
             lots[k].append((file_id, path, EVERY_KEY))
             loads[k] += sizes[file_id]
-        workers = Workers(f"{len(captures)} captures")
+        return self._read(f"{len(captures)} captures", lots, True, "-w", stopping)
+
+    def _read(self, what: str, lots: list[Lot], judged: bool, tag: str, stopping: Callable[[], bool]) -> list[Done]:
+        """The first lot read by this process, as the doctor of each; the others by forked workers (`judged`: each
+        the doctor of its captures too), whose files are tagged `tag` and their number."""
+        assert self.own is not None
+        workers = Workers(what)
         try:
             for k, lot in enumerate(lots[1:], 1):
-                workers.start(functools.partial(self._worker, lot, True, f"-w{k}"))
+                workers.start(functools.partial(self._worker, lot, judged, f"{tag}{k}"))
             own = [self._share(self.own, file_id, path, share, True, stopping) for file_id, path, share in lots[0]]
             return own + workers.results(stopping)
         finally:
@@ -205,7 +205,7 @@ class LocalJob:
             totals.diagnostics += stats["diagnostics"]
             totals.findings += one.findings
 
-    def _worker(self, lot: list[tuple[int, str, Share]], judged: bool, tag: str) -> list[Done]:
+    def _worker(self, lot: Lot, judged: bool, tag: str) -> list[Done]:
         """A forked worker's lot (shares of one capture, or whole captures), its files closed; the rows still
         waiting for topic names go with its last."""
         writing = Writing(self.out, self.spill, tag)
