@@ -30,6 +30,7 @@ from textual.widgets import Input, Static, Tree
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kdissect.browse import exchange_list
 from kdissect.browse.app import BrowseApp
 from kdissect.browse.dialogs import HelpScreen
 from kdissect.browse.index import Index
@@ -41,6 +42,8 @@ from kdissect.capture.writer import PcapWriter
 from kdissect.dissector import Options
 from kdissect.events import Exchange
 from kdissect.filter import compile_filter
+from kdissect.index import answer
+from kdissect.index.browsed import Kept, kept
 from kdissect.printable import printable
 from kdissect.schema import BUILTIN
 from kdissect.testing.craft import Clock, Conversation
@@ -98,14 +101,22 @@ async def settled(app: BrowseApp, pilot) -> None:
 
 def indexed(path: Path, options: Options | None = None) -> tuple[Indexer, Index]:
     """The index's pass run to its end on this thread, its batches taken into an index as the app takes them."""
-    indexer, index = Indexer(path, options or Options()), Index(BUILTIN.names)
+    indexer, index, _ = passed(path, options or Options())
+    return indexer, index
+
+
+def passed(path: Path, options: Options, keeping=None) -> tuple[Indexer, Index, dict]:
+    """`indexed`, with the other messages the pass sent, by type (the last of each)."""
+    indexer, index, sent = Indexer(path, options, keeping=keeping), Index(BUILTIN.names), {}
 
     def post(message) -> None:
         if isinstance(message, Indexer.Indexed):
             index.extend(message.batch)
+        else:
+            sent[type(message)] = message
 
     indexer.run(threading.Event(), post)
-    return indexer, index
+    return indexer, index, sent
 
 
 def listed(app: BrowseApp) -> list[int]:
@@ -167,6 +178,117 @@ def test_a_body_read_again_from_the_file_is_the_one_the_whole_pass_decoded(path)
 
 SPREAD = 60
 """Exchanges of a large capture read again by test_a_body_read_again_from_the_file_is_the_one_the_whole_pass_decoded."""
+
+
+# -- a capture browsed again opens from the pass an earlier browse kept ------------------------------------------
+
+
+@pytest.mark.parametrize("path", CAPTURES + sorted(PUBLIC.glob("*.pcap*")), ids=lambda p: p.name)
+def test_a_kept_pass_serves_the_next_browse_as_the_pass_itself_did(path, tmp_path, monkeypatch):
+    """The pass kept (index/browsed.py) and served to a second browse: the same rows, interned values and
+    connections, flows, lanes and findings; bodies opened from what it learnt print as the first pass's do; and
+    filters answered from it (read back even where the candidates span most of the file) match what a pass over
+    the file matches, a TLS connection among the candidates excepted (never read back alone)."""
+    keylog = path.with_suffix(".keylog")
+    options = Options(tls_keylog=keylog.read_bytes()) if keylog.exists() else Options()
+    keeping = Kept(str(tmp_path / "capture.kdb"), str(path))
+    first, index, sent = passed(path, options, keeping)
+    assert not first.loaded and keeping.load() is None
+    keeping.save(index, first.offsets[-1], first.learnt())
+    again, served, resent = passed(path, options, keeping)
+    assert again.loaded and sent[Indexer.Done].failure is None and resent[Indexer.Done].failure is None
+    assert [a.tobytes() for a in served.arrays()] == [a.tobytes() for a in index.arrays()] and len(served) > 0
+    assert (served.clients, served.error_sets, served.diagnostic_sets, served.group_sets, served.connections) == (
+        index.clients,
+        index.error_sets,
+        index.diagnostic_sets,
+        index.group_sets,
+        index.connections,
+    )
+    assert (resent[Indexer.Flows].rows, resent[Indexer.Flows].more) == (sent[Indexer.Flows].rows, sent[Indexer.Flows].more)
+    assert resent[Indexer.Lanes].lanes == sent[Indexer.Lanes].lanes
+    assert resent[Indexer.Findings].findings == sent[Indexer.Findings].findings
+    for i in sorted({0, len(index) // 2, len(index) - 1}):
+        assert rendered(again.exchange(served.row(i))) == rendered(first.exchange(index.row(i))), (path.name, i + 1)
+    monkeypatch.setattr(answer, "SHARE", 0)
+    full = [e for e in events(path, options) if isinstance(e, Exchange)]
+    tls = any(e.connection.tls is not None for e in full)
+    for expression in INDEX_FILTERS:
+        wanted = compile_filter([("-Y", expression)], BUILTIN)
+        answered = keeping.matches(served, again.learnt(), wanted, again.options)
+        expected = [e.id - 1 for e in full if wanted.matches(e)]
+        assert answered == expected or (answered is None and (tls or path.name in PICKED_UP_ONLY_WHOLE)), (path.name, expression)
+
+
+INDEX_FILTERS = (
+    'client_id == ""',  # an empty client id is not a missing one (arkime__kafka.pcap sends one)
+    "status == malformed",  # a frame cut short is malformed before any body is read
+    "api == JoinGroup or api == SyncGroup",  # the session a SyncGroup's assignment is read with
+    "connection >= 2 and latency_ms > 1",
+    "api != Metadata and (queue_ms > 0 or queued_behind > 0)",  # what the index holds of waiting in line
+)
+"""Filters a browse answers from its complete index, by test_a_kept_pass_serves_the_next_browse_as_the_pass_itself_did."""
+PICKED_UP_ONLY_WHOLE = {"hostile-strings-kafka-python.pcap"}
+"""Read back alone, most of its connections' exchanges are not found as the whole pass had them (their client ids
+are not text), so a filter that reads them back is answered by a pass over the file, as `read -Y`
+answers from the file where its own index declines (test_index.py)."""
+
+
+def test_a_second_browse_opens_from_the_kept_pass_and_says_so(tmp_path, monkeypatch):
+    """Through the app as `kdissect browse` makes it: the first browse keeps its pass in the cache when the index is
+    complete, the second opens from it (its status line says so) and shows the same list, findings and bodies;
+    a changed capture, a damaged entry and --no-cache's None are indexed from the file. Once the index is
+    complete, a filter typed is answered from it, without a pass over the file."""
+    monkeypatch.setenv("KDISSECT_CACHE", str(tmp_path / "cache"))
+    capture = tmp_path / "group.pcap"
+    capture.write_bytes(GROUP.read_bytes())
+    joins = [e.id for e in exchanges(GROUP, "api == JoinGroup")]
+    monkeypatch.setattr(answer, "SHARE", 0)  # small as it is, the capture is all JoinGroups' waits
+    passes = []
+    file_pass = exchange_list.events
+    monkeypatch.setattr(exchange_list, "events", lambda path, options: passes.append(options.keep) or file_pass(path, options))
+
+    def browse(keeping, filtered=False):
+        async def script(app, pilot):
+            await open_exchange(app, pilot, 40)
+            for _ in range(200):  # the keeping worker, started when the index completed
+                if not app.workers or all(w.is_finished for w in app.workers):
+                    break
+                await pilot.pause(0.05)
+            status = str(app.query_one("#status", Static).render())
+            shown = app.indexer.loaded, list_lines(app), app.findings.findings, rendered(app.detail.exchange), status
+            if not filtered:
+                return shown
+            await pilot.press("slash", *"api == JoinGroup")
+            await settled(app, pilot)
+            passes.clear()
+            await pilot.press("backspace", "p", "enter")  # the same filter once more: its pass, or its answer
+            await settled(app, pilot)
+            assert listed(app) == joins and bool(passes) == (keeping is None)
+            return shown
+
+        async def run():
+            app = BrowseApp(capture, Options(), keeping=keeping)
+            async with app.run_test(size=(160, 45)) as pilot:
+                await settled(app, pilot)
+                return await script(app, pilot)
+
+        return asyncio.run(run())
+
+    loaded, lines, findings, body, status = browse(kept(capture, Options()), filtered=True)
+    assert not loaded and "earlier browse" not in status and len(lines) == 96 and findings
+    (entry,) = (tmp_path / "cache" / "index").glob("*.kdb")
+    again = browse(kept(capture, Options()), filtered=True)
+    assert again[0] and again[1:4] == (lines, findings, body) and "96 exchanges, indexed by an earlier browse" in again[4]
+    entry.write_bytes(entry.read_bytes()[:-40])  # damaged: refused, removed, and the file indexed again
+    assert not browse(kept(capture, Options()))[0] and browse(kept(capture, Options()))[0]
+    assert not browse(None, filtered=True)[0]  # --no-cache
+    with capture.open("ab") as f:  # the capture changed: its place in the cache is another
+        f.write(b"\0" * 16)
+    assert not browse(kept(capture, Options()))[0]
+    assert kept(capture, Options(tls_keylog=b"CLIENT_RANDOM 00 00\n")) is None  # secrets are not in the key
+    monkeypatch.setenv("KDISSECT_CACHE", "")
+    assert kept(capture, Options()) is None
 
 
 def test_a_compressed_capture_is_read_again_from_its_start(tmp_path):

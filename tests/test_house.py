@@ -13,7 +13,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kdissect"
 
-GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable", "forked"}
+GROUND = {"wire", "diagnostic", "limits", "frozen", "native", "printable", "forked", "revive"}
 CORE_STAGES = GROUND | {"schema", "capture", "net", "records", "events", "values", "tls", "kafka", "decode"}
 ALLOWED: dict[str, set[str]] = {
     # floor 1: primitives
@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "frozen": set(),
     "printable": set(),  # captured text made safe for a terminal: every view's one rule
     "forked": set(),  # what a forked worker of read --jobs and tables --jobs does first
+    "revive": set(),  # typed values to JSON and back: what the cache keeps, never pickled
     "native": set(),  # which modules mypyc compiles; `import kdissect` installs its finder first
     # floor 2: the protocol's tables and their compiled decoders; packets in
     "schema": GROUND,
@@ -53,8 +54,9 @@ ALLOWED: dict[str, set[str]] = {
     "report": CORE_STAGES | {"dissector", "views", "filter", "doctor"},
     "pipeline": CORE_STAGES | {"dissector", "views", "filter", "doctor"},  # the findings table is the doctor's
     "browse": CORE_STAGES | {"dissector", "views", "filter", "doctor", "report", "rewrite"},
-    # floor 8½: a capture's index kept in the cache (the tables' cache keys it), its exchanges read back as browse reads one
-    "index": CORE_STAGES | {"dissector", "filter", "pipeline", "browse"},
+    # floor 8½: a capture's index kept in the cache (the tables' cache keys it), its exchanges read back as browse reads
+    # one; and browse's whole pass, findings and all, kept for its next opening
+    "index": CORE_STAGES | {"dissector", "filter", "pipeline", "browse", "doctor"},
     "commands": CORE_STAGES
     | {"dissector", "views", "pipeline", "browse", "index", "filter", "doctor", "metrics", "report", "rewrite", "taps"},
     "cli": {"commands", "printable"},

@@ -31,6 +31,7 @@ from kdissect.browse.findings import FindingsPane
 from kdissect.browse.flows import FlowTable
 from kdissect.browse.index import Index
 from kdissect.browse.indexer import Indexer
+from kdissect.browse.kept import Keeping
 from kdissect.browse.wire_text import literal, wire
 from kdissect.browse.write import JSON_SUFFIXES, PAGE_SUFFIXES, write_set
 from kdissect.dissector import Options
@@ -91,9 +92,12 @@ class BrowseApp(App[None]):
         Binding("shift+tab", "next_pane(-1)", "previous pane", show=False, priority=True),
     ]
 
-    def __init__(self, path: Path, options: Options, initial_filter: str = "", live: Any = None, values: Any = None) -> None:
+    def __init__(
+        self, path: Path, options: Options, initial_filter: str = "", live: Any = None, values: Any = None, keeping: Keeping | None = None
+    ) -> None:
         """`live`: a `browse.live.LiveFeed`, whose packets are kept in `path` as they are captured; `values`: the run's
-        `values.reader.ValueReader`, for the detail's record subtrees and the filters on what records say."""
+        `values.reader.ValueReader`, for the detail's record subtrees and the filters on what records say; `keeping`:
+        where a capture file's whole pass is kept, for the next browse to open from (kept.py)."""
         super().__init__()
         self.path = path
         self.options = options
@@ -101,7 +105,7 @@ class BrowseApp(App[None]):
         self.values = values
         self.index = Index(options.catalog.names)
         """What the index's pass sent so far; only this thread reads or extends it."""
-        self.indexer = Indexer(path, options, live)
+        self.indexer = Indexer(path, options, live, keeping)
         self.indexed = False
         """The index's pass has ended."""
         self.failure: str | None = None
@@ -119,7 +123,12 @@ class BrowseApp(App[None]):
 
     def compose(self) -> ComposeResult:
         self.exchanges = ExchangeList(
-            self.index, self.path, self.options, self.indexer.follow if self.live is not None else None, id="list"
+            self.index,
+            self.path,
+            self.options,
+            self.indexer.follow if self.live is not None else None,
+            self._answered if self.indexer.keeping is not None else None,
+            id="list",
         )
         self.detail = DetailPane(self.indexer.exchange, self.options.catalog, self.options.show_secrets, self.values, id="detail-row")
         self.findings = FindingsPane(id="findings-pane")
@@ -199,6 +208,20 @@ class BrowseApp(App[None]):
         self._draw_charts()
         if self.findings.findings is not None and self.live is not None:  # the findings so far become the findings
             self.tabs.get_tab("findings-tab").label = Text(f"Findings ({len(self.findings.findings)})")
+        keeping = self.indexer.keeping
+        if keeping is not None and message.failure is None and not self.indexer.loaded:
+            self._keep(keeping)
+
+    def _answered(self, wanted: Filter) -> list[int] | None:
+        """A filter's matches from the complete index, on the filter's worker (the index no longer changes)."""
+        keeping = self.indexer.keeping
+        assert keeping is not None  # the list is given this only when there is one
+        return keeping.matches(self.index, self.indexer.learnt(), wanted, self.indexer.options)
+
+    @work(thread=True, group="keep")
+    def _keep(self, keeping: Keeping) -> None:
+        """The whole pass kept for the next browse of the capture: the index is complete, and no thread changes it."""
+        keeping.save(self.index, self.read, self.indexer.learnt())
 
     def _ask_findings(self) -> None:
         """Live: the findings of what was captured so far, asked of the index's pass (one question at a time)."""
@@ -239,6 +262,8 @@ class BrowseApp(App[None]):
             text.append(f" ({self.captured or 0} packets)")
         elif not self.indexed:
             text.append(f", indexing{self._progress()}…", style="yellow")
+        elif self.indexer.loaded:
+            text.append(", indexed by an earlier browse")
         if self.failure:
             text.append_text(wire(f"  {self.failure}", "red"))
         exchanges = self.exchanges

@@ -75,10 +75,17 @@ class ExchangeList(Lines):
             self.failure = failure
 
     def __init__(
-        self, index: Index, path: Path, options: Options, follow: Callable[[Any, int], Future[int]] | None = None, **kwargs: Any
+        self,
+        index: Index,
+        path: Path,
+        options: Options,
+        follow: Callable[[Any, int], Future[int]] | None = None,
+        answer: Callable[[Any], list[int] | None] | None = None,
+        **kwargs: Any,
     ) -> None:
         """`follow` (live): hands a filter and its generation to the index's pass, which tests what it indexes from
-        then on; the future tells how many exchanges it had indexed, the ones the filter's own pass looks at."""
+        then on; the future tells how many exchanges it had indexed, the ones the filter's own pass looks at.
+        `answer`: a filter's matches from the complete index (None: it cannot say), called on the filter's worker."""
         self.columns = row_columns(160)
         """The list's columns (`views.terminal.row_columns`): as `read` has them at this terminal's width."""
         super().__init__(self._line, width=self._width(), **kwargs)
@@ -86,6 +93,7 @@ class ExchangeList(Lines):
         self.path = path
         self.options = options
         self.follow = follow
+        self.answer = answer
         self.applied = ""
         """The filter text the list shows."""
         self.matches: list[int] | None = None
@@ -213,14 +221,17 @@ class ExchangeList(Lines):
 
     @work(thread=True, exclusive=True, group="filter")
     def _scan(self, wanted: Any, generation: int) -> None:
-        """The filter's pass over the file. Live, it looks at the exchanges indexed when the filter came (the
-        index's pass tests the later ones)."""
+        """The filter's pass over the file, or its answer from the index once the index is complete. Live, it looks
+        at the exchanges indexed when the filter came (the index's pass tests the later ones)."""
         worker = get_current_worker()
         upto = None if self.follow is None else self.follow(wanted, generation).result()
         found: list[int] = []
         failure = None
         due = monotonic() + REFRESH
         try:
+            answered = self.answer(wanted) if self.complete and self.answer is not None else None
+            if answered is not None:
+                found, upto = answered, 0
             for event in events(self.path, replace(self.options, keep=wanted.keep)) if upto != 0 else ():
                 if worker.is_cancelled:
                     return

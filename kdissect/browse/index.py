@@ -23,7 +23,21 @@ NONE = -(1 << 62)
 STATUSES: tuple[str, ...] = get_args(Status)
 SASL_TOKEN = -2
 """The API column of a raw SASL token's exchange, which has no request header either."""
+REQUEST, RESPONSE, CUT = 1, 2, 4
+"""Bits of the `flags` column: the exchange has a request, a response, and a frame or header the capture holds only
+part of (a diagnostic the verdict from headers sees before any body is decoded)."""
+EARLY_CUT = frozenset({"frame.incomplete", "header.unreadable"})
+"""The diagnostics that make an exchange malformed before any body is decoded."""
 T = TypeVar("T")
+
+
+def flags_of(exchange: Exchange) -> int:
+    """What the verdict from headers is told of an exchange's sides: the `flags` bits."""
+    request, response = exchange.request, exchange.response
+    flags = (REQUEST if request else 0) | (RESPONSE if response else 0)
+    if (request and request.diagnostics or response and response.diagnostics) and any(d.code in EARLY_CUT for d in exchange.diagnostics):
+        flags |= CUT
+    return flags
 
 
 class Columns:
@@ -34,19 +48,21 @@ class Columns:
         self.ts, self.completed, self.latency, self.correlation, self.first, self.last = (array("q") for _ in range(6))
         """The request's time; when the response came (the request, without one); latency; correlation id; the first
         and last packet numbers of its frames."""
+        self.queued = array("q")
+        """How long its request waited in line behind another's (NONE: it did not wait)."""
         self.connection, self.client, self.errors, self.diagnostics, self.groups, self.ahead = (array("l") for _ in range(6))
         """The connection id, the numbers of the interned client id, error codes, diagnostic codes and groups, and the
         exchange it waited behind in line (0 for none: a body decoded again on demand numbers its neighbours anew)."""
         self.api, self.version, self.assumed = array("h"), array("h"), array("h")
         """-1 where the exchange has no request header (SASL_TOKEN for a raw SASL token), or no version was assumed."""
-        self.status = array("b")
-        """An index into STATUSES."""
+        self.status, self.flags = array("b"), array("b")
+        """An index into STATUSES; the `flags_of` bits."""
 
     def arrays(self) -> tuple[array, ...]:
         return (
-            *(self.ts, self.completed, self.latency, self.correlation, self.first, self.last),
+            *(self.ts, self.completed, self.latency, self.correlation, self.first, self.last, self.queued),
             *(self.connection, self.client, self.errors, self.diagnostics, self.groups, self.ahead),
-            *(self.api, self.version, self.assumed, self.status),
+            *(self.api, self.version, self.assumed, self.status, self.flags),
         )
 
     def __len__(self) -> int:
@@ -58,7 +74,7 @@ class Batch:
     """What the index's pass made since its last batch; handed to the UI thread whole, the pass keeps none of it."""
 
     rows: Columns
-    clients: list[str]
+    clients: list[str | None]
     error_sets: list[tuple[int, ...]]
     diagnostic_sets: list[tuple[str, ...]]
     group_sets: list[tuple[str, ...]]
@@ -97,7 +113,8 @@ class Rows:
 
     def __init__(self) -> None:
         self.columns = Columns()
-        self.clients: Interned[str] = Interned()
+        self.clients: Interned[str | None] = Interned()
+        """None (a request header without a client id) apart from an empty client id: filters tell them apart."""
         self.error_sets: Interned[tuple[int, ...]] = Interned()
         self.diagnostic_sets: Interned[tuple[str, ...]] = Interned()
         self.group_sets: Interned[tuple[str, ...]] = Interned()
@@ -123,8 +140,9 @@ class Rows:
         c.correlation.append(NONE if exchange.correlation_id is None else exchange.correlation_id)
         c.first.append(first.frame.first_packet)
         c.last.append(last.frame.last_packet)
+        c.queued.append(NONE if exchange.queued is None else exchange.queued)
         c.connection.append(exchange.connection.id)
-        c.client.append(self.clients.number(exchange.client_id or ""))
+        c.client.append(self.clients.number(exchange.client_id))
         c.errors.append(self.error_sets.number(tuple(code for _, code, _ in exchange_errors(exchange))))
         c.diagnostics.append(self.diagnostic_sets.number(tuple(d.code for d in exchange.diagnostics if d.severity != "note")))
         c.groups.append(self.group_sets.number(tuple(dict.fromkeys(g for b in bodies for g in b.groups))))
@@ -132,6 +150,7 @@ class Rows:
         c.version.append(-1 if header is None else header.api_version)
         c.assumed.append(next((b.version for b in bodies if b.assumed), -1))
         c.status.append(STATUSES.index(exchange.status))
+        c.flags.append(flags_of(exchange))
         c.ahead.append(exchange.ahead or 0)
 
     def take(self, read: int, captured: int | None, matched: tuple[int, list[int]] | None) -> Batch:
@@ -185,7 +204,7 @@ class Index(Columns):
         """`names`: the API names of the run's catalogue."""
         super().__init__()
         self.names = names
-        self.clients: list[str] = []
+        self.clients: list[str | None] = []
         self.error_sets: list[tuple[int, ...]] = []
         self.diagnostic_sets: list[tuple[str, ...]] = []
         self.group_sets: list[tuple[str, ...]] = []
@@ -211,7 +230,7 @@ class Index(Columns):
             None if api < 0 else api,
             None if api < 0 else self.version[i],
             None if correlation == NONE else correlation,
-            self.clients[self.client[i]],
+            self.clients[self.client[i]] or "",
             None if latency == NONE else latency,
             STATUSES[self.status[i]],
             self.error_sets[self.errors[i]],
@@ -235,7 +254,7 @@ class Index(Columns):
         if column in columns:
             return columns[column].__getitem__
         if column == "client":
-            return lambda i: self.clients[self.client[i]]
+            return lambda i: self.clients[self.client[i]] or ""
         if column == "status":
             return lambda i: (not self.flagged(i), self.status[i])
         return lambda i: i

@@ -23,6 +23,7 @@ from textual.message import Message
 from kdissect.browse.charts import Lane, lanes
 from kdissect.browse.flows import Flow, More, flows
 from kdissect.browse.index import Batch, Row, Rows
+from kdissect.browse.kept import Keeping, Learnt
 from kdissect.browse.scan import events, exchange_at
 from kdissect.decode.body import Body
 from kdissect.decode.session import Session
@@ -76,11 +77,17 @@ class Indexer:
             self.stopped = stopped
             """Live: why the capture stopped."""
 
-    def __init__(self, path: Path, options: Options, live: Any = None) -> None:
+    def __init__(self, path: Path, options: Options, live: Any = None, keeping: Keeping | None = None) -> None:
         """`live`: a `browse.live.LiveFeed` whose packets are written to `path` as they are dissected; None to
-        read the capture file at `path`."""
+        read the capture file at `path`; `keeping`: where a capture file's whole pass is kept (kept.py): the pass
+        is served from it when an earlier browse kept one."""
         self.path = path
         self.live = live
+        self.keeping = keeping if live is None else None
+        self.loaded = False
+        """The pass was served from what was kept."""
+        self.findings: list[Finding] = []
+        self._at_end: Learnt | None = None
         self.options = replace(options, keep=None)
         """Every body is decoded: the list's groups and the doctor's rules read them, whatever a filter shows."""
         self.offsets: list[int] = []
@@ -118,6 +125,10 @@ class Indexer:
     def run(self, stop: threading.Event, post: Callable[[Message], Any]) -> None:
         """The pass, until the capture ends or `stop`; `post` sends a message to the app (from this thread)."""
         self._post = post
+        found = self.keeping.load() if self.keeping is not None else None
+        if found is not None:
+            self._serve(*found)
+            return
         if self.live is not None:
             passed = self.live.events(self.options, self.offsets, self.decoder, stop, self._tick)
         else:
@@ -139,6 +150,7 @@ class Indexer:
         self._stop_answering()
         if findings is None:
             return
+        self.findings = findings
         self._send(monotonic(), final=True)
         post(self.Findings(findings))
         live = self.live
@@ -182,6 +194,28 @@ class Indexer:
             if seen[1] != self._seen[1]:
                 self._post(self.Lanes(lanes(self.groups)))
             self._seen = seen
+
+    def _serve(self, batch: Batch, learnt: Learnt) -> None:
+        """The pass as an earlier browse kept it: what it learnt taken up, what it sent sent again."""
+        self.offsets[:] = learnt.offsets
+        if self.decoder is not None:
+            self.decoder.topic_names = dict(learnt.topic_names)
+        self.sessions = learnt.sessions
+        self.indexed = len(batch.rows)
+        self.findings = learnt.findings
+        self._at_end = learnt
+        self.loaded = True
+        self._stop_answering()
+        for message in (self.Indexed(batch), self.Flows(learnt.flows), self.Lanes(learnt.lanes), self.Findings(learnt.findings)):
+            self._post(message)
+        self._post(self.Done(None, ""))
+
+    def learnt(self) -> Learnt:
+        """What the pass learnt (or was served), once it has ended: nothing changes it then."""
+        if self._at_end is None:
+            topic_names = dict(self.decoder.topic_names) if self.decoder is not None else {}
+            self._at_end = Learnt(flows(self.summary), lanes(self.groups), self.findings, list(self.offsets), topic_names, self.sessions)
+        return self._at_end
 
     # -- questions from other threads ---------------------------------------------------------------------------
 

@@ -19,12 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
 
+from kdissect.browse.index import CUT, NONE, REQUEST, RESPONSE
 from kdissect.browse.scan import CHECKPOINT, connection_exchanges
 from kdissect.decode.session import Session
 from kdissect.diagnostic import Diagnostic
 from kdissect.dissector import make_decoder
 from kdissect.events import ConnectionInfo, Exchange, Message, Status
-from kdissect.index.entry import CUT, NONE, REQUEST, RESPONSE, CaptureIndex
+from kdissect.index.entry import CaptureIndex
 
 STATUSES: tuple[str, ...] = get_args(Status)
 SHARE = 3

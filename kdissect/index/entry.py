@@ -15,8 +15,9 @@ import hashlib
 import os
 import tempfile
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import zstandard
@@ -27,13 +28,11 @@ from kdissect.schema.code_cache import base
 
 FORMAT = 2
 """Changed whenever what an entry holds changes: an older kdissect's entries are then never read."""
-NONE = -(1 << 62)
-"""Stands for a missing number in the integer columns."""
-REQUEST, RESPONSE, CUT = 1, 2, 4
-"""Bits of `flags`: the exchange has a request, a response, and a frame or header the capture holds only part
-of (a diagnostic the early verdict sees before any body is decoded)."""
-NO_HEADER, SASL_TOKEN = -1, -2
-"""The API column without a request header, and for a raw SASL token's exchange."""
+INDEX = ".kdx"
+"""The suffix of an index entry (browse keeps its own kind beside it: browse/kept.py)."""
+NO_HEADER = -1
+"""The API column without a request header (browse.index.SASL_TOKEN: for a raw SASL token's exchange)."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -59,6 +58,7 @@ class Columns:
     api: array = field(default_factory=lambda: array("h"))
     version: array = field(default_factory=lambda: array("h"))
     flags: array = field(default_factory=lambda: array("b"))
+    """The bits of `browse.index.flags_of`."""
     status: array = field(default_factory=lambda: array("b"))
     """The status's place in `events.Status`: what the read-back must find again."""
 
@@ -101,53 +101,64 @@ def shape(options: Any) -> str:
     return repr((FORMAT, sorted(options.ports), options.limits, options.reorder, options.decode, options.show_secrets))
 
 
-def _path(capture: str, options: Any) -> str | None:
+def place(capture: str, options: Any, kind: str) -> str | None:
+    """Where the capture's entry of `kind` for these options belongs; None without a cache, or when the capture
+    cannot be read for its identity."""
     folder = base()
     if folder is None:
         return None
-    digest = hashlib.sha256(f"{table_cache.identity(capture)}\0{shape(options)}".encode()).hexdigest()[:32]
-    return os.path.join(folder, "index", digest + ".kdx")
+    try:
+        identity = table_cache.identity(capture)
+    except OSError:
+        return None
+    digest = hashlib.sha256(f"{identity}\0{shape(options)}".encode()).hexdigest()[:32]
+    return os.path.join(folder, "index", digest + kind)
 
 
 def load(capture: str, options: Any) -> CaptureIndex | None:
     """The capture's index, when an earlier run kept one for these options and the file has not changed since."""
     path = kept(capture, options)
-    if path is None:
-        return None
+    return None if path is None else loaded(path, _parsed)
+
+
+def loaded(path: str, parse: Callable[[Any, bytes], T]) -> T | None:
+    """The entry at `path` (`place`), parsed from its JSON head and its columns' bytes; None when there is none."""
     try:
         with open(path, "rb") as f:
             data = zstandard.ZstdDecompressor().decompress(f.read())
         os.utime(path)  # its last use: the budget removes the oldest first
-        return _parsed(data)
+        head, _, body = data.partition(b"\n")
+        return parse(orjson.loads(head), body)
     except OSError:
         return None
-    except (zstandard.ZstdError, ValueError, KeyError, TypeError, IndexError):
-        # not what save wrote (a damaged cache): the file is read, and this run keeps a whole index in its place
+    except (zstandard.ZstdError, orjson.JSONDecodeError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        # not what keep wrote (a damaged cache): the file is read, and this run keeps a whole entry in its place
         with contextlib.suppress(OSError):
             os.remove(path)
         return None
 
 
-def kept(capture: str, options: Any) -> str | None:
-    """Where the capture's index for these options is, when one is kept (whether it loads is `load`'s to say)."""
-    try:
-        path = _path(capture, options)
-    except OSError:  # the capture cannot be read for its identity: it has no index
-        return None
+def kept(capture: str, options: Any, kind: str = INDEX) -> str | None:
+    """Where the capture's entry of `kind` for these options is, when one is kept (whether it loads is `loaded`'s
+    to say)."""
+    path = place(capture, options, kind)
     return path if path is not None and os.path.exists(path) else None
 
 
-def _parsed(data: bytes) -> CaptureIndex:
-    head, _, body = data.partition(b"\n")
-    meta = orjson.loads(head)
-    columns = Columns()
+def filled(columns: list[array], length: int, body: bytes) -> None:
+    """`columns`, each given `length` numbers from `body`, which they must fill exactly."""
     at = 0
-    for column in columns.named().values():
-        size = meta["lengths"] * column.itemsize
+    for column in columns:
+        size = length * column.itemsize
         column.frombytes(body[at : at + size])
         at += size
-    if at != len(body) or len(columns.ts) != meta["lengths"]:
+    if at != len(body) or any(len(column) != length for column in columns):
         raise ValueError("the columns do not fill the entry")
+
+
+def _parsed(meta: Any, body: bytes) -> CaptureIndex:
+    columns = Columns()
+    filled(list(columns.named().values()), meta["lengths"], body)
     return CaptureIndex(
         columns,
         meta["clients"],
@@ -164,10 +175,7 @@ def _parsed(data: bytes) -> CaptureIndex:
 
 
 def save(capture: str, options: Any, index: CaptureIndex) -> None:
-    """Keep `index` for `capture`, made whole beside its place and renamed into it; older entries past the budget go."""
-    path = _path(capture, options)
-    if path is None:
-        return
+    """Keep `index` for `capture`."""
     columns = index.columns
     meta = {
         "lengths": len(columns),
@@ -181,7 +189,15 @@ def save(capture: str, options: Any, index: CaptureIndex) -> None:
         "damage": index.damage,
         "registry": index.registry,
     }
-    data = orjson.dumps(meta) + b"\n" + b"".join(column.tobytes() for column in columns.named().values())
+    path = place(capture, options, INDEX)
+    if path is not None:
+        keep(path, orjson.dumps(meta), list(columns.named().values()))
+
+
+def keep(path: str, meta: bytes, columns: list[array]) -> None:
+    """Keep `meta` (JSON) and the bytes of `columns` as the entry at `path` (`place`), made whole beside it and
+    renamed into it; older entries past the budget go."""
+    data = meta + b"\n" + b"".join(column.tobytes() for column in columns)
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, exist_ok=True)

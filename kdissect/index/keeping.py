@@ -6,18 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, get_args
 
+from kdissect.browse.index import NONE, SASL_TOKEN, flags_of
 from kdissect.browse.scan import checkpointed
 from kdissect.decode.session import Session
 from kdissect.events import ConnectionInfo, Exchange, Status
 from kdissect.index import entry
-from kdissect.index.entry import CUT, NO_HEADER, NONE, REQUEST, RESPONSE, SASL_TOKEN, CaptureIndex, Columns
+from kdissect.index.entry import NO_HEADER, CaptureIndex, Columns
 
 STATUS_NUMBERS = {status: n for n, status in enumerate(get_args(Status))}
 """A status's number in the index: its place in `events.Status` (answer.py reads it back the same way)."""
 BATCH = 4096
 """Rows gathered before they go into the columns."""
-EARLY_CUT = frozenset({"frame.incomplete", "header.unreadable"})
-"""The diagnostics that make an exchange malformed before any body is decoded: what the early verdict sees."""
 
 
 class Keeper:
@@ -59,11 +58,6 @@ class Keeper:
                 self.tls.add(info.id)
         request, response = exchange.request, exchange.response
         header = exchange.request_header
-        flags = (REQUEST if request else 0) | (RESPONSE if response else 0)
-        if (request and request.diagnostics or response and response.diagnostics) and any(
-            d.code in EARLY_CUT for d in exchange.diagnostics
-        ):
-            flags |= CUT
         client = header.client_id if header is not None else None
         number = self._clients.get(client)
         if number is None:
@@ -89,7 +83,7 @@ class Keeper:
                 exchange.ahead or 0,
                 (SASL_TOKEN if exchange.sasl_token else NO_HEADER) if header is None else header.api_key,
                 -1 if header is None else header.api_version,
-                flags,
+                flags_of(exchange),
                 STATUS_NUMBERS[exchange.status],
             )
         )

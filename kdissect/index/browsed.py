@@ -1,0 +1,154 @@
+"""What browse keeps of a capture file it indexed to the end, so that the next browse of it opens at once: the
+index's columns and interned values, the flows, the groups' lanes, the doctor's findings, and what opening a body
+needs of the pass (the checkpoints, the topic names, each connection's session).
+
+An entry lives beside the capture's exchange index (entry.py), with its key (the file's identity: path, size,
+modification time, a digest of its ends; and the options that shape the exchanges) and its budget. Its place is
+taken before the pass reads the file, so a capture that changes while it is read is indexed anew next time. The
+values are JSON made again by their types (revive.py), the columns raw bytes: a damaged entry is refused and
+removed, and the capture read.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kdissect.browse.charts import Lane
+from kdissect.browse.flows import Flow, More
+from kdissect.browse.index import NONE, Batch, Columns, Index
+from kdissect.browse.kept import Learnt
+from kdissect.decode.session import Session
+from kdissect.doctor.finding import Finding
+from kdissect.events import ConnectionInfo
+from kdissect.index import answer, entry
+from kdissect.index.entry import CaptureIndex
+from kdissect.revive import dumps, revived
+
+KIND = ".kdb"
+FORMAT = 1
+"""Changed whenever what an entry holds changes: an older kdissect's entries are then refused."""
+SessionState = tuple[str | None, dict[str, str], dict[str, str]]
+"""A connection's session: its SASL mechanism, its groups' protocol types and protocol names."""
+
+
+class Kept:
+    """Browse's keeping (browse/kept.py) of one capture file, at its place in the cache."""
+
+    def __init__(self, where: str, capture: str, met_registry: Callable[[], bool] = lambda: False) -> None:
+        """`met_registry`: whether the run met the capture's own schema registry (whose values only a whole read
+        reads as it did: a filter is then not answered from the index)."""
+        self.where = where
+        self.capture = capture
+        self.met_registry = met_registry
+
+    def load(self) -> tuple[Batch, Learnt] | None:
+        return entry.loaded(self.where, _parsed)
+
+    def save(self, index: Index, read: int, learnt: Learnt) -> None:
+        meta = {
+            "format": FORMAT,
+            "lengths": len(index),
+            "clients": index.clients,
+            "error_sets": index.error_sets,
+            "diagnostic_sets": index.diagnostic_sets,
+            "group_sets": index.group_sets,
+            "connections": list(index.connections.values()),
+            "read": read,
+            "flows": learnt.flows,
+            "lanes": learnt.lanes,
+            "findings": learnt.findings,
+            "offsets": learnt.offsets,
+            "topic_names": learnt.topic_names,
+            "sessions": [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
+        }
+        entry.keep(self.where, dumps(meta), list(index.arrays()))
+
+    def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any) -> list[int] | None:
+        if wanted.keep is None or not len(index):
+            return None
+        indexed = as_capture_index(index, learnt, self.met_registry())
+        found = answer.exchanges(self.capture, options, indexed, answer.candidates(indexed, wanted.keep))
+        return None if found is None else [exchange.id - 1 for exchange in found if wanted.matches(exchange)]
+
+
+def as_capture_index(index: Index, learnt: Learnt, registry: bool) -> CaptureIndex:
+    """Browse's complete index as the one `read` keeps (entry.py), which answer.py reads: the same numbers, but for
+    the frames' stream offsets, which a filter does not read."""
+    unknown = array("q", [NONE]) * len(index)
+    starts: dict[int, int] = {}
+    for connection, first in zip(index.connection, index.first):
+        if first < starts.get(connection, first + 1):
+            starts[connection] = first
+    columns = entry.Columns(
+        index.ts,
+        index.latency,
+        index.correlation,
+        index.first,
+        index.last,
+        index.queued,
+        unknown,
+        unknown,
+        index.connection,
+        index.client,
+        index.ahead,
+        index.api,
+        index.version,
+        index.flags,
+        index.status,
+    )
+    return CaptureIndex(
+        columns,
+        index.clients,
+        index.connections,
+        frozenset(id for id, info in index.connections.items() if info.tls is not None),
+        starts,
+        learnt.offsets,
+        max(index.last),
+        learnt.topic_names,
+        [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
+        {},
+        registry,
+    )
+
+
+def kept(path: Path, options: Any, met_registry: Callable[[], bool] = lambda: False) -> Kept | None:
+    """The keeping of the capture at `path`, its place taken now (before the pass reads it); None when browse keeps
+    nothing of it (no cache, user specs, a key log)."""
+    capture = entry.usable((str(path),), options)
+    where = None if capture is None else entry.place(capture, options, KIND)
+    return None if capture is None or where is None else Kept(where, capture, met_registry)
+
+
+def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt]:
+    if meta["format"] != FORMAT:
+        raise ValueError("an entry of another kdissect")
+    rows = Columns()
+    entry.filled(list(rows.arrays()), meta["lengths"], body)
+    batch = Batch(
+        rows,
+        revived(list[str | None], meta["clients"]),
+        revived(list[tuple[int, ...]], meta["error_sets"]),
+        revived(list[tuple[str, ...]], meta["diagnostic_sets"]),
+        revived(list[tuple[str, ...]], meta["group_sets"]),
+        revived(list[ConnectionInfo], meta["connections"]),
+        revived(int, meta["read"]),
+        None,
+        None,
+    )
+    return batch, Learnt(
+        revived(tuple[tuple[Flow, ...], More | None], meta["flows"]),
+        revived(tuple[Lane, ...], meta["lanes"]),
+        revived(list[Finding], meta["findings"]),
+        revived(list[int], meta["offsets"]),
+        revived(dict[str, str], meta["topic_names"]),
+        [_session(state) for state in revived(list[SessionState], meta["sessions"])],
+    )
+
+
+def _session(state: SessionState) -> Session:
+    session = Session()
+    session.sasl_mechanism, session.protocol_types, session.protocol_names = state
+    return session
