@@ -90,6 +90,8 @@ def test_a_filter_on_headers_is_answered_from_a_few_frames(cache: Path, tmp_path
     assert joins is not None and [e.id for e in joins] == [25, 26, 43, 51, 52, 80]
     assert [e.queued is not None for e in joins] == [True] * 6
     assert 0 < len(fed) < index.packets
+    chosen = answer.candidates(index, compile_filter([("-Y", "api == JoinGroup")], BUILTIN).keep)
+    assert answer.exchanges(str(capture), Options(), index, chosen, stopping=lambda: True) is None  # a browse's new filter
     assert compile_filter([("-Y", "error")], BUILTIN).keep is None  # headers never decide it: read reads the file
     assert answered(capture, "error or api == JoinGroup") is not None
     monkeypatch.setattr(answer, "SHARE", 3)

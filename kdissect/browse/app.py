@@ -9,6 +9,7 @@ Work that reads the capture runs in Textual workers and reaches the UI thread on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -212,11 +213,11 @@ class BrowseApp(App[None]):
         if keeping is not None and message.failure is None and not self.indexer.loaded:
             self._keep(keeping)
 
-    def _answered(self, wanted: Filter) -> list[int] | None:
+    def _answered(self, wanted: Filter, stopping: Callable[[], bool]) -> list[int] | None:
         """A filter's matches from the complete index, on the filter's worker (the index no longer changes)."""
         keeping = self.indexer.keeping
         assert keeping is not None  # the list is given this only when there is one
-        return keeping.matches(self.index, self.indexer.learnt(), wanted, self.indexer.options)
+        return keeping.matches(self.index, self.indexer.learnt(), wanted, self.indexer.options, stopping)
 
     @work(thread=True, group="keep")
     def _keep(self, keeping: Keeping) -> None:

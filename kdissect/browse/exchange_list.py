@@ -80,12 +80,13 @@ class ExchangeList(Lines):
         path: Path,
         options: Options,
         follow: Callable[[Any, int], Future[int]] | None = None,
-        answer: Callable[[Any], list[int] | None] | None = None,
+        answer: Callable[[Any, Callable[[], bool]], list[int] | None] | None = None,
         **kwargs: Any,
     ) -> None:
         """`follow` (live): hands a filter and its generation to the index's pass, which tests what it indexes from
         then on; the future tells how many exchanges it had indexed, the ones the filter's own pass looks at.
-        `answer`: a filter's matches from the complete index (None: it cannot say), called on the filter's worker."""
+        `answer`: a filter's matches from the complete index (None: it cannot say, or was told to stop), called on
+        the filter's worker."""
         self.columns = row_columns(160)
         """The list's columns (`views.terminal.row_columns`): as `read` has them at this terminal's width."""
         super().__init__(self._line, width=self._width(), **kwargs)
@@ -229,7 +230,7 @@ class ExchangeList(Lines):
         failure = None
         due = monotonic() + REFRESH
         try:
-            answered = self.answer(wanted) if self.complete and self.answer is not None else None
+            answered = self._from_index(wanted, lambda: worker.is_cancelled)
             if answered is not None:
                 found, upto = answered, 0
             for event in events(self.path, replace(self.options, keep=wanted.keep)) if upto != 0 else ():
@@ -247,6 +248,12 @@ class ExchangeList(Lines):
             failure = str(exc)
         if not worker.is_cancelled:
             self.post_message(self.Matching(generation, found, True, failure))
+
+    def _from_index(self, wanted: Any, cancelled: Callable[[], bool]) -> list[int] | None:
+        """The filter's matches answered from the complete index; None when there is none yet, or it cannot say."""
+        if not self.complete or self.answer is None:
+            return None
+        return self.answer(wanted, cancelled)
 
     @on(Matching)
     def matching(self, message: Matching) -> None:

@@ -4,6 +4,7 @@ filter is answered from it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,7 +38,7 @@ class Keeping(Protocol):
     def save(self, index: Index, read: int, learnt: Learnt) -> None:
         """Keep `index`, every row of a whole pass that read `read` bytes of the file, with what it learnt."""
 
-    def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any) -> list[int] | None:
+    def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         """The positions `wanted` (a `filter.Filter`) matches, from the complete `index`: the verdict from headers on
         its rows, and only the exchanges it may keep read back and decoded with `options`; None when the index
-        cannot answer (the filter's pass over the file then does)."""
+        cannot answer (the filter's pass over the file then does) or `stopping` said to stop."""

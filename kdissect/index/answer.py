@@ -14,7 +14,7 @@ exchange the read-back does not find as the full read had it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args
@@ -94,9 +94,12 @@ def candidates(index: CaptureIndex, keep: Any) -> list[int]:
     return out
 
 
-def exchanges(capture: str, options: Any, index: CaptureIndex, chosen: list[int]) -> list[Exchange] | None:
+def exchanges(
+    capture: str, options: Any, index: CaptureIndex, chosen: list[int], stopping: Callable[[], bool] = lambda: False
+) -> list[Exchange] | None:
     """The exchanges at positions `chosen` (`candidates`, say), in order, with their bodies decoded as `options` ask;
-    None when the index cannot answer and the capture must be read the usual way."""
+    None when the index cannot answer and the capture must be read the usual way, or when `stopping` said to stop
+    (asked between two exchanges read back)."""
     if index.registry:
         return None
     c = index.columns
@@ -111,7 +114,7 @@ def exchanges(capture: str, options: Any, index: CaptureIndex, chosen: list[int]
         decoder.topic_names = dict(index.topic_names)
     for connection, first, last, positions in runs:
         if not any(
-            _found(capture, options, index, decoder, connection, start, last, positions, found)
+            _found(capture, options, index, decoder, connection, start, last, positions, found, stopping)
             for start in (first, index.starts[connection])
         ):
             return None  # even from the connection's first frame, the core did not find what the full read did
@@ -130,11 +133,15 @@ def _found(
     last: int,
     positions: list[int],
     found: dict[int, Exchange],
+    stopping: Callable[[], bool],
 ) -> bool:
-    """Read back a connection's packets from `start` to `last` into `found`; whether every one of `positions` is there."""
+    """Read back a connection's packets from `start` to `last` into `found`; whether every one of `positions` is there
+    (False, too, when `stopping` said to stop)."""
     c = index.columns
     wanted = {(c.correlation[i], c.ts[i]): i for i in positions}
     for exchange in _read_back(capture, options, index, decoder, index.connections[connection], start, last):
+        if stopping():
+            return False
         i = wanted.get((NONE if exchange.correlation_id is None else exchange.correlation_id, exchange.ts), -1)
         if i >= 0:
             found[i] = _as_indexed(exchange, index, i)

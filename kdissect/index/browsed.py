@@ -66,11 +66,11 @@ class Kept:
         }
         entry.keep(self.where, dumps(meta), list(index.arrays()))
 
-    def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any) -> list[int] | None:
+    def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         if wanted.keep is None or not len(index):
             return None
         indexed = as_capture_index(index, learnt, self.met_registry())
-        found = answer.exchanges(self.capture, options, indexed, answer.candidates(indexed, wanted.keep))
+        found = answer.exchanges(self.capture, options, indexed, answer.candidates(indexed, wanted.keep), stopping)
         return None if found is None else [exchange.id - 1 for exchange in found if wanted.matches(exchange)]
 
 
