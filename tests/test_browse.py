@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import zstandard
 
 pytest.importorskip("textual")
 from rich.console import Console
@@ -280,8 +281,11 @@ def test_a_second_browse_opens_from_the_kept_pass_and_says_so(tmp_path, monkeypa
     (entry,) = (tmp_path / "cache" / "index").glob("*.kdb")
     again = browse(kept(capture, Options()), filtered=True)
     assert again[0] and again[1:4] == (lines, findings, body) and "96 exchanges, indexed by an earlier browse" in again[4]
-    entry.write_bytes(entry.read_bytes()[:-40])  # damaged: refused, removed, and the file indexed again
-    assert not browse(kept(capture, Options()))[0] and browse(kept(capture, Options()))[0]
+    whole = entry.read_bytes()
+    assert zstandard.get_frame_parameters(whole).has_checksum  # a bit flipped where zstd would not notice is refused too
+    for damaged in (whole[:-40], whole[:-100] + bytes([whole[-100] ^ 1]) + whole[-99:]):  # cut short, a bit flipped
+        entry.write_bytes(damaged)  # refused, removed, and the file indexed again
+        assert not browse(kept(capture, Options()))[0] and browse(kept(capture, Options()))[0]
     assert not browse(None, filtered=True)[0]  # --no-cache
     with capture.open("ab") as f:  # the capture changed: its place in the cache is another
         f.write(b"\0" * 16)

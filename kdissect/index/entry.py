@@ -203,7 +203,7 @@ def keep(path: str, meta: bytes, columns: list[array]) -> None:
         os.makedirs(folder, exist_ok=True)
         handle, scratch = tempfile.mkstemp(prefix=".tmp-", dir=folder)
         with os.fdopen(handle, "wb") as f:
-            f.write(zstandard.ZstdCompressor(level=3).compress(data))
+            f.write(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(data))  # a flipped bit is refused
         os.replace(scratch, path)
     except OSError:  # a cache that cannot be written costs the next run its speed, never this one its output
         return
