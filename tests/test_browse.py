@@ -192,7 +192,8 @@ def test_a_kept_pass_serves_the_next_browse_as_the_pass_itself_did(path, tmp_pat
     the file matches, a TLS connection among the candidates excepted (never read back alone)."""
     keylog = path.with_suffix(".keylog")
     options = Options(tls_keylog=keylog.read_bytes()) if keylog.exists() else Options()
-    keeping = Kept(str(tmp_path / "capture.kdb"), str(path))
+    monkeypatch.setenv("KDISSECT_CACHE", str(tmp_path / "cache"))  # read's index, made on the way, kept there
+    keeping = Kept(str(tmp_path / "capture.kdb"), str(path), options)
     first, index, sent = passed(path, options, keeping)
     assert not first.loaded and keeping.load() is None
     keeping.save(index, first.offsets[-1], first.learnt())

@@ -199,3 +199,57 @@ def test_a_damaged_index_is_read_as_none(cache: Path, tmp_path: Path) -> None:
         assert entry.load(str(capture), Options()) is not None  # the read kept a whole index in its place
     kept.write_bytes(b"\x28\xb5\x2f\xfd garbage")
     assert entry.load(str(capture), Options()) is None
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_a_browse_keeps_the_index_a_read_keeps(capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first browse of a plain pcap file makes `read`'s index on its pass (index/browsed.py): the same numbers,
+    checkpoints, sessions, topic names and damage as the index a whole `read` keeps, so the next `read -Y`, `show`
+    and `records` answer from it as from the read's."""
+    same_index(capture, tmp_path, monkeypatch)
+
+
+def test_a_browse_counts_what_a_damaged_capture_lost_as_a_read_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment lost in the middle of a frame and a last record cut short: the damage the index keeps (a `read -Y`
+    answered from it exits 1, as the whole read did) is counted by a browse's pass as by a read."""
+    from kdissect.capture.writer import PcapWriter
+    from kdissect.testing.damage import data_segments, drop
+
+    with open_capture(ROOT / "captures" / "many-records-mtu1500.pcap") as source:
+        packets = list(source.packets())
+    lost = drop(packets, [s for s in data_segments(packets) if s.length > 1000][5].position)  # inside a Produce's batch
+    capture = tmp_path / "damaged.pcap"
+    with capture.open("wb") as out:
+        PcapWriter(out, lost[0].linktype).write_all(lost)
+    capture.write_bytes(capture.read_bytes()[:-10])
+    index = same_index(capture, tmp_path, monkeypatch)
+    assert index is not None and {"tcp.gap", "frame.incomplete", "pcap.truncated"} <= set(index.damage), index.damage
+
+
+def same_index(capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> entry.CaptureIndex | None:
+    """The index a browse of `capture` keeps, once checked to be the one a read keeps (None for a file neither indexes)."""
+    import threading
+
+    from kdissect.browse.app import BrowseApp
+
+    def index_pass_alone(app: BrowseApp) -> None:  # `kdissect browse` as a user runs it, its screen aside
+        app.indexer.run(threading.Event(), lambda message: None)
+
+    monkeypatch.setattr(BrowseApp, "run", index_pass_alone)
+
+    def index_of(made_by: str) -> entry.CaptureIndex | None:
+        monkeypatch.setenv("KDISSECT_CACHE", str(tmp_path / made_by))
+        assert run(made_by, capture, *(["--json", "--jobs", "1", "-o", tmp_path / "all.json"] if made_by == "read" else [])) in (0, 1)
+        return entry.load(str(capture), Options())
+
+    by_read, by_browse = index_of("read"), index_of("browse")
+    with open_capture(capture) as source:
+        if not entry.indexable(source):  # a pcapng file, whatever its name says
+            assert by_read is None and by_browse is None
+            return None
+    assert by_read is not None and by_browse is not None
+    assert [a.tobytes() for a in by_browse.columns.named().values()] == [a.tobytes() for a in by_read.columns.named().values()]
+    assert {name: value for name, value in vars(by_browse).items() if name != "columns"} == {
+        name: value for name, value in vars(by_read).items() if name != "columns"
+    }
+    return by_browse

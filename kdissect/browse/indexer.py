@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
@@ -27,10 +28,12 @@ from kdissect.browse.kept import Keeping, Learnt
 from kdissect.browse.scan import events, exchange_at
 from kdissect.decode.body import Body
 from kdissect.decode.session import Session
+from kdissect.diagnostic import Diagnostic
 from kdissect.dissector import Options, make_decoder
 from kdissect.doctor.engine import Doctor
 from kdissect.doctor.finding import Finding
 from kdissect.events import Exchange
+from kdissect.events.damage import lost_codes
 from kdissect.views.stats import Stats
 from kdissect.views.summary import Summary
 
@@ -88,6 +91,11 @@ class Indexer:
         """The pass was served from what was kept."""
         self.findings: list[Finding] = []
         self._at_end: Learnt | None = None
+        self._indexing: Callable[[Exchange], None] | None = None
+        """Where each exchange goes to make `read`'s index of the file on the way (`Keeping.indexing`)."""
+        self.damage: Counter[str] = Counter()
+        """What the capture lost, by diagnostic code, while `read`'s index is made."""
+        self.packets = 0
         self.options = replace(options, keep=None)
         """Every body is decoded: the list's groups and the doctor's rules read them, whatever a filter shows."""
         self.offsets: list[int] = []
@@ -125,14 +133,12 @@ class Indexer:
     def run(self, stop: threading.Event, post: Callable[[Message], Any]) -> None:
         """The pass, until the capture ends or `stop`; `post` sends a message to the app (from this thread)."""
         self._post = post
-        found = self.keeping.load() if self.keeping is not None else None
-        if found is not None:
-            self._serve(*found)
+        if self._served():
             return
         if self.live is not None:
             passed = self.live.events(self.options, self.offsets, self.decoder, stop, self._tick)
         else:
-            passed = events(self.path, self.options, self.offsets, self.decoder)
+            passed = events(self.path, self.options, self.offsets, self.decoder, self._ended)
         failure = findings = None
         try:
             for event in passed:
@@ -141,6 +147,8 @@ class Indexer:
                 self.doctor.add(event)
                 if isinstance(event, Exchange):
                     self._add(event)
+                elif self._indexing is not None:
+                    self.damage.update(lost_codes(event))
                 self.summary.add(event)
                 self._tick()
         except Exception as exc:  # a capture error ends the pass; what was indexed stays browsable
@@ -148,16 +156,43 @@ class Indexer:
         if not stop.is_set():
             findings = self.doctor.findings()  # after a failure too: on what was read
         self._stop_answering()
-        if findings is None:
-            return
+        if findings is not None:
+            self._finish(findings, failure)
+
+    def _finish(self, findings: list[Finding], failure: str | None) -> None:
+        """The pass ended at the capture's end or at an error: what it made is sent, and `read`'s index of a file
+        read whole is kept."""
         self.findings = findings
+        if self.keeping is not None and self._indexing is not None and failure is None:
+            self.keeping.indexed(self.packets, dict(self.damage))
         self._send(monotonic(), final=True)
-        post(self.Findings(findings))
+        self._post(self.Findings(findings))
         live = self.live
-        post(self.Done(failure or (live.failure if live is not None else None), live.stopped if live is not None else ""))
+        self._post(self.Done(failure or (live.failure if live is not None else None), live.stopped if live is not None else ""))
+
+    def _served(self) -> bool:
+        """Whether the pass is served from what an earlier browse kept; when it is not, whether it makes `read`'s
+        index of the file on the way is the keeping's to say."""
+        keeping = self.keeping
+        if keeping is None:
+            return False
+        found = keeping.load()
+        if found is not None:
+            self._serve(*found)
+            return True
+        self._indexing = keeping.indexing(self.decoder, self.offsets, self.sessions)
+        return False
+
+    def _ended(self, packets: int, diagnostics: list[Diagnostic]) -> None:
+        """The file's end: its packets, and what it lost of itself (a cut last record, say)."""
+        self.packets = packets
+        self.damage.update(d.code for d in diagnostics if d.lost)
 
     def _add(self, exchange: Exchange) -> None:
         self.rows.add(exchange)
+        if self._indexing is not None:
+            self._indexing(exchange)
+            self.damage.update(lost_codes(exchange))
         self.indexed += 1
         request = exchange.request
         if request is not None and isinstance(request.body, Body) and request.body.groups:

@@ -13,6 +13,7 @@ from kdissect.browse.flows import Flow, More
 from kdissect.browse.index import Batch, Index
 from kdissect.decode.session import Session
 from kdissect.doctor.finding import Finding
+from kdissect.events import Exchange
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,14 @@ class Keeping(Protocol):
 
     def save(self, index: Index, read: int, learnt: Learnt) -> None:
         """Keep `index`, every row of a whole pass that read `read` bytes of the file, with what it learnt."""
+
+    def indexing(self, decoder: Any, offsets: list[int], sessions: list[Session]) -> Callable[[Exchange], None] | None:
+        """When `read`'s index of the file is not kept yet: where each exchange of the pass goes to make it, with the
+        pass's decoder, checkpoints and sessions (index/keeping.py); None otherwise."""
+
+    def indexed(self, packets: int, damage: dict[str, int]) -> None:
+        """The pass read the whole file, `packets` packets, and counted what the capture lost in `damage`: `read`'s
+        index, made on the way, is kept."""
 
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         """The positions `wanted` (a `filter.Filter`) matches, from the complete `index`: the verdict from headers on

@@ -10,7 +10,7 @@ from the pass that built the index.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from kdissect.capture import open_capture
 from kdissect.capture.packet import Packet
 from kdissect.capture.source import CaptureFile
+from kdissect.diagnostic import Diagnostic
 from kdissect.dissector import MAKE, Options, file_dissector
 from kdissect.events import ConnectionInfo, Event, Exchange
 from kdissect.net.malformed import Malformed
@@ -28,13 +29,23 @@ CHECKPOINT = 64
 PCAP_HEADER = 24
 
 
-def events(path: Path, options: Options, packets: list[int] | None = None, decoder: Any = MAKE) -> Iterator[Event]:
-    """Every event of the capture; `packets`, when given, collects the file offset of every CHECKPOINT-th packet."""
+def events(
+    path: Path,
+    options: Options,
+    packets: list[int] | None = None,
+    decoder: Any = MAKE,
+    ended: Callable[[int, list[Diagnostic]], Any] | None = None,
+) -> Iterator[Event]:
+    """Every event of the capture; `packets`, when given, collects the file offset of every CHECKPOINT-th packet;
+    `ended` is told, once the last event is out, how many packets the file held and its own diagnostics."""
     with open_capture(path) as source:
         feed = source.packets()
         if packets is not None:
             feed = checkpointed(feed, packets)
-        yield from file_dissector(source, options, decoder).run(feed)
+        dissector = file_dissector(source, options, decoder)
+        yield from dissector.run(feed)
+        if ended is not None:
+            ended(dissector.counters.packets, source.diagnostics())
 
 
 def checkpointed(feed: Iterator[Any], offsets: list[int]) -> Iterator[Any]:

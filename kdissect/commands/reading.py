@@ -113,9 +113,10 @@ class Reading:
     def _keeper(self) -> Any:
         """The decoder of an index-making run (None for the core's own): a plain pcap file, read whole, is indexed
         unless its index is already kept (one found damaged was removed as it was loaded)."""
-        if not self.indexing or self.source.format != "pcap" or self.source.compression is not None:
-            return None
         from kdissect.index import entry
+
+        if not self.indexing or not entry.indexable(self.source):
+            return None
 
         capture = entry.usable(self.captures, self.options)
         if capture is None or entry.kept(capture, self.options) is not None:
@@ -162,7 +163,7 @@ class Reading:
 
         Read with other processes (`jobs`), the exchanges of their connections come as `views.sink.Settled`:
         `worker_sink(stream)` makes the `EventSink` each of them writes with, as the command's own would."""
-        from kdissect.events import Exchange, Notice
+        from kdissect.events.damage import lost_codes
         from kdissect.views.sink import Settled
 
         dissected = self._dissected()
@@ -173,13 +174,10 @@ class Reading:
             dissected = self.workers.merge(dissected)
         with closing(dissected) as events:
             for event in events:
-                kind = type(event)
-                if kind is Exchange:
-                    self.damage.update(d.code for d in event.diagnostics if d.lost)
-                elif kind is Settled:
+                if type(event) is Settled:
                     self.damage.update(event.damage)
-                elif kind is Notice and event.diagnostic.lost:
-                    self.damage[event.diagnostic.code] += 1
+                else:
+                    self.damage.update(lost_codes(event))
                 if keeper is not None:
                     keeper.take(event)
                 yield event

@@ -20,11 +20,14 @@ from kdissect.browse.charts import Lane
 from kdissect.browse.flows import Flow, More
 from kdissect.browse.index import NONE, Batch, Columns, Index
 from kdissect.browse.kept import Learnt
+from kdissect.capture import open_capture
+from kdissect.capture.source import CaptureError
 from kdissect.decode.session import Session
 from kdissect.doctor.finding import Finding
-from kdissect.events import ConnectionInfo
+from kdissect.events import ConnectionInfo, Exchange
 from kdissect.index import answer, entry
 from kdissect.index.entry import CaptureIndex
+from kdissect.index.keeping import Keeper
 from kdissect.revive import dumps, revived
 
 KIND = ".kdb"
@@ -37,12 +40,14 @@ SessionState = tuple[str | None, dict[str, str], dict[str, str]]
 class Kept:
     """Browse's keeping (browse/kept.py) of one capture file, at its place in the cache."""
 
-    def __init__(self, where: str, capture: str, met_registry: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, where: str, capture: str, options: Any, met_registry: Callable[[], bool] = lambda: False) -> None:
         """`met_registry`: whether the run met the capture's own schema registry (whose values only a whole read
         reads as it did: a filter is then not answered from the index)."""
         self.where = where
         self.capture = capture
+        self.options = options
         self.met_registry = met_registry
+        self.keeper: Keeper | None = None
 
     def load(self) -> tuple[Batch, Learnt] | None:
         return entry.loaded(self.where, _parsed)
@@ -65,6 +70,18 @@ class Kept:
             "sessions": [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
         }
         entry.keep(self.where, dumps(meta), list(index.arrays()))
+
+    def indexing(self, decoder: Any, offsets: list[int], sessions: list[Session]) -> Callable[[Exchange], None] | None:
+        if decoder is None or entry.kept(self.capture, self.options) is not None or not _plain_pcap(self.capture):
+            return None
+        self.keeper = Keeper(self.capture, self.options, decoder, sessions)
+        self.keeper.offsets = offsets
+        return self.keeper.add
+
+    def indexed(self, packets: int, damage: dict[str, int]) -> None:
+        if self.keeper is not None:
+            self.keeper.save(packets, damage, self.met_registry())
+            self.keeper = None
 
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         if wanted.keep is None or not len(index):
@@ -119,7 +136,16 @@ def kept(path: Path, options: Any, met_registry: Callable[[], bool] = lambda: Fa
     nothing of it (no cache, user specs, a key log)."""
     capture = entry.usable((str(path),), options)
     where = None if capture is None else entry.place(capture, options, KIND)
-    return None if capture is None or where is None else Kept(where, capture, met_registry)
+    return None if capture is None or where is None else Kept(where, capture, options, met_registry)
+
+
+def _plain_pcap(capture: str) -> bool:
+    """Whether `read` would index the capture (entry.indexable)."""
+    try:
+        with open_capture(capture) as source:
+            return entry.indexable(source)
+    except (OSError, CaptureError):
+        return False
 
 
 def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt]:

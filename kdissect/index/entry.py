@@ -219,6 +219,12 @@ def _connection(c: dict[str, Any]) -> ConnectionInfo:
     return ConnectionInfo(c["id"], Endpoint(*c["client"]), Endpoint(*c["broker"]))
 
 
+def indexable(source: Any) -> bool:
+    """Whether a capture source is one an index is made for: a plain pcap file, whose packets have checkpoints to
+    read back from (a pcapng's blocks, a compressed stream have none yet)."""
+    return bool(source.format == "pcap" and source.compression is None)
+
+
 def usable(captures: tuple[str, ...], options: Any) -> str | None:
     """The capture file an index can serve or be made for: one file (not standard input, not several read as one),
     read with the generated tables and without a key log (the shape keys neither user specs nor secrets); None

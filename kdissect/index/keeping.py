@@ -22,7 +22,9 @@ BATCH = 4096
 class Keeper:
     """Makes the index of one capture file as a command reads it; `decoder` learns on the way what `save` keeps."""
 
-    def __init__(self, capture: str, options: Any, decoder: Any) -> None:
+    def __init__(self, capture: str, options: Any, decoder: Any, sessions: list[Session] | None = None) -> None:
+        """`sessions`: the connections' sessions as the pass that drives `decoder` keeps them (browse's); None to
+        keep them here."""
         self.capture = capture
         self.options = options
         self.decoder = decoder
@@ -33,9 +35,9 @@ class Keeper:
         self.starts: dict[int, int] = {}
         self._clients: dict[str | None, int] = {}
         """Client ids by their number; None (a header without one, v0) apart from an empty client id."""
-        self.sessions: list[Session] = []
+        self.sessions: list[Session] = [] if sessions is None else sessions
         self._rows: list[tuple[int, ...]] = []
-        if decoder is not None:
+        if decoder is not None and sessions is None:
             decoder.new_session = self._new_session
 
     def packets(self, feed: Iterator[Any]) -> Iterator[Any]:
