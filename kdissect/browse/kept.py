@@ -50,4 +50,5 @@ class Keeping(Protocol):
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         """The positions `wanted` (a `filter.Filter`) matches, from the complete `index`: the verdict from headers on
         its rows, and only the exchanges it may keep read back and decoded with `options`; None when the index
-        cannot answer (the filter's pass over the file then does) or `stopping` said to stop."""
+        cannot answer (the filter's pass over the file then does: for a file that is not a plain pcap, whose
+        packets have no checkpoints, always) or `stopping` said to stop."""

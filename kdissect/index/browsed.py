@@ -11,6 +11,7 @@ removed, and the capture read.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -71,8 +72,18 @@ class Kept:
         }
         entry.keep(self.where, dumps(meta), list(index.arrays()))
 
+    @functools.cached_property
+    def plain(self) -> bool:
+        """Whether the capture is one `read` indexes (entry.indexable): its packets have checkpoints to read back
+        from, where another file is read from its start for every stretch read back."""
+        try:
+            with open_capture(self.capture) as source:
+                return entry.indexable(source)
+        except (OSError, CaptureError):
+            return False
+
     def indexing(self, decoder: Any, offsets: list[int], sessions: list[Session]) -> Callable[[Exchange], None] | None:
-        if decoder is None or entry.kept(self.capture, self.options) is not None or not _plain_pcap(self.capture):
+        if decoder is None or not self.plain or entry.kept(self.capture, self.options) is not None:
             return None
         self.keeper = Keeper(self.capture, self.options, decoder, sessions)
         self.keeper.offsets = offsets
@@ -84,7 +95,7 @@ class Kept:
             self.keeper = None
 
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
-        if wanted.keep is None or not len(index):
+        if wanted.keep is None or not len(index) or not self.plain:
             return None
         indexed = as_capture_index(index, learnt, self.met_registry())
         found = answer.exchanges(self.capture, options, indexed, answer.candidates(indexed, wanted.keep), stopping)
@@ -137,15 +148,6 @@ def kept(path: Path, options: Any, met_registry: Callable[[], bool] = lambda: Fa
     capture = entry.usable((str(path),), options)
     where = None if capture is None else entry.place(capture, options, KIND)
     return None if capture is None or where is None else Kept(where, capture, options, met_registry)
-
-
-def _plain_pcap(capture: str) -> bool:
-    """Whether `read` would index the capture (entry.indexable)."""
-    try:
-        with open_capture(capture) as source:
-            return entry.indexable(source)
-    except (OSError, CaptureError):
-        return False
 
 
 def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt]:
