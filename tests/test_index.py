@@ -253,3 +253,13 @@ def same_index(capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         name: value for name, value in vars(by_read).items() if name != "columns"
     }
     return by_browse
+
+
+def test_a_browse_of_a_registrys_own_records_keeps_an_index_that_declines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the registry's HTTP, its `_schemas` records alone teach a read's values as they come: a read's index
+    then declines, and so does the one a browse keeps, though a browse's list reads no value."""
+    from tests.test_values import without
+
+    capture = without(ROOT / "captures" / "values-avro-confluent.pcap", tmp_path / "no-http.pcap", {8081})
+    index = same_index(capture, tmp_path, monkeypatch)
+    assert index is not None and index.registry

@@ -113,11 +113,12 @@ class Reading:
     def _keeper(self) -> Any:
         """The decoder of an index-making run (None for the core's own): a plain pcap file, read whole, is indexed
         unless its index is already kept (one found damaged was removed as it was loaded)."""
+        if not self.indexing:
+            return None
         from kdissect.index import entry
 
-        if not self.indexing or not entry.indexable(self.source):
+        if not entry.indexable(self.source):
             return None
-
         capture = entry.usable(self.captures, self.options)
         if capture is None or entry.kept(capture, self.options) is not None:
             return None

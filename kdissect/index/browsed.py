@@ -23,6 +23,7 @@ from kdissect.browse.index import NONE, Batch, Columns, Index
 from kdissect.browse.kept import Learnt
 from kdissect.capture import open_capture
 from kdissect.capture.source import CaptureError
+from kdissect.decode.body import Body
 from kdissect.decode.session import Session
 from kdissect.doctor.finding import Finding
 from kdissect.events import ConnectionInfo, Exchange
@@ -30,6 +31,7 @@ from kdissect.index import answer, entry
 from kdissect.index.entry import CaptureIndex
 from kdissect.index.keeping import Keeper
 from kdissect.revive import dumps, revived
+from kdissect.values.reader import SCHEMAS_TOPIC
 
 KIND = ".kdb"
 FORMAT = 1
@@ -49,6 +51,9 @@ class Kept:
         self.options = options
         self.met_registry = met_registry
         self.keeper: Keeper | None = None
+        self.schemas_records = False
+        """The pass met records of the registry's `_schemas` topic, which a read's values learn from as they come
+        (a browse's list reads no value): its index then does not answer, as a read's would not."""
 
     def load(self) -> tuple[Batch, Learnt] | None:
         return entry.loaded(self.where, _parsed)
@@ -85,13 +90,19 @@ class Kept:
     def indexing(self, decoder: Any, offsets: list[int], sessions: list[Session]) -> Callable[[Exchange], None] | None:
         if decoder is None or not self.plain or entry.kept(self.capture, self.options) is not None:
             return None
-        self.keeper = Keeper(self.capture, self.options, decoder, sessions)
-        self.keeper.offsets = offsets
-        return self.keeper.add
+        keeper = self.keeper = Keeper(self.capture, self.options, decoder, sessions)
+        keeper.offsets = offsets
+
+        def add(exchange: Exchange) -> None:
+            keeper.add(exchange)
+            if not self.schemas_records and _schemas_records(exchange):
+                self.schemas_records = True
+
+        return add
 
     def indexed(self, packets: int, damage: dict[str, int]) -> None:
         if self.keeper is not None:
-            self.keeper.save(packets, damage, self.met_registry())
+            self.keeper.save(packets, damage, self.schemas_records or self.met_registry())
             self.keeper = None
 
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
@@ -139,6 +150,15 @@ def as_capture_index(index: Index, learnt: Learnt, registry: bool) -> CaptureInd
         [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
         {},
         registry,
+    )
+
+
+def _schemas_records(exchange: Exchange) -> bool:
+    return any(
+        placed.topic == SCHEMAS_TOPIC
+        for message in (exchange.request, exchange.response)
+        if message is not None and isinstance(message.body, Body)
+        for placed in message.body.records
     )
 
 

@@ -29,7 +29,7 @@ from kdissect.schema.code_cache import base
 FORMAT = 2
 """Changed whenever what an entry holds changes: an older kdissect's entries are then never read."""
 INDEX = ".kdx"
-"""The suffix of an index entry (browse keeps its own kind beside it: browse/kept.py)."""
+"""The suffix of an index entry (browse keeps its own kind beside it: browsed.py)."""
 NO_HEADER = -1
 """The API column without a request header (browse.index.SASL_TOKEN: for a raw SASL token's exchange)."""
 T = TypeVar("T")
