@@ -1,13 +1,54 @@
-"""What a worker process forked by `read --jobs` or `tables --jobs` does first, so that the first process alone
-decides when work ends."""
+"""Worker processes forked by `read --jobs` and `tables --jobs`: each with a pipe to the first process, which
+alone decides when work ends, and ends them."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+from collections.abc import Iterable
 
 _PR_SET_PDEATHSIG = 1
 """prctl(2): the signal a process gets when the thread that forked it ends (Linux only)."""
+
+
+def fork_worker(others: Iterable[int], pipe_bytes: int = 0) -> tuple[int, int]:
+    """Fork a worker with a pipe to this process: (0, the pipe's write end) in the worker, its signals set
+    (`become_worker`) and the read ends of the `others` closed; (its pid, the read end) here. `pipe_bytes`: the
+    pipe's size, where the system lets it be set (0: its default)."""
+    sys.stdout.flush()  # a worker inherits what the buffers hold, and could write it again
+    sys.stderr.flush()
+    read, write = os.pipe()
+    if pipe_bytes:
+        try:
+            import fcntl
+
+            fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, pipe_bytes)
+        except (ImportError, AttributeError, OSError):
+            pass  # a smaller pipe only lets the worker run less far ahead
+    first = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        become_worker(first)
+        os.close(read)
+        for other in others:
+            os.close(other)
+        return 0, write
+    os.close(write)
+    return pid, read
+
+
+def end_workers(children: Iterable[tuple[int, int]]) -> None:
+    """End forked workers, given as (pid, read end of its pipe): their pipes closed, SIGTERM, each reaped."""
+    children = list(children)
+    for pid, read in children:
+        os.close(read)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for pid, _ in children:
+        os.waitpid(pid, 0)
 
 
 def become_worker(first: int) -> None:

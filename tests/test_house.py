@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "limits": set(),
     "frozen": set(),
     "printable": set(),  # captured text made safe for a terminal: every view's one rule
-    "forked": set(),  # what a forked worker of read --jobs and tables --jobs does first
+    "forked": set(),  # the workers read --jobs and tables --jobs fork: their pipes, signals and ends
     "revive": set(),  # typed values to JSON and back: what the cache keeps, never pickled
     "native": set(),  # which modules mypyc compiles; `import kdissect` installs its finder first
     # floor 2: the protocol's tables and their compiled decoders; packets in

@@ -23,10 +23,8 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import signal
 import stat
 import struct
-import sys
 import traceback
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
@@ -34,7 +32,7 @@ from typing import Any
 
 from kdissect.commands.options import UserError
 from kdissect.events.headers import RequestHeader
-from kdissect.forked import become_worker
+from kdissect.forked import end_workers, fork_worker
 
 SPLIT_BYTES = 8 << 20
 """Captures smaller than this are read by one process."""
@@ -108,26 +106,11 @@ class Workers:
         """Fork the workers; `make_sink(stream)` makes a worker's `EventSink` writing to `stream`. `flush` empties
         the first process's output buffers first, so no worker inherits (and could repeat) what they hold."""
         flush()
-        sys.stdout.flush()
-        sys.stderr.flush()
         for k in range(1, self.n):
-            read, write = os.pipe()
-            try:
-                import fcntl
-
-                fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-            except (ImportError, AttributeError, OSError):
-                pass  # a smaller pipe only lets the worker run less far ahead
-            first = os.getpid()
-            pid = os.fork()
+            pid, fd = fork_worker((other for _, other in self.children), PIPE_BYTES)
             if pid == 0:
-                become_worker(first)
-                os.close(read)
-                for _, other in self.children:
-                    os.close(other)
-                _work(k, self.n, capture, options, wanted, make_sink, write)
-            os.close(write)
-            self.children.append((pid, read))
+                _work(k, self.n, capture, options, wanted, make_sink, fd)
+            self.children.append((pid, fd))
 
     def merge(self, events: Iterator[Any]) -> Generator[Any, None, None]:
         """The first process's events, each exchange of another process's connection replaced by a `Settled`."""
@@ -149,14 +132,7 @@ class Workers:
 
     def stop(self) -> None:
         """End the workers (done, or no longer needed: --count, a closed pipe, Ctrl-C) and reap them."""
-        for pid, read in self.children:
-            os.close(read)
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for pid, _ in self.children:
-            os.waitpid(pid, 0)
+        end_workers(self.children)
         self.children = []
 
 

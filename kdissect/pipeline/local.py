@@ -16,7 +16,6 @@ import pickle
 import select
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kdissect.capture import ranges
-from kdissect.forked import become_worker
+from kdissect.forked import end_workers, fork_worker
 from kdissect.pipeline import tables
 from kdissect.pipeline.capture_pass import CapturePass
 from kdissect.pipeline.config import filter_of, options_of, values_of
@@ -311,19 +310,10 @@ class Workers:
         """The read end of each worker's pipe, by its pid."""
 
     def start(self, work: Callable[[], list[Done]]) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        read, write = os.pipe()
-        first = os.getpid()
-        pid = os.fork()
+        pid, fd = fork_worker(self.children.values())
         if pid == 0:
-            become_worker(first)
-            os.close(read)
-            for other in self.children.values():
-                os.close(other)
-            _work(work, write)
-        os.close(write)
-        self.children[pid] = read
+            _work(work, fd)
+        self.children[pid] = fd
 
     def results(self, stopping: Callable[[], bool]) -> list[Done]:
         """Every worker's `Done`s, in the order they started; Stopped as soon as `stopping` says so (looked at every
@@ -358,19 +348,12 @@ class Workers:
 
     def stop(self) -> None:
         """End the workers still running (Ctrl-C, another failed) and reap every one."""
-        for pid, fd in self.children.items():
-            os.close(fd)
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for pid in self.children:
-            os.waitpid(pid, 0)
+        end_workers(self.children.items())
         self.children = {}
 
 
 def _work(work: Callable[[], list[Done]], fd: int) -> NoReturn:
-    """A worker's life, in the forked child (`forked.become_worker`): never returns."""
+    """A worker's life, in the forked child (`forked.fork_worker`): never returns."""
     status = 0
     try:
         try:
