@@ -189,8 +189,8 @@ def test_a_kept_pass_serves_the_next_browse_as_the_pass_itself_did(path, tmp_pat
     """The pass kept (index/browsed.py) and served to a second browse: the same rows, interned values and
     connections, flows, lanes and findings; bodies opened from what it learnt print as the first pass's do; and
     filters answered from it (read back even where the candidates span most of the file) match what a pass over
-    the file matches, a TLS connection among the candidates (never read back alone) and a file with no
-    checkpoints (a pcapng, a compressed capture) excepted."""
+    the file matches, a TLS connection among the candidates (never read back alone), a file with no
+    checkpoints (a pcapng, a compressed capture) and one holding its own registry's records excepted."""
     keylog = path.with_suffix(".keylog")
     options = Options(tls_keylog=keylog.read_bytes()) if keylog.exists() else Options()
     monkeypatch.setenv("KDISSECT_CACHE", str(tmp_path / "cache"))  # read's index, made on the way, kept there
@@ -220,7 +220,7 @@ def test_a_kept_pass_serves_the_next_browse_as_the_pass_itself_did(path, tmp_pat
         wanted = compile_filter([("-Y", expression)], BUILTIN)
         answered = keeping.matches(served, again.learnt(), wanted, again.options, lambda: False)
         expected = [e.id - 1 for e in full if wanted.matches(e)]
-        declines = tls or not keeping.plain or path.name in PICKED_UP_ONLY_WHOLE  # no checkpoints: a pass over the file
+        declines = tls or not keeping.plain or keeping.registry() or path.name in PICKED_UP_ONLY_WHOLE
         assert answered == expected or (answered is None and declines), (path.name, expression)
 
 

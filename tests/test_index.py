@@ -258,8 +258,20 @@ def same_index(capture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_a_browse_of_a_registrys_own_records_keeps_an_index_that_declines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the registry's HTTP, its `_schemas` records alone teach a read's values as they come: a read's index
     then declines, and so does the one a browse keeps, though a browse's list reads no value."""
+    import threading
+
+    from kdissect.browse.index import Index
+    from kdissect.browse.indexer import Indexer
+    from kdissect.index.browsed import kept
     from tests.test_values import without
 
     capture = without(ROOT / "captures" / "values-avro-confluent.pcap", tmp_path / "no-http.pcap", {8081})
     index = same_index(capture, tmp_path, monkeypatch)
     assert index is not None and index.registry
+    keeping, rows = kept(capture, Options()), Index(BUILTIN.names)  # browse's own, kept and served: it still knows
+    assert keeping is not None and not keeping.registry()
+    indexer = Indexer(capture, Options(), keeping=keeping)
+    indexer.run(threading.Event(), lambda message: rows.extend(message.batch) if isinstance(message, Indexer.Indexed) else None)
+    keeping.save(rows, 0, indexer.learnt())
+    again = kept(capture, Options())
+    assert again is not None and not again.registry() and again.load() is not None and again.registry()

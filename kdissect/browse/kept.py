@@ -40,8 +40,9 @@ class Keeping(Protocol):
         """Keep `index`, every row of a whole pass that read `read` bytes of the file, with what it learnt."""
 
     def indexing(self, decoder: Any, offsets: list[int], sessions: list[Session]) -> Callable[[Exchange], None] | None:
-        """When `read`'s index of the file is not kept yet: where each exchange of the pass goes to make it, with the
-        pass's decoder, checkpoints and sessions (index/keeping.py); None otherwise."""
+        """Where each exchange of a pass that decodes bodies (by `decoder`) goes: what the keeping notes of it, and,
+        when `read`'s index of the file is not kept yet, that index, made with the pass's checkpoints and sessions
+        (index/keeping.py); None for a pass that decodes none."""
 
     def indexed(self, packets: int, damage: dict[str, int]) -> None:
         """The pass read the whole file, `packets` packets, and counted what the capture lost in `damage`: `read`'s

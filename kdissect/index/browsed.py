@@ -53,10 +53,14 @@ class Kept:
         self.keeper: Keeper | None = None
         self.schemas_records = False
         """The pass met records of the registry's `_schemas` topic, which a read's values learn from as they come
-        (a browse's list reads no value): its index then does not answer, as a read's would not."""
+        (a browse's list reads no value): neither index then answers, as a read's would not. Kept with the pass."""
 
     def load(self) -> tuple[Batch, Learnt] | None:
-        return entry.loaded(self.where, _parsed)
+        found = entry.loaded(self.where, _parsed)
+        if found is None:
+            return None
+        batch, learnt, self.schemas_records = found
+        return batch, learnt
 
     def save(self, index: Index, read: int, learnt: Learnt) -> None:
         meta = {
@@ -74,6 +78,7 @@ class Kept:
             "offsets": learnt.offsets,
             "topic_names": learnt.topic_names,
             "sessions": [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
+            "schemas_records": self.schemas_records,
         }
         entry.keep(self.where, dumps(meta), list(index.arrays()))
 
@@ -88,13 +93,16 @@ class Kept:
             return False
 
     def indexing(self, decoder: Any, offsets: list[int], sessions: list[Session]) -> Callable[[Exchange], None] | None:
-        if decoder is None or not self.plain or entry.kept(self.capture, self.options) is not None:
+        if decoder is None:
             return None
-        keeper = self.keeper = Keeper(self.capture, self.options, decoder, sessions)
-        keeper.offsets = offsets
+        keeper = None
+        if self.plain and entry.kept(self.capture, self.options) is None:
+            keeper = self.keeper = Keeper(self.capture, self.options, decoder, sessions)
+            keeper.offsets = offsets
 
         def add(exchange: Exchange) -> None:
-            keeper.add(exchange)
+            if keeper is not None:
+                keeper.add(exchange)
             if not self.schemas_records and _schemas_records(exchange):
                 self.schemas_records = True
 
@@ -102,13 +110,17 @@ class Kept:
 
     def indexed(self, packets: int, damage: dict[str, int]) -> None:
         if self.keeper is not None:
-            self.keeper.save(packets, damage, self.schemas_records or self.met_registry())
+            self.keeper.save(packets, damage, self.registry())
             self.keeper = None
+
+    def registry(self) -> bool:
+        """Whether the capture's own schema registry was met: by this run, or by the pass, in its `_schemas` records."""
+        return self.schemas_records or self.met_registry()
 
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         if wanted.keep is None or not len(index) or not self.plain:
             return None
-        indexed = as_capture_index(index, learnt, self.met_registry())
+        indexed = as_capture_index(index, learnt, self.registry())
         found = answer.exchanges(self.capture, options, indexed, answer.candidates(indexed, wanted.keep), stopping)
         return None if found is None else [exchange.id - 1 for exchange in found if wanted.matches(exchange)]
 
@@ -170,7 +182,7 @@ def kept(path: Path, options: Any, met_registry: Callable[[], bool] = lambda: Fa
     return None if capture is None or where is None else Kept(where, capture, options, met_registry)
 
 
-def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt]:
+def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt, bool]:
     if meta["format"] != FORMAT:
         raise ValueError("an entry of another kdissect")
     rows = Columns()
@@ -186,7 +198,7 @@ def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt]:
         None,
         None,
     )
-    return batch, Learnt(
+    learnt = Learnt(
         revived(tuple[tuple[Flow, ...], More | None], meta["flows"]),
         revived(tuple[Lane, ...], meta["lanes"]),
         revived(list[Finding], meta["findings"]),
@@ -194,6 +206,7 @@ def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt]:
         revived(dict[str, str], meta["topic_names"]),
         [_session(state) for state in revived(list[SessionState], meta["sessions"])],
     )
+    return batch, learnt, revived(bool, meta["schemas_records"])
 
 
 def _session(state: SessionState) -> Session:
