@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+State = tuple[str | None, dict[str, str], dict[str, str]]
+"""What a session knows as plain values (an index keeps it): the SASL mechanism, protocol types, protocol names."""
+
 
 class Session:
     """Per-connection state the decoder keeps: the SASL mechanism chosen, the group protocols joined."""
@@ -17,3 +20,15 @@ class Session:
         assignor says its assignments carry Kafka Streams' user data. From a JoinGroup request that offers one
         protocol (Streams offers its assignor alone), which is decoded even under a filter, and from the answer that
         names the coordinator's choice."""
+
+    def state(self) -> State:
+        """What it knows, copied: later messages of the connection do not change it."""
+        return self.sasl_mechanism, dict(self.protocol_types), dict(self.protocol_names)
+
+    @classmethod
+    def restored(cls, state: State) -> Session:
+        """A session that knows `state`, its tables its own."""
+        session = cls()
+        mechanism, types, names = state
+        session.sasl_mechanism, session.protocol_types, session.protocol_names = mechanism, dict(types), dict(names)
+        return session

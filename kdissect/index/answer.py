@@ -184,14 +184,8 @@ def _read_back(
     verdict would judge them by the pass's own connection numbers) by `decoder`, which knows the topic names the full
     read learnt, given the connection's session as the full read left it."""
     if decoder is not None:
-        mechanism, types, names = index.sessions[info.id - 1] if info.id <= len(index.sessions) else (None, {}, {})
-
-        def session() -> Session:
-            known = Session()
-            known.sasl_mechanism, known.protocol_types, known.protocol_names = mechanism, dict(types), dict(names)
-            return known
-
-        decoder.new_session = session
+        state = index.sessions[info.id - 1] if info.id <= len(index.sessions) else Session().state()
+        decoder.new_session = lambda: Session.restored(state)
     return connection_exchanges(Path(capture), options, index.offsets, info, first, last, decoder)
 
 

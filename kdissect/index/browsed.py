@@ -24,7 +24,7 @@ from kdissect.browse.kept import Learnt
 from kdissect.capture import open_capture
 from kdissect.capture.source import CaptureError
 from kdissect.decode.body import Body
-from kdissect.decode.session import Session
+from kdissect.decode.session import Session, State
 from kdissect.doctor.finding import Finding
 from kdissect.events import ConnectionInfo, Exchange
 from kdissect.index import answer, entry
@@ -36,8 +36,6 @@ from kdissect.values.reader import SCHEMAS_TOPIC
 KIND = ".kdb"
 FORMAT = 1
 """Changed whenever what an entry holds changes: an older kdissect's entries are then refused."""
-SessionState = tuple[str | None, dict[str, str], dict[str, str]]
-"""A connection's session: its SASL mechanism, its groups' protocol types and protocol names."""
 
 
 class Kept:
@@ -77,7 +75,7 @@ class Kept:
             "findings": learnt.findings,
             "offsets": learnt.offsets,
             "topic_names": learnt.topic_names,
-            "sessions": [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
+            "sessions": [s.state() for s in learnt.sessions],
             "schemas_records": self.schemas_records,
         }
         entry.keep(self.where, dumps(meta), list(index.arrays()))
@@ -159,7 +157,7 @@ def as_capture_index(index: Index, learnt: Learnt, registry: bool) -> CaptureInd
         learnt.offsets,
         max(index.last),
         learnt.topic_names,
-        [(s.sasl_mechanism, s.protocol_types, s.protocol_names) for s in learnt.sessions],
+        [s.state() for s in learnt.sessions],
         {},
         registry,
     )
@@ -204,12 +202,6 @@ def _parsed(meta: Any, body: bytes) -> tuple[Batch, Learnt, bool]:
         revived(list[Finding], meta["findings"]),
         revived(list[int], meta["offsets"]),
         revived(dict[str, str], meta["topic_names"]),
-        [_session(state) for state in revived(list[SessionState], meta["sessions"])],
+        [Session.restored(state) for state in revived(list[State], meta["sessions"])],
     )
     return batch, learnt, revived(bool, meta["schemas_records"])
-
-
-def _session(state: SessionState) -> Session:
-    session = Session()
-    session.sasl_mechanism, session.protocol_types, session.protocol_names = state
-    return session

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import orjson
 import zstandard
 
+from kdissect.decode.session import State
 from kdissect.events import ConnectionInfo, Endpoint
 from kdissect.pipeline import table_cache
 from kdissect.schema.code_cache import base
@@ -87,7 +88,7 @@ class CaptureIndex:
     """File offsets of every CHECKPOINT-th packet (browse/scan.py)."""
     packets: int
     topic_names: dict[str, str]
-    sessions: list[tuple[str | None, dict[str, str], dict[str, str]]]
+    sessions: list[State]
     """Each connection's decoder session at the capture's end (by connection id - 1)."""
     damage: dict[str, int]
     """Diagnostics of severity error by code, as the full read counted them: the exit status it earned."""

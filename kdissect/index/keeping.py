@@ -102,7 +102,7 @@ class Keeper:
         capture's own schema registry."""
         self._flush()
         topic_names = dict(getattr(self.decoder, "topic_names", None) or {})
-        sessions = [(s.sasl_mechanism, dict(s.protocol_types), dict(s.protocol_names)) for s in self.sessions]
+        sessions = [s.state() for s in self.sessions]
         index = CaptureIndex(
             self.columns,
             list(self._clients),
