@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from array import array
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ class Kept:
         self.options = options
         self.met_registry = met_registry
         self.keeper: Keeper | None = None
+        self._as_read: CaptureIndex | None = None
         self.schemas_records = False
         """The pass met records of the registry's `_schemas` topic, which a read's values learn from as they come
         (a browse's list reads no value): neither index then answers, as a read's would not. Kept with the pass."""
@@ -118,14 +120,16 @@ class Kept:
     def matches(self, index: Index, learnt: Learnt, wanted: Any, options: Any, stopping: Callable[[], bool]) -> list[int] | None:
         if wanted.keep is None or not len(index) or not self.plain:
             return None
-        indexed = as_capture_index(index, learnt, self.registry())
+        if self._as_read is None:  # the index is complete, and stays as it is: made once for every filter
+            self._as_read = as_capture_index(index, learnt)
+        indexed = replace(self._as_read, registry=self.registry())
         found = answer.exchanges(self.capture, options, indexed, answer.candidates(indexed, wanted.keep), stopping)
         return None if found is None else [exchange.id - 1 for exchange in found if wanted.matches(exchange)]
 
 
-def as_capture_index(index: Index, learnt: Learnt, registry: bool) -> CaptureIndex:
+def as_capture_index(index: Index, learnt: Learnt) -> CaptureIndex:
     """Browse's complete index as the one `read` keeps (entry.py), which answer.py reads: the same numbers, but for
-    the frames' stream offsets, which a filter does not read."""
+    the frames' stream offsets, which a filter does not read, and the registry's mark, which is the run's to set."""
     unknown = array("q", [NONE]) * len(index)
     starts: dict[int, int] = {}
     for connection, first in zip(index.connection, index.first):
@@ -159,7 +163,7 @@ def as_capture_index(index: Index, learnt: Learnt, registry: bool) -> CaptureInd
         learnt.topic_names,
         [s.state() for s in learnt.sessions],
         {},
-        registry,
+        False,
     )
 
 
